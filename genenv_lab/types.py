@@ -1,0 +1,118 @@
+"""Typed, JSON-serialisable records that cross stage boundaries (no bare tuples or anonymous dicts).
+
+- :class:`TaskSpec`: what a domain parsed out of a generation (or a seed): the agent-facing question, the gold
+  answer the domain computed or checked, difficulty features and a canonical text (what the simulator is trained
+  to write).
+- :class:`GeneratedTask`: one generation of the simulator, valid or rejected, with its lineage and, after the
+  rollouts, its p̂, R_env, band membership and RWR weight. One row of ``tasks.parquet``.
+- :class:`Attempt`: one agent completion of a task with its reward. One row of ``attempts.parquet``.
+- :class:`EpochRecord`: one line of ``epochs.jsonl``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    question: str
+    """What the agent is asked."""
+    answer: str
+    """The gold answer the domain computed (or checked) for the question."""
+    text: str
+    """Canonical task text in the simulator's output format."""
+    features: dict[str, Any] = field(default_factory=dict)
+    """Difficulty features (domain-specific, e.g. operand count, digits, operators)."""
+
+
+@dataclass
+class GeneratedTask:
+    task_id: str
+    epoch: int
+    env_version: int
+    """Number of env updates applied before this generation (0 = the initial simulator)."""
+    parent_id: str
+    """The task this one varies (a seed id or an earlier generated task)."""
+    root_id: str
+    """The base seed of the lineage."""
+    context: str
+    """The env prompt (seed task + success statistics) the generation came from."""
+    raw: str
+    """The simulator's raw output text."""
+    valid: bool
+    reject_reason: str = ""
+    question: str = ""
+    answer: str = ""
+    text: str = ""
+    features: dict[str, Any] = field(default_factory=dict)
+    p_hat: float = math.nan
+    env_reward: float = math.nan
+    in_band: bool = False
+    weight: float = 0.0
+    """RWR weight in the env update (0 when the task was not used)."""
+
+    def to_row(self) -> dict[str, Any]:
+        row = dataclasses.asdict(self)
+        row["features"] = dict(self.features)
+        return row
+
+
+@dataclass
+class Attempt:
+    task_id: str
+    epoch: int
+    source: str
+    """``generated`` (a fresh task), ``replay`` (from the pool) or ``seed`` (a base seed)."""
+    prompt: str
+    completion: str
+    reward: float
+    success: bool
+    advantage: float = math.nan
+    """Group-relative advantage of this completion among the G rollouts of its task."""
+
+    def to_row(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class EpochRecord:
+    """One line of ``epochs.jsonl``; every key is documented in ``docs/run_directory.md``."""
+
+    epoch: int
+    n_generated: int
+    n_valid: int
+    valid_frac: float
+    p_hat_mean: float
+    in_band_frac: float
+    env_reward_mean: float
+    frac_zero_std: float
+    agent_reward_mean: float
+    env_kl: float
+    wall_s: float
+    n_env_steps: int = 0
+    env_loss: float = math.nan
+    agent_loss: float = math.nan
+    n_agent_prompts: int = 0
+    pool_size: int = 0
+    env_version: int = 0
+    reject_reasons: dict[str, int] = field(default_factory=dict)
+    phase_s: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _jsonable(v) for k, v in dataclasses.asdict(self).items()}
+
+
+def _jsonable(value: Any) -> Any:
+    """NaN and infinities become None so that ``epochs.jsonl`` is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value

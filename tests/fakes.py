@@ -1,0 +1,72 @@
+"""A scripted fake backend: the loop's component tests run without any model.
+
+Its simulator rewrites the seed's expression (adding operands as its version grows) and writes a malformed reply
+every fourth time; its agent solves a task when the task has fewer operands than its skill, half the rollouts at
+equal skill, none above; every GRPO step raises the skill, every RWR step with examples raises the version.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from genenv_lab.backends.base import AgentUpdate, EnvUpdate
+from genenv_lab.domains.arith import evaluate
+
+
+class ScriptedBackend:
+    def __init__(self, num_generations: int = 4, skill: int = 2):
+        self.g = num_generations
+        self.skill = skill
+        self.version = 0
+        self.calls = {"generate": 0, "grpo": 0, "rwr": 0}
+        self.rwr_batches: list[list] = []
+        self._count = 0
+
+    def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0):
+        assert adapter == "env"
+        self.calls["generate"] += 1
+        out = []
+        for messages in prompts:
+            user = messages[-1]["content"]
+            expr = next(line for line in user.splitlines() if line.startswith("Expression:")).split(":", 1)[1].strip()
+            gens = []
+            for j in range(n):
+                self._count += 1
+                if self._count % 4 == 0:
+                    gens.append("I cannot write that task.")
+                else:
+                    extra = " + 1" * ((self.version + j) % 3)
+                    gens.append(f"Expression: {expr}{extra}\nQuestion: scripted variation {j}")
+            out.append(gens)
+        return out
+
+    def grpo_step(self, prompts, reward_fn):
+        self.calls["grpo"] += 1
+        for p in prompts:
+            expr = p.messages[-1]["content"].split("Compute:", 1)[1].strip()
+            value, feats = evaluate(expr)
+            n_ops = feats["n_operands"]
+            k = self.g if n_ops < self.skill else (self.g // 2 if n_ops == self.skill else 0)
+            completions = [f"Answer: {value if i < k else value + 1}" for i in range(self.g)]
+            reward_fn([p.task_id] * self.g, completions)
+        self.skill += 1
+        return AgentUpdate(loss=0.0, steps=len(prompts))
+
+    def rwr_step(self, examples):
+        self.calls["rwr"] += 1
+        self.rwr_batches.append(list(examples))
+        self.version += 1
+        return EnvUpdate(loss=1.0, kl=0.01 * self.version, steps=1)
+
+    def save_adapters(self, directory):
+        for name in ("agent", "env"):
+            (Path(directory) / name).mkdir(parents=True, exist_ok=True)
+        (Path(directory) / "scripted.json").write_text(json.dumps({"skill": self.skill, "version": self.version}))
+
+    def load_adapters(self, directory):
+        state = json.loads((Path(directory) / "scripted.json").read_text())
+        self.skill, self.version = state["skill"], state["version"]
+
+    def adapter_state(self, adapter):
+        return {"skill": self.skill} if adapter == "agent" else {"version": self.version}

@@ -1,0 +1,55 @@
+"""Config dataclasses: validation messages, presets, round trip through config.json."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from genenv_lab.config import PRESETS, AgentConfig, ConfigError, CurriculumConfig, EnvConfig, RunConfig, preset
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_build_and_round_trip(name):
+    cfg = preset(name)
+    assert cfg.preset == name
+    again = RunConfig.from_dict(json.loads(cfg.to_json()))
+    assert again == cfg
+
+
+def test_configs_are_frozen():
+    cfg = preset("tiny")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.agent.num_generations = 3
+
+
+@pytest.mark.parametrize("factory, field, bad, needle", [
+    (lambda v: AgentConfig(num_generations=v), "num_generations", 1, "≥ 2"),
+    (lambda v: CurriculumConfig(alpha=v), "alpha", 1.5, "≤ 1.0"),
+    (lambda v: CurriculumConfig(shape=v), "shape", "cubic", "gaussian"),
+    (lambda v: EnvConfig(kl_cap=v), "kl_cap", 0.0, "> 0.0"),
+    (lambda v: EnvConfig(n_variations=v), "n_variations", 2.5, "an integer"),
+])
+def test_bad_values_name_field_and_range(factory, field, bad, needle):
+    with pytest.raises(ConfigError) as err:
+        factory(bad)
+    assert field in str(err.value) and needle in str(err.value)
+
+
+def test_replace_validates_and_rejects_unknown_fields():
+    cfg = preset("tiny").replace(loop={"epochs": 5})
+    assert cfg.loop.epochs == 5 and cfg.agent == preset("tiny").agent
+    with pytest.raises(ConfigError, match="epochz"):
+        preset("tiny").replace(loop={"epochz": 5})
+    with pytest.raises(ConfigError, match="domain"):
+        preset("tiny").replace(loop={"domain": "chess"})
+
+
+def test_cli_bad_value_fails_before_any_model_loads(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "genenv_lab.cli", "run", "--preset", "tiny", "--epochs", "0",
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "LoopConfig.epochs=0" in proc.stdout and "≥ 1" in proc.stdout
+    assert not out.exists()  # nothing written, nothing loaded

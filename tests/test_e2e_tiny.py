@@ -1,0 +1,88 @@
+"""End to end with the real tiny model: the CLI, the run directory, adapters, SIGKILL and resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from genenv_lab.runlog import read_epochs, read_state, read_table
+
+CLI = [sys.executable, "-m", "genenv_lab.cli", "run", "--preset", "tiny"]
+
+
+def _load(path):
+    from safetensors.torch import load_file
+
+    return load_file(str(path))
+
+
+def test_cli_tiny_three_epochs_complete_run_directory(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run(CLI + ["--epochs", "3", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ("config.json", "state.json", "epochs.jsonl", "tasks.parquet", "attempts.parquet", "events.log"):
+        assert (out / name).is_file(), name
+    records = read_epochs(out)
+    assert [r["epoch"] for r in records] == [1, 2, 3]
+    assert read_state(out)["status"] == "finished"
+    assert json.loads((out / "config.json").read_text())["preset"] == "tiny"
+    tasks, attempts = read_table(out, "tasks"), read_table(out, "attempts")
+    assert len(tasks) == sum(r["n_generated"] for r in records) and len(attempts) > 0
+    assert {"parent_id", "root_id", "env_version", "features", "p_hat", "env_reward", "in_band", "weight",
+            "reject_reason"} <= set(tasks.columns)
+    env1 = _load(out / "adapters/epoch_001/env/adapter_model.safetensors")
+    env3 = _load(out / "adapters/epoch_003/env/adapter_model.safetensors")
+    assert env1.keys() == env3.keys()
+    assert any(not torch.equal(env1[k], env3[k]) for k in env1), "the simulator (env adapter) was not trained"
+    assert "run directory" in proc.stdout
+
+
+def test_base_weights_never_change_and_both_adapters_train(tiny_cfg, tmp_path):
+    from genenv_lab.domains import get_domain
+    from genenv_lab.loop import make_backend, run
+
+    backend = make_backend(tiny_cfg, get_domain("arith"))
+    base0 = backend.base_state()
+    agent0, env0 = backend.adapter_state("agent"), backend.adapter_state("env")
+    records = list(run(tiny_cfg.replace(loop={"epochs": 2}), tmp_path / "r", backend=backend, progress=False))
+    assert len(records) == 2
+    base1 = backend.base_state()
+    assert base0.keys() == base1.keys() and all(torch.equal(base0[k], base1[k]) for k in base0)
+    assert any(not torch.equal(v, backend.adapter_state("agent")[k]) for k, v in agent0.items())
+    assert any(not torch.equal(v, backend.adapter_state("env")[k]) for k, v in env0.items())
+    assert records[-1].env_kl > 0
+
+
+def test_sigkill_after_first_epoch_then_resume(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(CLI + ["--epochs", "4", "--out", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline:
+            try:
+                if read_state(out)["last_complete_epoch"] >= 1:
+                    break
+            except Exception:
+                pass
+            if proc.poll() is not None:
+                pytest.fail("the run ended before it could be killed")
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    done = read_state(out)["last_complete_epoch"]
+    assert 1 <= done < 4, "the kill landed after the run finished"
+    resumed = subprocess.run(CLI + ["--epochs", "4", "--out", str(out), "--resume"], capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert [r["epoch"] for r in read_epochs(out)] == [1, 2, 3, 4]
+    tasks = read_table(out, "tasks")
+    assert tasks["task_id"].is_unique and sorted(tasks["epoch"].unique()) == [1, 2, 3, 4]
+    assert read_state(out)["status"] == "finished"
+    assert sorted(p.name for p in (out / "adapters").iterdir()) == [f"epoch_{i:03d}" for i in range(1, 5)]

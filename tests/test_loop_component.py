@@ -1,0 +1,109 @@
+"""The loop with the scripted fake backend: bookkeeping, curriculum, run directory, resume."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from genenv_lab import curriculum as cur
+from genenv_lab.loop import run
+from genenv_lab.runlog import RunDirError, read_epochs, read_state, read_table
+
+from fakes import ScriptedBackend
+
+REQUIRED_KEYS = {"epoch", "n_generated", "n_valid", "valid_frac", "p_hat_mean", "in_band_frac", "env_reward_mean",
+                 "frac_zero_std", "agent_reward_mean", "env_kl", "wall_s"}
+
+
+@pytest.fixture
+def cfg(tiny_cfg):
+    return tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4})
+
+
+def test_epoch_bookkeeping(cfg, tmp_path):
+    backend = ScriptedBackend(num_generations=4)
+    records = list(run(cfg, tmp_path / "r", backend=backend, progress=False))
+    assert [r.epoch for r in records] == [1, 2, 3]
+    on_disk = read_epochs(tmp_path / "r")
+    assert len(on_disk) == 3 and REQUIRED_KEYS <= set(on_disk[0])
+    tasks = read_table(tmp_path / "r", "tasks")
+    attempts = read_table(tmp_path / "r", "attempts")
+    per_epoch = cfg.env.seeds_per_epoch * cfg.env.n_variations
+    assert len(tasks) == 3 * per_epoch
+    assert tasks["task_id"].is_unique
+    rejected = tasks[~tasks["valid"]]
+    assert len(rejected) > 0 and (rejected["reject_reason"] != "").all()
+    assert sum(r["reject_reasons"].get("missing 'Expression:' line", 0) for r in on_disk) == len(rejected)
+    for rec in on_disk:
+        ep = tasks[tasks["epoch"] == rec["epoch"]]
+        assert rec["n_generated"] == len(ep) and rec["n_valid"] == int(ep["valid"].sum())
+    # p̂ of every valid task equals its attempts' success rate; G attempts each; advantages centred
+    for row in tasks[tasks["valid"]].itertuples():
+        att = attempts[(attempts["task_id"] == row.task_id) & (attempts["epoch"] == row.epoch)]
+        assert len(att) == 4
+        assert row.p_hat == pytest.approx(att["success"].mean())
+        assert row.env_reward == pytest.approx(cur.env_reward(row.p_hat, 0.5, 2.0))
+        assert att["advantage"].sum() == pytest.approx(0.0, abs=1e-6)
+    # only in-band tasks are weighted, weights have mean 1 within each epoch
+    assert (tasks.loc[~tasks["in_band"], "weight"] == 0).all()
+    for _, ep in tasks[tasks["in_band"]].groupby("epoch"):
+        assert ep["weight"].mean() == pytest.approx(1.0)
+    assert backend.calls == {"generate": 3, "grpo": 3, "rwr": len(backend.rwr_batches)}
+    assert read_state(tmp_path / "r")["status"] == "finished"
+
+
+def test_env_update_sees_only_in_band_canonical_texts(cfg, tmp_path):
+    backend = ScriptedBackend(num_generations=4)
+    list(run(cfg, tmp_path / "r", backend=backend, progress=False))
+    tasks = read_table(tmp_path / "r", "tasks")
+    in_band_texts = set(tasks.loc[tasks["in_band"], "text"])
+    sent = {ex.target for batch in backend.rwr_batches for ex in batch}
+    assert sent and sent <= in_band_texts
+
+
+def test_random_env_never_updates_the_simulator(cfg, tmp_path):
+    backend = ScriptedBackend(num_generations=4)
+    records = list(run(cfg.replace(loop={"variant": "random_env"}), tmp_path / "r", backend=backend, progress=False))
+    assert backend.calls["rwr"] == 0
+    assert all(r.env_version == 0 and r.n_env_steps == 0 for r in records)
+
+
+def test_context_carries_lineage_statistics(cfg, tmp_path):
+    list(run(cfg.replace(loop={"epochs": 3}), tmp_path / "r", backend=ScriptedBackend(), progress=False))
+    tasks = read_table(tmp_path / "r", "tasks")
+    later = [json.loads(c)[-1]["content"] for c in tasks.loc[tasks["epoch"] == 3, "context"]]
+    assert any("recent attempts" in c for c in later)
+
+
+def test_resume_after_interruption_and_torn_writes(cfg, tmp_path):
+    out = tmp_path / "r"
+    gen = run(cfg, out, backend=ScriptedBackend(), progress=False)
+    next(gen)
+    next(gen)
+    gen.close()  # stopped after epoch 2, as a killed process would be
+    # simulate a crash in the middle of committing epoch 3: rows written, record half-written, marker not moved
+    tasks = read_table(out, "tasks")
+    torn = tasks[tasks["epoch"] == 2].copy()
+    torn["epoch"] = 3
+    torn["features"] = torn["features"].map(json.dumps)
+    pd.concat([pd.read_parquet(out / "tasks.parquet"), torn]).to_parquet(out / "tasks.parquet", index=False)
+    with open(out / "epochs.jsonl", "a") as fh:
+        fh.write('{"epoch": 3, "n_gener')
+    records = list(run(cfg, out, resume=True, backend=ScriptedBackend(), progress=False))
+    assert [r.epoch for r in records] == [3]
+    assert [r["epoch"] for r in read_epochs(out)] == [1, 2, 3]
+    tasks = read_table(out, "tasks")
+    assert tasks["task_id"].is_unique and sorted(tasks["epoch"].unique()) == [1, 2, 3]
+
+
+def test_refuses_non_empty_dir_and_bad_resume(cfg, tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "file").write_text("hi")
+    with pytest.raises(RunDirError, match="not empty"):
+        next(run(cfg, tmp_path / "x", backend=ScriptedBackend(), progress=False))
+    with pytest.raises(RunDirError, match="not a run directory"):
+        next(run(cfg, tmp_path / "x", resume=True, backend=ScriptedBackend(), progress=False))
+    list(run(cfg.replace(loop={"epochs": 1}), tmp_path / "y", backend=ScriptedBackend(), progress=False))
+    with pytest.raises(RunDirError, match="another configuration"):
+        next(run(cfg.replace(agent={"lr": 0.5}), tmp_path / "y", resume=True, backend=ScriptedBackend(),
+                 progress=False))
