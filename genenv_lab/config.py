@@ -65,6 +65,9 @@ class ModelConfig:
     max_seq_length: int = 512
     gpu_memory_utilization: float = 0.5
     """Share of GPU memory vLLM may take (GPU engines only)."""
+    separate_adapters: bool = True
+    """True: two LoRA adapters (``agent``, ``env``). False: one shared adapter plays both roles (an ablation, and
+    the single-adapter reference of the memory benchmark)."""
     tiny_warmup_steps: int = 300
     """``tiny`` only: steps of format warm-up on the domain's seed texts, so a random model writes parseable tasks."""
 

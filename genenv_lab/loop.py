@@ -89,7 +89,8 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
         parents = choose_parents(state, seeds, cfg, rng)
         contexts = build_env_contexts(parents, state, domain, cfg)
         raw = backend.generate("env", contexts, n=cfg.env.n_variations, max_new_tokens=cfg.env.max_new_tokens,
-                               temperature=cfg.env.temperature, top_p=cfg.env.top_p)
+                               temperature=cfg.env.temperature, top_p=cfg.env.top_p,
+                               prefix=domain.env_reply_prefix)
         tasks = parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
 
     on_phase("rollouts + agent update")

@@ -23,7 +23,7 @@ class ScriptedBackend:
         self.rwr_batches: list[list] = []
         self._count = 0
 
-    def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0):
+    def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0, prefix=""):
         assert adapter == "env"
         self.calls["generate"] += 1
         out = []

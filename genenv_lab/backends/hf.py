@@ -40,15 +40,21 @@ class HFBackend:
                                          format_corpus=format_corpus,
                                          tiny_warmup_steps=cfg.model.tiny_warmup_steps)
         self.model = attach_adapters(base, r=cfg.model.lora_r, alpha=cfg.model.lora_alpha,
-                                     dropout=cfg.model.lora_dropout, target_modules=cfg.model.target_modules)
+                                     dropout=cfg.model.lora_dropout, target_modules=cfg.model.target_modules,
+                                     separate=cfg.model.separate_adapters)
+        self.adapters = ADAPTERS if cfg.model.separate_adapters else ("agent",)
         self.model.to(self.device)
         self.eos_token = self.tokenizer.eos_token
 
     # ------------------------------------------------------------------------------------------------- helpers
-    def _use(self, adapter: str) -> None:
-        if adapter not in ADAPTERS:
-            raise ValueError(f"unknown adapter {adapter!r}; expected one of {ADAPTERS}")
-        self.model.set_adapter(adapter)
+    def _name(self, role: str) -> str:
+        """The adapter that plays ``role`` (``agent`` or ``env``): itself, or ``agent`` when adapters are shared."""
+        if role not in ADAPTERS:
+            raise ValueError(f"unknown adapter {role!r}; expected one of {ADAPTERS}")
+        return role if role in self.adapters else "agent"
+
+    def _use(self, role: str) -> None:
+        self.model.set_adapter(self._name(role))
 
     def chat_prompt(self, messages: Messages) -> str:
         return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
@@ -56,18 +62,18 @@ class HFBackend:
     # ---------------------------------------------------------------------------------------------- generation
     @torch.no_grad()
     def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
-                 temperature: float, top_p: float = 1.0, chunk: int = 16) -> list[list[str]]:
+                 temperature: float, top_p: float = 1.0, prefix: str = "", chunk: int = 16) -> list[list[str]]:
         self._use(adapter)
         self.model.eval()
         out: list[list[str]] = []
         for start in range(0, len(prompts), chunk):
-            texts = [self.chat_prompt(m) for m in prompts[start:start + chunk]]
+            texts = [self.chat_prompt(m) + prefix for m in prompts[start:start + chunk]]
             enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
             seqs = self.model.generate(**enc, do_sample=True, temperature=temperature, top_p=top_p,
                                        max_new_tokens=max_new_tokens, num_return_sequences=n,
                                        pad_token_id=self.tokenizer.pad_token_id)
             new = seqs[:, enc["input_ids"].shape[1]:]  # (len(texts) * n, new_tokens)
-            decoded = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+            decoded = [prefix + t for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
             out.extend(decoded[i * n:(i + 1) * n] for i in range(len(texts)))
         self._use("agent")
         return out
@@ -195,16 +201,14 @@ class HFBackend:
     # ---------------------------------------------------------------------------------------------- adapters
     def save_adapters(self, directory: Path) -> None:
         """Standard peft layout: ``directory/agent/`` and ``directory/env/`` (adapter_config + safetensors)."""
-        directory = Path(directory)
-        for name in ADAPTERS:
-            self.model.save_pretrained(directory, selected_adapters=[name])
-        # peft writes non-default adapters into a sub-folder named after the adapter.
+        # peft writes each adapter not called "default" into a sub-folder named after it
+        self.model.save_pretrained(Path(directory), selected_adapters=list(self.adapters))
 
     def load_adapters(self, directory: Path) -> None:
         from peft import set_peft_model_state_dict
         from safetensors.torch import load_file
 
-        for name in ADAPTERS:
+        for name in self.adapters:
             path = Path(directory) / name / "adapter_model.safetensors"
             if not path.is_file():
                 raise FileNotFoundError(f"adapter weights {path} are missing; the run directory is incomplete")
@@ -218,7 +222,7 @@ class HFBackend:
         from peft import get_peft_model_state_dict
 
         return {k: v.detach().cpu().clone()
-                for k, v in get_peft_model_state_dict(self.model, adapter_name=adapter).items()}
+                for k, v in get_peft_model_state_dict(self.model, adapter_name=self._name(adapter)).items()}
 
     def base_state(self) -> dict[str, torch.Tensor]:
         """A copy of the frozen base weights (for the test that the base never changes)."""

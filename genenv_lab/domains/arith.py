@@ -126,6 +126,27 @@ def extract_answer(completion: str) -> str | None:
     return numbers[-1].replace(",", "") if numbers else None
 
 
+_TIMES = re.compile(r"(?<=[\d)])\s*[x×]\s*(?=[\d(])")
+
+
+def _normalise(expression: str) -> tuple[str, Fraction | None]:
+    """Accept the usual spellings (``×``, ``x`` between numbers, ``÷``) and a stated result after ``=``.
+
+    Returns the expression and the stated result, if one is written and is a plain number (it is cross-checked).
+
+    >>> _normalise("12 x (3 + 1) = 48.")
+    ('12 * (3 + 1)', Fraction(48, 1))
+    """
+    expression = _TIMES.sub(" * ", expression.replace("÷", "/")).replace("  ", " ")
+    stated = None
+    if "=" in expression:
+        expression, _, rhs = expression.partition("=")
+        rhs = rhs.strip().rstrip(".?! ").replace(",", "")
+        if re.fullmatch(r"-?\d+(?:\.\d+)?", rhs):
+            stated = Fraction(rhs)
+    return expression.strip().rstrip(".?! "), stated
+
+
 class ArithDomain(Domain):
     name = "arith"
     system_prompt_env = (
@@ -134,6 +155,7 @@ class ArithDomain(Domain):
         "Question: <a short word problem that this expression answers>"
     )
     system_prompt_agent = "Solve the arithmetic task. Finish with 'Answer: <integer>'."
+    env_reply_prefix = "Expression:"
 
     def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float) -> list[dict[str, str]]:
         rate = stats.success_rate
@@ -160,7 +182,7 @@ class ArithDomain(Domain):
                 fields[m.group(1).lower()] = m.group(2)
         if "expression" not in fields:
             return ParseResult(reason="missing 'Expression:' line")
-        expression = fields["expression"].rstrip(".=? ").replace("×", "*").replace("÷", "/")
+        expression, stated = _normalise(fields["expression"])
         if not expression:
             return ParseResult(reason="empty expression")
         if not fields.get("question"):
@@ -176,6 +198,8 @@ class ArithDomain(Domain):
             return ParseResult(reason="expression nested too deeply")
         if value.denominator != 1:
             return ParseResult(reason="non-integer result")
+        if stated is not None and stated != value:
+            return ParseResult(reason="stated result disagrees with the computed value")
         answer = str(value.numerator)
         canonical = f"Expression: {expression}\nQuestion: {question}"
         return ParseResult(spec=TaskSpec(question=question, answer=answer, text=canonical, features=features))

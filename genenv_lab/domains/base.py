@@ -62,6 +62,8 @@ class Domain:
     name: ClassVar[str] = ""
     system_prompt_env: ClassVar[str] = ""
     system_prompt_agent: ClassVar[str] = ""
+    env_reply_prefix: ClassVar[str] = ""
+    """Text the simulator's reply is started with (prefilled after the generation prompt); part of its output."""
 
     def seed_tasks(self) -> list[SeedTask]:
         """The base seed set shipped in ``genenv_lab/data/<domain>_seeds.jsonl``, validated on load."""

@@ -105,8 +105,12 @@ def load_base(name_or_path: str, *, dtype: str = "float32", seed: int = 0, forma
     return model, tokenizer
 
 
-def attach_adapters(model, *, r: int, alpha: int, dropout: float, target_modules: Sequence[str]):
-    """Wrap ``model`` in a PeftModel with two LoRA adapters, ``agent`` (active) and ``env``; the base is frozen."""
+def attach_adapters(model, *, r: int, alpha: int, dropout: float, target_modules: Sequence[str],
+                    separate: bool = True):
+    """Wrap ``model`` in a PeftModel with LoRA adapters ``agent`` (active) and ``env``; the base is frozen.
+
+    With ``separate=False`` only ``agent`` is created and it plays both roles.
+    """
     from peft import LoraConfig, get_peft_model
 
     present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
@@ -116,6 +120,7 @@ def attach_adapters(model, *, r: int, alpha: int, dropout: float, target_modules
                          f"set ModelConfig.target_modules to some of {sorted(present)[:20]}")
     lora = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, task_type="CAUSAL_LM")
     peft_model = get_peft_model(model, lora, adapter_name="agent")
-    peft_model.add_adapter("env", lora)
+    if separate:
+        peft_model.add_adapter("env", lora)
     peft_model.set_adapter("agent")
     return peft_model
