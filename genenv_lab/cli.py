@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation notices of transformers/TRL internals
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -89,8 +89,7 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
         parents = choose_parents(state, seeds, cfg, rng)
         contexts = build_env_contexts(parents, state, domain, cfg)
         raw = backend.generate("env", contexts, n=cfg.env.n_variations, max_new_tokens=cfg.env.max_new_tokens,
-                               temperature=cfg.env.temperature, top_p=cfg.env.top_p,
-                               prefix=domain.env_reply_prefix)
+                               temperature=cfg.env.temperature, top_p=cfg.env.top_p)
         tasks = parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
 
     on_phase("rollouts + agent update")
@@ -152,6 +151,7 @@ def parse_generations(raw: list[list[str]], parents, contexts, domain: Domain, e
     tasks = []
     for i, ((parent_id, root_id, _), context, outs) in enumerate(zip(parents, contexts, raw)):
         for j, text in enumerate(outs):
+            text = prefill(context) + text
             parsed = domain.parse(text)
             task = GeneratedTask(task_id=f"e{epoch:03d}-s{i:02d}-v{j:02d}", epoch=epoch, env_version=env_version,
                                  parent_id=parent_id, root_id=root_id, context=json.dumps(context), raw=text,
@@ -161,6 +161,11 @@ def parse_generations(raw: list[list[str]], parents, contexts, domain: Domain, e
                 task.question, task.answer, task.text, task.features = s.question, s.answer, s.text, dict(s.features)
             tasks.append(task)
     return tasks
+
+
+def prefill(messages: list[dict[str, str]]) -> str:
+    """The start of the reply a domain prefills as a final assistant message (``""`` when there is none)."""
+    return messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
 
 
 def agent_batch(tasks: list[GeneratedTask], state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig,
@@ -190,7 +195,7 @@ class RewardLog:
         self.domain = domain
         self.specs = {task_id: spec for task_id, spec, _ in batch}
         self.sources = {task_id: source for task_id, _, source in batch}
-        self.prompts = {task_id: domain.agent_messages(spec)[-1]["content"] for task_id, spec, _ in batch}
+        self.prompts = {task_id: _render(domain.agent_messages(spec)) for task_id, spec, _ in batch}
         self.records: dict[str, list[tuple[str, float]]] = {t: [] for t in self.specs}
 
     def __call__(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[float]:
@@ -239,8 +244,17 @@ def contexts_by_id(tasks: list[GeneratedTask]) -> dict[str, list[dict[str, str]]
 
 def env_update_batch(tasks: list[GeneratedTask], contexts: dict[str, list[dict[str, str]]],
                      cfg: RunConfig) -> list[EnvExample]:
-    """Weighted (context → canonical task text) pairs of the in-band generations (none for ``random_env``)."""
-    return [EnvExample(contexts[t.task_id], t.text, t.weight) for t in tasks if t.weight > 0]
+    """Weighted (context → canonical task text) pairs of the in-band generations (none for ``random_env``).
+
+    When the context prefills the reply's start, the target is the rest of the canonical text.
+    """
+    out = []
+    for t in tasks:
+        if t.weight > 0:
+            start = prefill(contexts[t.task_id])
+            target = t.text[len(start):] if start and t.text.startswith(start) else t.text
+            out.append(EnvExample(contexts[t.task_id], target, t.weight))
+    return out
 
 
 def aggregate(state: LoopState, tasks: list[GeneratedTask], epoch: int, env_version: int) -> LoopState:
@@ -279,6 +293,11 @@ def epoch_record(epoch, tasks, rewards: RewardLog, agent_update, env_update, sta
     )
 
 
+def _render(messages: list[dict[str, str]]) -> str:
+    """The non-system part of a prompt as readable text (the user turn, then any prefilled reply start)."""
+    return "\n".join(m["content"] for m in messages if m["role"] != "system")
+
+
 def _spec(t: GeneratedTask) -> TaskSpec:
     return TaskSpec(question=t.question, answer=t.answer, text=t.text, features=dict(t.features))
 
@@ -298,8 +317,8 @@ def restore_state(run_dir: Path, last_epoch: int, env_version: int) -> LoopState
     return LoopState(epoch=last_epoch, env_version=env_version, pool=pool)
 
 
-def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
-    """The engine named by ``cfg.model.engine``; GPU engines fail at once without CUDA, naming the CPU presets."""
+def check_engine(cfg: RunConfig) -> None:
+    """Fail at once when the configured engine cannot run here (a GPU engine without CUDA names the CPU presets)."""
     from .config import CPU_PRESETS
 
     if cfg.is_gpu:
@@ -308,6 +327,12 @@ def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
         if not torch.cuda.is_available():
             raise RuntimeError(f"engine {cfg.model.engine!r} (preset {cfg.preset!r}) needs a CUDA GPU and none is "
                                f"visible; on this machine use a CPU preset: {', '.join(CPU_PRESETS)}")
+
+
+def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
+    """The engine named by ``cfg.model.engine``."""
+    check_engine(cfg)
+    if cfg.is_gpu:
         raise NotImplementedError(f"engine {cfg.model.engine!r} lands with the GPU issue; use engine 'hf' "
                                   "(ModelConfig.engine) meanwhile, which also runs on a GPU")
     from .backends.hf import HFBackend
@@ -326,6 +351,8 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
     from .curriculum import band_warning
     from .runlog import RunWriter, read_state
 
+    if backend is None:
+        check_engine(cfg)
     writer = RunWriter(out, cfg, resume=resume)
     domain = get_domain(cfg.loop.domain)
     seeds = domain.seed_tasks()

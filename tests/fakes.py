@@ -23,12 +23,12 @@ class ScriptedBackend:
         self.rwr_batches: list[list] = []
         self._count = 0
 
-    def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0, prefix=""):
+    def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0):
         assert adapter == "env"
         self.calls["generate"] += 1
         out = []
         for messages in prompts:
-            user = messages[-1]["content"]
+            user = next(m["content"] for m in messages if m["role"] == "user")
             expr = next(line for line in user.splitlines() if line.startswith("Expression:")).split(":", 1)[1].strip()
             gens = []
             for j in range(n):
@@ -37,18 +37,18 @@ class ScriptedBackend:
                     gens.append("I cannot write that task.")
                 else:
                     extra = " + 1" * ((self.version + j) % 3)
-                    gens.append(f"Expression: {expr}{extra}\nQuestion: scripted variation {j}")
+                    gens.append(f" {expr}{extra}\nQuestion: scripted variation {j}")
             out.append(gens)
         return out
 
     def grpo_step(self, prompts, reward_fn):
         self.calls["grpo"] += 1
         for p in prompts:
-            expr = p.messages[-1]["content"].split("Compute:", 1)[1].strip()
+            expr = p.messages[-1]["content"].rstrip("= ")
             value, feats = evaluate(expr)
             n_ops = feats["n_operands"]
             k = self.g if n_ops < self.skill else (self.g // 2 if n_ops == self.skill else 0)
-            completions = [f"Answer: {value if i < k else value + 1}" for i in range(self.g)]
+            completions = [f" {value if i < k else value + 1}" for i in range(self.g)]
             reward_fn([p.task_id] * self.g, completions)
         self.skill += 1
         return AgentUpdate(loss=0.0, steps=len(prompts))

@@ -47,11 +47,13 @@ def test_usual_spellings_and_stated_results_are_cross_checked():
 
 def test_scoring_and_answer_extraction():
     spec = D.parse("Expression: 100 - 37\nQuestion: left?").spec
-    assert D.score(spec, "100 - 37 = 63\nAnswer: 63") == 1.0
-    assert D.score(spec, "Answer: 63.0") == 1.0
-    assert D.score(spec, "The answer is 64") == 0.0
+    assert D.score(spec, " 63 coins") == 1.0
+    assert D.score(spec, " 100 minus 37 ... Answer: 63.0") == 1.0
+    assert D.score(spec, " 64, I think") == 0.0
     assert D.score(spec, "no number") == 0.0
     assert extract_answer("Answer: 1,000 apples") == "1000"
+    messages = D.agent_messages(spec)
+    assert messages[-1] == {"role": "assistant", "content": "100 - 37 ="}
 
 
 def test_seed_tasks_are_valid_and_unique():

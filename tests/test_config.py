@@ -53,3 +53,15 @@ def test_cli_bad_value_fails_before_any_model_loads(tmp_path):
     assert proc.returncode == 2
     assert "LoopConfig.epochs=0" in proc.stdout and "≥ 1" in proc.stdout
     assert not out.exists()  # nothing written, nothing loaded
+
+
+def test_gpu_preset_without_gpu_fails_at_once_naming_cpu_presets(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    proc = subprocess.run([sys.executable, "-m", "genenv_lab.cli", "run", "--preset", "colab-t4", "--out",
+                           str(tmp_path / "r")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "needs a CUDA GPU" in proc.stdout and "tiny" in proc.stdout and "cpu-demo" in proc.stdout
+    assert not (tmp_path / "r").exists()

@@ -33,7 +33,7 @@ def test_epoch_bookkeeping(cfg, tmp_path):
     assert tasks["task_id"].is_unique
     rejected = tasks[~tasks["valid"]]
     assert len(rejected) > 0 and (rejected["reject_reason"] != "").all()
-    assert sum(r["reject_reasons"].get("missing 'Expression:' line", 0) for r in on_disk) == len(rejected)
+    assert sum(sum(r["reject_reasons"].values()) for r in on_disk) == len(rejected)
     for rec in on_disk:
         ep = tasks[tasks["epoch"] == rec["epoch"]]
         assert rec["n_generated"] == len(ep) and rec["n_valid"] == int(ep["valid"].sum())
@@ -57,8 +57,9 @@ def test_env_update_sees_only_in_band_canonical_texts(cfg, tmp_path):
     list(run(cfg, tmp_path / "r", backend=backend, progress=False))
     tasks = read_table(tmp_path / "r", "tasks")
     in_band_texts = set(tasks.loc[tasks["in_band"], "text"])
-    sent = {ex.target for batch in backend.rwr_batches for ex in batch}
-    assert sent and sent <= in_band_texts
+    examples = [ex for batch in backend.rwr_batches for ex in batch]
+    assert examples and all(ex.messages[-1] == {"role": "assistant", "content": "Expression:"} for ex in examples)
+    assert {"Expression:" + ex.target for ex in examples} <= in_band_texts  # target continues the prefill
 
 
 def test_random_env_never_updates_the_simulator(cfg, tmp_path):
@@ -71,7 +72,7 @@ def test_random_env_never_updates_the_simulator(cfg, tmp_path):
 def test_context_carries_lineage_statistics(cfg, tmp_path):
     list(run(cfg.replace(loop={"epochs": 3}), tmp_path / "r", backend=ScriptedBackend(), progress=False))
     tasks = read_table(tmp_path / "r", "tasks")
-    later = [json.loads(c)[-1]["content"] for c in tasks.loc[tasks["epoch"] == 3, "context"]]
+    later = [json.loads(c)[1]["content"] for c in tasks.loc[tasks["epoch"] == 3, "context"]]  # the user turn
     assert any("recent attempts" in c for c in later)
 
 

@@ -54,8 +54,11 @@ class EnvUpdate:
 
 class Backend(Protocol):
     def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
-                 temperature: float, top_p: float = 1.0, prefix: str = "") -> list[list[str]]:
-        """``n`` samples per prompt from the base with ``adapter`` active; each reply starts with ``prefix``."""
+                 temperature: float, top_p: float = 1.0) -> list[list[str]]:
+        """``n`` samples per prompt from the base with ``adapter`` active.
+
+        A prompt ending with an assistant message is continued (the domain prefilled the reply's start); the
+        returned text is the continuation only."""
 
     def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
         """One pass of GRPO over ``prompts`` (G completions each) on the ``agent`` adapter."""

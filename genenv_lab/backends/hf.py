@@ -57,23 +57,26 @@ class HFBackend:
         self.model.set_adapter(self._name(role))
 
     def chat_prompt(self, messages: Messages) -> str:
-        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        """The prompt text; a final assistant message is continued (as TRL does for prefilled prompts)."""
+        cont = messages[-1]["role"] == "assistant"
+        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=not cont,
+                                                  continue_final_message=cont, tokenize=False)
 
     # ---------------------------------------------------------------------------------------------- generation
     @torch.no_grad()
     def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
-                 temperature: float, top_p: float = 1.0, prefix: str = "", chunk: int = 16) -> list[list[str]]:
+                 temperature: float, top_p: float = 1.0, chunk: int = 16) -> list[list[str]]:
         self._use(adapter)
         self.model.eval()
         out: list[list[str]] = []
         for start in range(0, len(prompts), chunk):
-            texts = [self.chat_prompt(m) + prefix for m in prompts[start:start + chunk]]
+            texts = [self.chat_prompt(m) for m in prompts[start:start + chunk]]
             enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
             seqs = self.model.generate(**enc, do_sample=True, temperature=temperature, top_p=top_p,
                                        max_new_tokens=max_new_tokens, num_return_sequences=n,
                                        pad_token_id=self.tokenizer.pad_token_id)
             new = seqs[:, enc["input_ids"].shape[1]:]  # (len(texts) * n, new_tokens)
-            decoded = [prefix + t for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+            decoded = self.tokenizer.batch_decode(new, skip_special_tokens=True)
             out.extend(decoded[i * n:(i + 1) * n] for i in range(len(texts)))
         self._use("agent")
         return out

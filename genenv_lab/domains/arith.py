@@ -9,7 +9,9 @@ The expression is parsed with Python's ``ast`` module in ``eval`` mode and evalu
 node types (integer literals, + - * / // %, unary minus, parentheses) with exact fractions: nothing is ever passed
 to ``eval``. Rejections (counted per reason): missing lines, a syntax error, a disallowed construct (names, calls,
 powers, floats...), too many operands or digits, division by zero, a non-integer or too large result.
-The agent must end with ``Answer: <integer>``; its reward is 1.0 for the exact value, else 0.0.
+The simulator's reply is prefilled with ``Expression:``. The agent is asked for the value and its reply is
+prefilled with ``<expression> =``, so that it completes the equation (small models then answer at once instead
+of rambling); its reward is 1.0 when its answer (see :func:`extract_answer`) equals the computed value, else 0.0.
 """
 
 from __future__ import annotations
@@ -107,23 +109,26 @@ def evaluate(expression: str) -> tuple[Fraction, dict]:
 
 
 def extract_answer(completion: str) -> str | None:
-    """The agent's final answer: the first number after the last ``Answer:``, else the last number in the text.
+    """The agent's answer: the first number after the last ``Answer:``, else the first number of the completion.
 
-    >>> extract_answer("7 + 5 = 12. Answer: 12")
+    The completion continues the prefilled ``<expression> =``, so its first number is the value it gives.
+
+    >>> extract_answer(" 12. Since 7 + 5 = 12")
     '12'
-    >>> extract_answer("it is -1,200 apples")
+    >>> extract_answer(" 3 + 4 is 7. Answer: 7")
+    '7'
+    >>> extract_answer(" -1,200 apples")
     '-1200'
     >>> extract_answer("no idea") is None
     True
     """
-    lower = completion.lower()
-    idx = lower.rfind("answer")
+    idx = completion.lower().rfind("answer")
     if idx >= 0:
         found = _NUMBER.search(completion, idx)
         if found:
             return found.group(0).replace(",", "")
-    numbers = _NUMBER.findall(completion)
-    return numbers[-1].replace(",", "") if numbers else None
+    found = _NUMBER.search(completion)
+    return found.group(0).replace(",", "") if found else None
 
 
 _TIMES = re.compile(r"(?<=[\d)])\s*[x×]\s*(?=[\d(])")
@@ -154,8 +159,7 @@ class ArithDomain(Domain):
         "Expression: <integer arithmetic using + - * / and parentheses>\n"
         "Question: <a short word problem that this expression answers>"
     )
-    system_prompt_agent = "Solve the arithmetic task. Finish with 'Answer: <integer>'."
-    env_reply_prefix = "Expression:"
+    system_prompt_agent = "Solve the arithmetic task. Reply with the integer value."
 
     def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float) -> list[dict[str, str]]:
         rate = stats.success_rate
@@ -172,7 +176,8 @@ class ArithDomain(Domain):
             else:
                 direction = "Write a variation of similar difficulty."
         user = f"Seed task:\n{seed.text}\n\n{status}\n{direction}"
-        return [{"role": "system", "content": self.system_prompt_env}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.system_prompt_env}, {"role": "user", "content": user},
+                {"role": "assistant", "content": "Expression:"}]
 
     def parse(self, text: str) -> ParseResult:
         fields: dict[str, str] = {}
@@ -206,17 +211,18 @@ class ArithDomain(Domain):
 
     def agent_messages(self, spec: TaskSpec) -> list[dict[str, str]]:
         expression = spec.text.splitlines()[0].split(":", 1)[1].strip()
-        user = f"{spec.question}\nCompute: {expression}"
-        return [{"role": "system", "content": self.system_prompt_agent}, {"role": "user", "content": user}]
+        user = f"{spec.question}\nWhat is {expression}?"
+        return [{"role": "system", "content": self.system_prompt_agent}, {"role": "user", "content": user},
+                {"role": "assistant", "content": f"{expression} ="}]
 
     def reference_solution(self, spec: TaskSpec) -> str:
-        return f"Answer: {spec.answer}"
+        return f" {spec.answer}"
 
     def score(self, spec: TaskSpec, completion: str) -> float:
         """1.0 when the agent's final number equals the computed value, else 0.0.
 
         >>> d = ArithDomain(); spec = d.parse("Expression: 2+3\\nQuestion: q").spec
-        >>> d.score(spec, "2+3=5. Answer: 5"), d.score(spec, "Answer: 6")
+        >>> d.score(spec, " 5"), d.score(spec, " 6, because 2 + 3 = 5")
         (1.0, 0.0)
         """
         got = extract_answer(completion)

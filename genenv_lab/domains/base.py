@@ -62,8 +62,6 @@ class Domain:
     name: ClassVar[str] = ""
     system_prompt_env: ClassVar[str] = ""
     system_prompt_agent: ClassVar[str] = ""
-    env_reply_prefix: ClassVar[str] = ""
-    """Text the simulator's reply is started with (prefilled after the generation prompt); part of its output."""
 
     def seed_tasks(self) -> list[SeedTask]:
         """The base seed set shipped in ``genenv_lab/data/<domain>_seeds.jsonl``, validated on load."""
@@ -80,19 +78,27 @@ class Domain:
         return seeds
 
     def format_examples(self, alpha: float = 0.5) -> list[tuple[list[dict[str, str]], str]]:
-        """(messages, reply) pairs in both roles on the seed tasks: the tiny test model's format warm-up."""
+        """(messages, reply) pairs in both roles on the seed tasks: the tiny test model's format warm-up.
+
+        Messages may end with a prefilled assistant message; the reply then continues it.
+        """
         pairs = []
         for seed in self.seed_tasks():
-            pairs.append((self.env_messages(seed.spec, LineageStats(), alpha), seed.spec.text))
+            env = self.env_messages(seed.spec, LineageStats(), alpha)
+            start = env[-1]["content"] if env[-1]["role"] == "assistant" else ""
+            pairs.append((env, seed.spec.text[len(start):] if seed.spec.text.startswith(start) else seed.spec.text))
             pairs.append((self.agent_messages(seed.spec), self.reference_solution(seed.spec)))
         return pairs
 
     def reference_solution(self, spec: TaskSpec) -> str:
-        """A correct agent reply to ``spec`` (what ``score`` gives 1.0)."""
+        """A correct agent reply to ``spec`` after the prefill (what ``score`` gives 1.0)."""
         raise NotImplementedError
 
     def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float) -> list[dict[str, str]]:
-        """Chat messages asking the simulator for one variation of ``seed`` given the lineage's statistics."""
+        """Chat messages asking the simulator for one variation of ``seed`` given the lineage's statistics.
+
+        A final assistant message prefills the start of the reply; the generation continues it, and the raw
+        generation the domain parses is that start plus the continuation."""
         raise NotImplementedError
 
     def parse(self, text: str) -> ParseResult:
@@ -100,7 +106,7 @@ class Domain:
         raise NotImplementedError
 
     def agent_messages(self, spec: TaskSpec) -> list[dict[str, str]]:
-        """Chat messages that pose the task to the agent."""
+        """Chat messages that pose the task to the agent (a final assistant message prefills its reply)."""
         raise NotImplementedError
 
     def score(self, spec: TaskSpec, completion: str) -> float:

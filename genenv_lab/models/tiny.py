@@ -34,9 +34,15 @@ _BASE_CORPUS = [
 
 
 def chatml(messages: Sequence[dict[str, str]], reply: str) -> str:
-    """One ChatML conversation ending with the assistant's ``reply`` (the tiny model's chat format)."""
+    """One ChatML conversation ending with the assistant's ``reply`` (the tiny model's chat format).
+
+    A final assistant message in ``messages`` is the reply's prefilled start, which ``reply`` continues.
+    """
+    start = ""
+    if messages and messages[-1]["role"] == "assistant":
+        messages, start = messages[:-1], messages[-1]["content"]
     text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
-    return f"{text}<|im_start|>assistant\n{reply}<|im_end|>\n"
+    return f"{text}<|im_start|>assistant\n{start}{reply}<|im_end|>\n"
 
 
 def build_tokenizer(corpus: Sequence[str], vocab_size: int = 512):
