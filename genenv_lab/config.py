@@ -297,8 +297,8 @@ def _cpu_demo() -> RunConfig:
         model=ModelConfig(name_or_path="smollm2-135m", lora_r=8, lora_alpha=16, max_seq_length=512),
         env=EnvConfig(seeds_per_epoch=3, n_variations=2, max_new_tokens=48, temperature=0.9, lr=2e-4,
                       batch_size=6, max_steps=2),
-        agent=AgentConfig(num_generations=5, max_completion_length=24, lr=5e-5, prompts_per_step=2,
-                          replay_size=1, base_seeds=1),
+        agent=AgentConfig(num_generations=5, max_completion_length=12, temperature=0.7, lr=5e-5,
+                          prompts_per_step=2, replay_size=1, base_seeds=1),
         loop=LoopConfig(epochs=4),
     )
 
