@@ -8,17 +8,19 @@ import sys
 import time
 from pathlib import Path
 
-from .config import PRESETS, VARIANTS, ConfigError, RunConfig, preset
+from .config import PRESETS, VARIANTS, ConfigError, RunConfig, for_domain, preset
 
 
 def _run_config(args: argparse.Namespace) -> RunConfig:
     cfg = preset(args.preset)
+    if args.domain:
+        cfg = for_domain(cfg, args.domain)
     changes: dict[str, dict] = {}
     if args.model:
         changes.setdefault("model", {})["name_or_path"] = args.model
     if args.engine:
         changes.setdefault("model", {})["engine"] = args.engine
-    for key in ("epochs", "domain", "seed", "variant"):
+    for key in ("epochs", "seed", "variant", "eval_every", "eval_benchmark", "eval_limit", "eval_data_dir"):
         value = getattr(args, key)
         if value is not None:
             changes.setdefault("loop", {})[key] = value
@@ -57,6 +59,44 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+
+    from .evaluation import BenchmarkDataMissing, gold_predictions, score_predictions
+
+    console = Console()
+    category = args.category or None
+    out = Path(args.out) if args.out else Path("runs") / "eval" / f"{args.benchmark}-{time.strftime('%Y%m%d-%H%M%S')}"
+    try:
+        if args.gold:
+            rows = gold_predictions(args.benchmark, args.data_dir, category, out_path=args.gold, limit=args.limit)
+            console.print(f"wrote {len(rows)} gold predictions to {args.gold}")
+            return 0
+        if args.predictions:
+            summary = score_predictions(args.benchmark, args.predictions, data_dir=args.data_dir, category=category,
+                                        limit=args.limit, out_dir=out)
+        elif args.model:
+            from .evaluation.model_eval import backend_for, evaluate_backend
+
+            summary = evaluate_backend(backend_for(args.model), args.benchmark, out_dir=out, data_dir=args.data_dir,
+                                       category=category, limit=args.limit, max_new_tokens=args.max_new_tokens)
+        else:
+            console.print("[red]error:[/red] give --model ID|RUN_DIR, --predictions FILE.jsonl or --gold OUT.jsonl")
+            return 2
+    except BenchmarkDataMissing as exc:
+        console.print(f"[red]benchmark data missing:[/red] {exc}")
+        return 2
+    except (ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 1
+    brief = {k: v for k, v in summary.items() if not isinstance(v, (dict, list))}
+    print(json.dumps(brief, indent=2, ensure_ascii=False))
+    console.print(f"results: {out / 'results.jsonl'}  summary: {out / 'summary.json'}")
+    return 0
+
+
 def _f(x, digits: int = 2) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
@@ -75,7 +115,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", choices=VARIANTS, help="genenv (default) or a baseline")
     p.add_argument("--out", help="run directory (default runs/<preset>-<time>)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last complete epoch")
+    p.add_argument("--eval-every", type=int, help="evaluate the agent on --eval-benchmark every N epochs")
+    p.add_argument("--eval-benchmark", help="held-out benchmark for --eval-every (default bamboogle)")
+    p.add_argument("--eval-limit", type=int, help="items per category in each evaluation (default 20)")
+    p.add_argument("--eval-data-dir", help="benchmark data folder for --eval-every")
     p.set_defaults(func=cmd_run)
+
+    from .evaluation.runner import BENCHMARKS
+
+    e = sub.add_parser("eval", help="score a model or a predictions file on a benchmark (official metric)")
+    e.add_argument("--benchmark", required=True, choices=sorted(BENCHMARKS) + ["api_bank"])
+    src = e.add_mutually_exclusive_group()
+    src.add_argument("--model", help="a Hugging Face id, a local model directory, 'tiny', 'smollm2-135m', or a run "
+                                     "directory (its last epoch's agent adapter)")
+    src.add_argument("--predictions", help="JSONL of {\"id\": ..., \"prediction\": \"<raw output>\"} to score")
+    src.add_argument("--gold", metavar="OUT.jsonl", help="write the answer keys as predictions (sanity check)")
+    e.add_argument("--category", action="append", help="benchmark category (repeatable; default: all covered)")
+    e.add_argument("--limit", type=int, help="first N items of each category")
+    e.add_argument("--data-dir", help="benchmark data folder (default: $GENENV_LAB_DATA/<name> or the cache)")
+    e.add_argument("--max-new-tokens", type=int, default=128, help="generation budget per item (--model)")
+    e.add_argument("--out", help="output folder (default runs/eval/<benchmark>-<time>)")
+    e.set_defaults(func=cmd_eval)
     return parser
 
 

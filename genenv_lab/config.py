@@ -189,9 +189,30 @@ class LoopConfig:
     seed: int = 0
     save_adapters: bool = True
     """Save both adapters after every epoch under ``adapters/epoch_NNN/``."""
+    eval_every: int = 0
+    """Evaluate the agent on ``eval_benchmark`` every this many epochs (0: never); the score is logged in
+    ``epochs.jsonl`` as ``extra["eval/<benchmark>"]``."""
+    eval_benchmark: str = "bamboogle"
+    eval_category: str = ""
+    """Benchmark category (empty: all covered ones)."""
+    eval_limit: int = 20
+    """Items per category in each evaluation (0: all)."""
+    eval_data_dir: str = ""
+    """Benchmark data folder (empty: ``$GENENV_LAB_DATA`` or the cache; see genenv_lab.evaluation)."""
+    eval_max_new_tokens: int = 64
 
     def __post_init__(self) -> None:
         w = "LoopConfig"
+        _in_range(w, "eval_every", self.eval_every, 0, 100000, integer=True)
+        _in_range(w, "eval_limit", self.eval_limit, 0, 10**7, integer=True)
+        _in_range(w, "eval_max_new_tokens", self.eval_max_new_tokens, 1, 32768, integer=True)
+        if self.eval_every:
+            from .evaluation.runner import BENCHMARKS, get_benchmark
+
+            try:
+                get_benchmark(self.eval_benchmark)
+            except ValueError:
+                _require(False, w, "eval_benchmark", self.eval_benchmark, f"one of {sorted(BENCHMARKS)}")
         _in_range(w, "epochs", self.epochs, 1, 100000, integer=True)
         _require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
         _require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
@@ -329,6 +350,23 @@ PRESETS = {
                          g=10, prompts=8, completion=512, mem=0.5),
 }
 CPU_PRESETS = ("tiny", "cpu-demo")
+
+
+def for_domain(cfg: RunConfig, domain: str) -> RunConfig:
+    """``cfg`` switched to ``domain``, with the domain's recommended settings (a field only grows, e.g. token
+    budgets, or takes the domain's success threshold)."""
+    from .domains import DOMAINS
+
+    if domain not in DOMAINS:
+        raise ConfigError(f"LoopConfig.domain={domain!r} is invalid: accepted one of {sorted(DOMAINS)}.")
+    changes: dict[str, dict[str, Any]] = {"loop": {"domain": domain}}
+    for section, fields in DOMAINS[domain].recommended.items():
+        current = getattr(cfg, section)
+        for name, value in fields.items():
+            old = getattr(current, name)
+            grow = name.startswith("max_") and isinstance(old, int)
+            changes.setdefault(section, {})[name] = max(old, value) if grow else value
+    return cfg.replace(**changes)
 
 
 def preset(name: str) -> RunConfig:

@@ -375,6 +375,9 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         while state.epoch < cfg.loop.epochs:
             state, result = run_epoch(state, backend, domain, seeds, cfg,
                                       on_phase=lambda p: bar.set_postfix_str(f"epoch {state.epoch + 1}: {p}"))
+            if cfg.loop.eval_every and state.epoch % cfg.loop.eval_every == 0:
+                bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.loop.eval_benchmark}")
+                result.record.extra.update(evaluate_epoch(backend, cfg, writer.dir, state.epoch))
             writer.commit_epoch(result.record, result.tasks, result.attempts,
                                 backend.save_adapters if cfg.loop.save_adapters else None)
             bar.update(1)
@@ -387,6 +390,20 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         raise
     finally:
         bar.close()
+
+
+def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) -> dict[str, float]:
+    """Held-out benchmark score of the agent after ``epoch`` (files under ``eval/epoch_NNN/``)."""
+    from .evaluation.model_eval import evaluate_backend
+
+    lp = cfg.loop
+    summary = evaluate_backend(backend, lp.eval_benchmark, out_dir=Path(run_dir) / "eval" / f"epoch_{epoch:03d}",
+                               data_dir=lp.eval_data_dir or None, category=lp.eval_category or None,
+                               limit=lp.eval_limit or None, max_new_tokens=lp.eval_max_new_tokens, progress=False)
+    out = {f"eval/{lp.eval_benchmark}": summary["value"]}
+    if "f1" in summary:
+        out[f"eval/{lp.eval_benchmark}_f1"] = summary["f1"]
+    return out
 
 
 def _f(x: float) -> str:

@@ -86,3 +86,17 @@ def test_sigkill_after_first_epoch_then_resume(tmp_path):
     assert tasks["task_id"].is_unique and sorted(tasks["epoch"].unique()) == [1, 2, 3, 4]
     assert read_state(out)["status"] == "finished"
     assert sorted(p.name for p in (out / "adapters").iterdir()) == [f"epoch_{i:03d}" for i in range(1, 5)]
+
+
+@pytest.mark.parametrize("domain", ["tools", "qa"])
+def test_other_domains_run_end_to_end(domain, tiny_cfg, tmp_path):
+    from genenv_lab.config import for_domain
+    from genenv_lab.loop import run
+
+    cfg = for_domain(tiny_cfg, domain).replace(loop={"epochs": 1})
+    assert cfg.env.max_new_tokens >= tiny_cfg.env.max_new_tokens
+    records = list(run(cfg, tmp_path / "r", progress=False))
+    assert records[0].n_generated == cfg.env.seeds_per_epoch * cfg.env.n_variations
+    tasks = read_table(tmp_path / "r", "tasks")
+    assert len(tasks) == records[0].n_generated
+    assert (tasks["valid"] | (tasks["reject_reason"] != "")).all()

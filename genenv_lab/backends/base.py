@@ -55,7 +55,7 @@ class EnvUpdate:
 class Backend(Protocol):
     def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
                  temperature: float, top_p: float = 1.0) -> list[list[str]]:
-        """``n`` samples per prompt from the base with ``adapter`` active.
+        """``n`` samples per prompt from the base with ``adapter`` active (``temperature=0``: greedy).
 
         A prompt ending with an assistant message is continued (the domain prefilled the reply's start); the
         returned text is the continuation only."""

@@ -72,8 +72,9 @@ class HFBackend:
         for start in range(0, len(prompts), chunk):
             texts = [self.chat_prompt(m) for m in prompts[start:start + chunk]]
             enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
-            seqs = self.model.generate(**enc, do_sample=True, temperature=temperature, top_p=top_p,
-                                       max_new_tokens=max_new_tokens, num_return_sequences=n,
+            sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p} if temperature > 0 \
+                else {"do_sample": False}  # temperature 0: greedy (evaluation)
+            seqs = self.model.generate(**enc, **sampling, max_new_tokens=max_new_tokens, num_return_sequences=n,
                                        pad_token_id=self.tokenizer.pad_token_id)
             new = seqs[:, enc["input_ids"].shape[1]:]  # (len(texts) * n, new_tokens)
             decoded = self.tokenizer.batch_decode(new, skip_special_tokens=True)

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from .base import Domain, LineageStats, ParseResult, SeedTask, get_domain
 from .arith import ArithDomain
+from .qa import QADomain, QAExactDomain
+from .tools import ToolsDomain
 
-DOMAINS: dict[str, type[Domain]] = {"arith": ArithDomain}
+DOMAINS: dict[str, type[Domain]] = {"arith": ArithDomain, "tools": ToolsDomain, "qa": QADomain,
+                                    "qa_em": QAExactDomain}
 
-__all__ = ["DOMAINS", "Domain", "LineageStats", "ParseResult", "SeedTask", "get_domain", "ArithDomain"]
+__all__ = ["DOMAINS", "Domain", "LineageStats", "ParseResult", "SeedTask", "get_domain", "ArithDomain",
+           "ToolsDomain", "QADomain", "QAExactDomain"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..types import TaskSpec
 
@@ -62,6 +62,9 @@ class Domain:
     name: ClassVar[str] = ""
     system_prompt_env: ClassVar[str] = ""
     system_prompt_agent: ClassVar[str] = ""
+    recommended: ClassVar[dict[str, dict[str, Any]]] = {}
+    """Config changes this domain needs whatever the preset (e.g. longer env generations for JSON tasks);
+    ``genenv-lab run --domain`` applies them (see :func:`genenv_lab.config.for_domain`)."""
 
     def seed_tasks(self) -> list[SeedTask]:
         """The base seed set shipped in ``genenv_lab/data/<domain>_seeds.jsonl``, validated on load."""

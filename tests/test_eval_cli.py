@@ -1,0 +1,56 @@
+"""`genenv-lab eval` and evaluation during a run (eval_every), on the offline benchmark copy."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SHARED
+
+BENCH = SHARED / "benchmarks"
+pytestmark = pytest.mark.skipif(not BENCH.is_dir(), reason=f"offline benchmark data not found at {BENCH}")
+CLI = [sys.executable, "-m", "genenv_lab.cli"]
+
+
+def test_gold_round_trip_through_the_cli_scores_100(tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    data = str(BENCH / "bfcl")
+    base = CLI + ["eval", "--benchmark", "bfcl", "--category", "parallel", "--limit", "20", "--data-dir", data]
+    assert subprocess.run(base + ["--gold", str(gold)], capture_output=True, text=True).returncode == 0
+    proc = subprocess.run(base + ["--predictions", str(gold), "--out", str(tmp_path / "o")], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["value"] == 1.0 and summary["n"] == 20
+    assert len((tmp_path / "o" / "results.jsonl").read_text().splitlines()) == 20
+
+
+def test_model_eval_writes_predictions_results_and_summary(tmp_path):
+    proc = subprocess.run(CLI + ["eval", "--benchmark", "bamboogle", "--model", "tiny", "--limit", "3", "--data-dir",
+                                 str(BENCH / "bamboogle"), "--max-new-tokens", "8", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    preds = [json.loads(line) for line in (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()]
+    assert len(preds) == 3 and all(set(p) == {"id", "prediction"} for p in preds)
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["n"] == 3 and 0.0 <= summary["value"] <= 1.0
+
+
+def test_missing_data_is_a_clear_error(tmp_path):
+    proc = subprocess.run(CLI + ["eval", "--benchmark", "bamboogle", "--predictions", str(tmp_path / "p.jsonl"),
+                                 "--data-dir", str(tmp_path / "nowhere")], capture_output=True, text=True)
+    assert proc.returncode in (1, 2) and "nowhere" in proc.stdout
+
+
+def test_eval_every_logs_scores_in_epochs_jsonl(tiny_cfg, tmp_path):
+    from genenv_lab.loop import run
+    from genenv_lab.runlog import read_epochs
+
+    cfg = tiny_cfg.replace(loop={"epochs": 2, "eval_every": 2, "eval_limit": 2,
+                                 "eval_data_dir": str(BENCH / "bamboogle"), "eval_max_new_tokens": 4})
+    list(run(cfg, tmp_path / "r", progress=False))
+    records = read_epochs(tmp_path / "r")
+    assert "eval/bamboogle" not in records[0]["extra"]
+    assert 0.0 <= records[1]["extra"]["eval/bamboogle"] <= 1.0
+    assert (tmp_path / "r" / "eval" / "epoch_002" / "summary.json").is_file()
