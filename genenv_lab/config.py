@@ -44,7 +44,8 @@ def _in_range(where: str, name: str, value: Any, lo: float | None = None, hi: fl
 
 
 ENGINES = ("hf", "unsloth", "vllm")
-VARIANTS = ("genenv", "random_env")
+VARIANTS = ("genenv", "random_env", "static", "filter_only", "offline_teacher")
+FIXED_SET_VARIANTS = ("static", "offline_teacher")
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
@@ -108,6 +109,13 @@ class EnvConfig:
     """Per-token KL to the initial simulator (nats) at which the epoch's env steps stop."""
     stats_window: int = 3
     """Epochs of a lineage's success statistics shown in the env context."""
+    static_variations: int = 5
+    """``static`` baseline: variations per base seed generated once before training (the paper: 5)."""
+    teacher_model: str = ""
+    """``offline_teacher`` baseline: the stronger model that writes the variations once (hub id or directory)."""
+    teacher_data_multiplier: float = 1.0
+    """``offline_teacher``: its fixed set holds this many times the tasks GenEnv generates over the run
+    (the paper compares 1.8× and 3.3×)."""
 
     def __post_init__(self) -> None:
         w = "EnvConfig"
@@ -122,6 +130,8 @@ class EnvConfig:
         _in_range(w, "kl_coef", self.kl_coef, 0.0, 100.0)
         _in_range(w, "kl_cap", self.kl_cap, 0.0, 100.0, lo_open=True)
         _in_range(w, "stats_window", self.stats_window, 1, 1000, integer=True)
+        _in_range(w, "static_variations", self.static_variations, 1, 1000, integer=True)
+        _in_range(w, "teacher_data_multiplier", self.teacher_data_multiplier, 0.0, 1000.0, lo_open=True)
 
 
 @dataclass(frozen=True)
@@ -185,7 +195,14 @@ class LoopConfig:
     epochs: int = 3
     domain: str = "arith"
     variant: str = "genenv"
-    """``genenv`` (full method) or ``random_env`` (the simulator generates every epoch but is never updated)."""
+    """``genenv`` (full method) or a baseline of method.md §7, same agent optimiser and budget:
+    ``random_env`` (the simulator generates every epoch, never updated), ``static`` (variations generated once
+    before training, ``env.static_variations`` per seed), ``filter_only`` (the authors' released behaviour: frozen
+    simulator without statistics, one variation per parent, rank filter, pool of the last epoch only),
+    ``offline_teacher`` (``env.teacher_model`` writes a fixed set once)."""
+    reference_tasks: int = 0
+    """Counterfactual: tasks written once by the untrained simulator; each epoch's agent is measured on them
+    (``extra["p_hat_reference"]``), next to p̂ on the simulator's current tasks."""
     seed: int = 0
     save_adapters: bool = True
     """Save both adapters after every epoch under ``adapters/epoch_NNN/``."""
@@ -217,6 +234,7 @@ class LoopConfig:
         _require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
         _require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
         _in_range(w, "seed", self.seed, 0, 2**32 - 1, integer=True)
+        _in_range(w, "reference_tasks", self.reference_tasks, 0, 100000, integer=True)
 
 
 @dataclass(frozen=True)
@@ -236,6 +254,15 @@ class RunConfig:
         _require(self.loop.domain in DOMAINS, "LoopConfig", "domain", self.loop.domain, f"one of {sorted(DOMAINS)}")
         _require(not (self.model.name_or_path == "tiny" and self.model.engine != "hf"), "ModelConfig", "engine",
                  self.model.engine, "'hf' with the tiny test model")
+        _require(self.loop.variant != "offline_teacher" or bool(self.env.teacher_model), "EnvConfig",
+                 "teacher_model", self.env.teacher_model, "a model id or directory when loop.variant is "
+                 "'offline_teacher'")
+
+    @property
+    def budget(self) -> int:
+        """Tasks the simulator generates per epoch (seeds_per_epoch × n_variations): every variant's per-epoch
+        number of fresh training tasks."""
+        return self.env.seeds_per_epoch * self.env.n_variations
 
     @property
     def is_gpu(self) -> bool:

@@ -10,7 +10,12 @@ Deliberate choices (method.md where the paper is silent):
 - The agent batch is fresh valid tasks + ``replay_size`` pool tasks + ``base_seeds`` seeds, padded with seeds to a
   multiple of ``prompts_per_step``.
 - Parents of new variations alternate between base seeds and pool tasks; lineage statistics are per base seed.
-- Variant ``random_env`` (the paper's GenEnv-Random) skips the env update; everything else is identical.
+- Baselines (method.md §7) change named steps only, never the agent optimiser or the per-epoch budget of fresh
+  tasks (``RunConfig.budget``): ``random_env`` skips the env update; ``static`` and ``offline_teacher`` generate a
+  fixed set in epoch 1 (with the untrained simulator, or a teacher model) and sample each epoch's fresh tasks from
+  it; ``filter_only`` reproduces the authors' release (see :func:`aggregate`).
+- Counterfactual (``loop.reference_tasks``): tasks written once by the untrained simulator, on which every epoch's
+  agent is measured, so that "the simulator calibrates difficulty" can be told apart from "the agent improves".
 
 ``run()`` is a generator of :class:`EpochRecord` that the CLI, the notebooks and the app all drive.
 """
@@ -52,6 +57,8 @@ class LoopState:
     env_version: int = 0
     pool: list[PoolTask] = field(default_factory=list)
     """D_train: valid generated tasks of earlier epochs."""
+    reference: list[PoolTask] = field(default_factory=list)
+    """Counterfactual tasks of the untrained simulator (``loop.reference_tasks``)."""
 
 
 @dataclass
@@ -59,6 +66,8 @@ class EpochResult:
     record: EpochRecord
     tasks: list[GeneratedTask]
     attempts: list[Attempt]
+    reference: list[GeneratedTask] = field(default_factory=list)
+    """Generations of the counterfactual set, written in epoch 1."""
 
 
 class PhaseTimer:
@@ -77,8 +86,11 @@ class PhaseTimer:
 # ------------------------------------------------------------------------------------------------ Algorithm 1
 
 def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
-              on_phase=lambda phase: None) -> tuple[LoopState, EpochResult]:
-    """One co-evolution epoch: generate and interact, dual update, aggregate."""
+              on_phase=lambda phase: None, generator: Backend | None = None) -> tuple[LoopState, EpochResult]:
+    """One co-evolution epoch: generate and interact, dual update, aggregate.
+
+    ``generator`` writes the tasks when it is not the simulator itself (the ``offline_teacher`` baseline).
+    """
     epoch = state.epoch + 1
     rng = random.Random(cfg.loop.seed * 1_000_003 + epoch)
     timer = PhaseTimer()
@@ -86,20 +98,18 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
 
     on_phase("generate")
     with timer("generate"):
-        parents = choose_parents(state, seeds, cfg, rng)
-        contexts = build_env_contexts(parents, state, domain, cfg)
-        raw = backend.generate("env", contexts, n=cfg.env.n_variations, max_new_tokens=cfg.env.max_new_tokens,
-                               temperature=cfg.env.temperature, top_p=cfg.env.top_p)
-        tasks = parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
+        tasks = generate_tasks(state, generator or backend, domain, seeds, cfg, rng, epoch)
+        reference = generate_reference(state, backend, domain, seeds, cfg, epoch)
 
     on_phase("rollouts + agent update")
-    batch = agent_batch(tasks, state, seeds, cfg, rng)
+    fresh = fresh_tasks(tasks, state, cfg, rng)
+    batch = agent_batch(fresh, state, seeds, cfg, rng)
     rewards = RewardLog(domain, batch)
     agent_update = backend.grpo_step([AgentPrompt(t, domain.agent_messages(s)) for t, s, _ in batch], rewards)
     timer.seconds["rollouts"] = agent_update.rollout_s
     timer.seconds["agent_update"] = agent_update.update_s
 
-    score_generations(tasks, rewards, cfg)
+    measured = score_generations(tasks, fresh, rewards, cfg)
 
     on_phase("env update")
     with timer("env_update"):
@@ -107,20 +117,80 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
         env_update = backend.rwr_step(env_examples) if env_examples else None
     env_version = state.env_version + (1 if env_update and env_update.steps > 0 else 0)
 
-    new_state = aggregate(state, tasks, epoch, env_version)
+    new_state = aggregate(state, tasks, measured, epoch, env_version, cfg, reference)
+    if new_state.reference:
+        on_phase("reference rollouts")
+        with timer("reference"):
+            reference_p_hats = measure_reference(backend, domain, new_state.reference, cfg)
+    else:
+        reference_p_hats = []
     attempts = rewards.attempts(epoch, cfg.agent.success_threshold)
-    record = epoch_record(epoch, tasks, rewards, agent_update, env_update, new_state, timer,
-                          time.perf_counter() - start)
-    return new_state, EpochResult(record, tasks, attempts)
+    record = epoch_record(epoch, tasks, measured, rewards, agent_update, env_update, new_state, timer,
+                          time.perf_counter() - start, reference_p_hats, cfg)
+    return new_state, EpochResult(record, tasks, attempts, reference)
 
 
 # ----------------------------------------------------------------------------------------------- named steps
 
-def choose_parents(state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig,
-                   rng: random.Random) -> list[tuple[str, str, TaskSpec]]:
+def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
+                   rng: random.Random, epoch: int) -> list[GeneratedTask]:
+    """This epoch's generations: n variations of each chosen parent (genenv, random_env); one variation each of
+    ``budget`` parents without statistics (filter_only); the whole fixed set in epoch 1 and nothing after
+    (static, offline_teacher)."""
+    from .config import FIXED_SET_VARIANTS
+
+    variant = cfg.loop.variant
+    if variant in FIXED_SET_VARIANTS:
+        if state.epoch > 0:
+            return []
+        per_seed = cfg.env.static_variations if variant == "static" else math.ceil(
+            cfg.env.teacher_data_multiplier * cfg.loop.epochs * cfg.budget / len(seeds))
+        parents = [(s.seed_id, s.seed_id, s.spec) for s in seeds]
+        n = per_seed
+    elif variant == "filter_only":
+        parents, n = choose_parents(state, seeds, cfg, rng, count=cfg.budget), 1
+    else:
+        parents, n = choose_parents(state, seeds, cfg, rng), cfg.env.n_variations
+    contexts = build_env_contexts(parents, state, domain, cfg)
+    raw = generator.generate("env", contexts, n=n, max_new_tokens=cfg.env.max_new_tokens,
+                             temperature=cfg.env.temperature, top_p=cfg.env.top_p)
+    return parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
+
+
+def generate_reference(state: LoopState, backend: Backend, domain: Domain, seeds: Sequence[SeedTask],
+                       cfg: RunConfig, epoch: int) -> list[GeneratedTask]:
+    """The counterfactual set, written in epoch 1 by the untrained simulator (before any env update)."""
+    if not cfg.loop.reference_tasks or state.epoch > 0 or state.reference:
+        return []
+    n = cfg.env.n_variations
+    parents = [(s.seed_id, s.seed_id, s.spec) for s in
+               (list(seeds) * (cfg.loop.reference_tasks // len(seeds) + 1))][: math.ceil(cfg.loop.reference_tasks / n)]
+    contexts = build_env_contexts(parents, LoopState(), domain, cfg)
+    raw = backend.generate("env", contexts, n=n, max_new_tokens=cfg.env.max_new_tokens,
+                           temperature=cfg.env.temperature, top_p=cfg.env.top_p)
+    tasks = parse_generations(raw, parents, contexts, domain, epoch, 0)[: cfg.loop.reference_tasks]
+    for t in tasks:
+        t.task_id = "ref-" + t.task_id
+    return tasks
+
+
+def fresh_tasks(tasks: list[GeneratedTask], state: LoopState, cfg: RunConfig,
+                rng: random.Random) -> list[tuple[str, TaskSpec, str]]:
+    """The tasks whose p̂ this epoch measures: the new valid generations, or (fixed-set variants) ``budget`` tasks
+    drawn from the fixed set."""
+    from .config import FIXED_SET_VARIANTS
+
+    if cfg.loop.variant in FIXED_SET_VARIANTS:
+        fixed = [(t.task_id, t.spec) for t in state.pool] + [(t.task_id, _spec(t)) for t in tasks if t.valid]
+        return [(tid, spec, "fixed") for tid, spec in rng.sample(fixed, min(cfg.budget, len(fixed)))]
+    return [(t.task_id, _spec(t), "generated") for t in tasks if t.valid]
+
+
+def choose_parents(state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig, rng: random.Random,
+                   count: int | None = None) -> list[tuple[str, str, TaskSpec]]:
     """(parent_id, root_id, spec) for this epoch's seeds: base seeds, every other one from the pool when it has tasks."""
     out = []
-    for k in range(cfg.env.seeds_per_epoch):
+    for k in range(cfg.env.seeds_per_epoch if count is None else count):
         if state.pool and k % 2 == 1:
             t = rng.choice(state.pool)
             out.append((t.task_id, t.root_id, t.spec))
@@ -141,8 +211,10 @@ def lineage_stats(state: LoopState, root_id: str, cfg: RunConfig) -> LineageStat
 
 
 def build_env_contexts(parents, state: LoopState, domain: Domain, cfg: RunConfig) -> list[list[dict[str, str]]]:
-    return [domain.env_messages(spec, lineage_stats(state, root, cfg), cfg.curriculum.alpha)
-            for _, root, spec in parents]
+    """Seed task + lineage statistics (``filter_only``: no statistics, as in the authors' release)."""
+    blind = cfg.loop.variant == "filter_only"
+    return [domain.env_messages(spec, LineageStats() if blind else lineage_stats(state, root, cfg),
+                                cfg.curriculum.alpha) for _, root, spec in parents]
 
 
 def parse_generations(raw: list[list[str]], parents, contexts, domain: Domain, epoch: int,
@@ -168,11 +240,13 @@ def prefill(messages: list[dict[str, str]]) -> str:
     return messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
 
 
-def agent_batch(tasks: list[GeneratedTask], state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig,
+def agent_batch(fresh: list[tuple[str, TaskSpec, str]], state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig,
                 rng: random.Random) -> list[tuple[str, TaskSpec, str]]:
-    """(task_id, spec, source) rows: fresh valid tasks, replay from the pool, base seeds, padded with seeds."""
-    batch = [(t.task_id, _spec(t), "generated") for t in tasks if t.valid]
-    replay = rng.sample(state.pool, min(cfg.agent.replay_size, len(state.pool)))
+    """(task_id, spec, source) rows: fresh tasks, replay from the pool, base seeds, padded with seeds."""
+    batch = list(fresh)
+    taken = {task_id for task_id, _, _ in fresh}
+    candidates = [t for t in state.pool if t.task_id not in taken]
+    replay = rng.sample(candidates, min(cfg.agent.replay_size, len(candidates)))
     batch += [(t.task_id, t.spec, "replay") for t in replay]
     seed_order = rng.sample(list(seeds), len(seeds))
     n_seeds = cfg.agent.base_seeds
@@ -223,19 +297,34 @@ class RewardLog:
         return out
 
 
-def score_generations(tasks: list[GeneratedTask], rewards: RewardLog, cfg: RunConfig) -> None:
-    """p̂, R_env, band membership and RWR weight of each valid generated task."""
+@dataclass(frozen=True)
+class Measured:
+    """p̂, R_env and band membership of one fresh task this epoch."""
+
+    p_hat: float
+    env_reward: float
+    in_band: bool
+
+
+def score_generations(tasks: list[GeneratedTask], fresh: list[tuple[str, TaskSpec, str]], rewards: RewardLog,
+                      cfg: RunConfig) -> dict[str, Measured]:
+    """p̂, R_env and band membership of every fresh task; RWR weights of this epoch's in-band generations
+    (``genenv`` only: the baselines never update the simulator)."""
     c = cfg.curriculum
+    measured = {}
+    for task_id, _, _ in fresh:
+        rs = rewards.rewards(task_id)
+        if rs:
+            p = cur.success_rate(rs, cfg.agent.success_threshold)
+            measured[task_id] = Measured(p, cur.env_reward(p, c.alpha, c.beta, c.shape), cur.in_band(p, c.alpha, c.k_min))
     for t in tasks:
-        rs = rewards.rewards(t.task_id)
-        if not t.valid or not rs:
-            continue
-        t.p_hat = cur.success_rate(rs, cfg.agent.success_threshold)
-        t.env_reward = cur.env_reward(t.p_hat, c.alpha, c.beta, c.shape)
-        t.in_band = cur.in_band(t.p_hat, c.alpha, c.k_min)
+        if t.task_id in measured:
+            m = measured[t.task_id]
+            t.p_hat, t.env_reward, t.in_band = m.p_hat, m.env_reward, m.in_band
     kept = [t for t in tasks if t.in_band] if cfg.loop.variant == "genenv" else []
     for t, w in zip(kept, cur.rwr_weights([t.env_reward for t in kept], c.rwr_lambda)):
         t.weight = w
+    return measured
 
 
 def contexts_by_id(tasks: list[GeneratedTask]) -> dict[str, list[dict[str, str]]]:
@@ -257,16 +346,45 @@ def env_update_batch(tasks: list[GeneratedTask], contexts: dict[str, list[dict[s
     return out
 
 
-def aggregate(state: LoopState, tasks: list[GeneratedTask], epoch: int, env_version: int) -> LoopState:
-    """D_train ← D_train ∪ valid generated tasks (tasks, not frozen traces: GRPO re-rolls them)."""
-    fresh = [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t), t.p_hat) for t in tasks if t.valid]
-    return LoopState(epoch=epoch, env_version=env_version, pool=state.pool + fresh)
+def aggregate(state: LoopState, tasks: list[GeneratedTask], measured: dict[str, Measured], epoch: int,
+              env_version: int, cfg: RunConfig, reference: Sequence[GeneratedTask] = ()) -> LoopState:
+    """D_train ← D_train ∪ valid generated tasks (tasks, not frozen traces: GRPO re-rolls them).
+
+    ``filter_only`` reproduces the authors' release: the epoch's tasks ranked by p̂ lose their easiest and hardest
+    10 % by rank (``k = int(0.1·n)``, slicing ``[k:-k]``, so that fewer than 10 tasks leave nothing, as in the
+    release), and the pool keeps only the last epoch's tasks.
+    """
+    new = [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t), t.p_hat) for t in tasks if t.valid]
+    if cfg.loop.variant == "filter_only":
+        ranked = sorted((t for t in new if t.task_id in measured), key=lambda t: t.p_hat)
+        k = int(0.1 * len(ranked))
+        pool = ranked[k:-k] if ranked else []
+    else:
+        pool = state.pool + new
+    ref = state.reference or [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t)) for t in reference if t.valid]
+    return LoopState(epoch=epoch, env_version=env_version, pool=pool, reference=ref)
 
 
-def epoch_record(epoch, tasks, rewards: RewardLog, agent_update, env_update, state: LoopState, timer: PhaseTimer,
-                 wall_s: float) -> EpochRecord:
+def measure_reference(backend: Backend, domain: Domain, reference: Sequence[PoolTask], cfg: RunConfig) -> list[float]:
+    """p̂ of the current agent on the counterfactual tasks: G sampled rollouts each, no update."""
+    a = cfg.agent
+    outs = backend.generate("agent", [domain.agent_messages(t.spec) for t in reference], n=a.num_generations,
+                            max_new_tokens=a.max_completion_length, temperature=a.temperature)
+    return [cur.success_rate([domain.score(t.spec, o) for o in group], a.success_threshold)
+            for t, group in zip(reference, outs)]
+
+
+def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog, agent_update, env_update,
+                 state: LoopState, timer: PhaseTimer, wall_s: float, reference_p_hats: Sequence[float],
+                 cfg: RunConfig) -> EpochRecord:
     valid = [t for t in tasks if t.valid]
-    scored = [t for t in valid if not math.isnan(t.p_hat)]
+    scored = list(measured.values())
+    extra: dict = {"n_fresh": len(measured)}
+    if reference_p_hats:
+        c = cfg.curriculum
+        extra["p_hat_reference"] = cur.mean_or_nan(reference_p_hats)
+        extra["in_band_frac_reference"] = cur.mean_or_nan(1.0 if cur.in_band(p, c.alpha, c.k_min) else 0.0
+                                                          for p in reference_p_hats)
     all_rewards = [r for g in rewards.groups() for r in g]
     reasons: dict[str, int] = {}
     for t in tasks:
@@ -290,6 +408,7 @@ def epoch_record(epoch, tasks, rewards: RewardLog, agent_update, env_update, sta
         env_version=state.env_version,
         reject_reasons=reasons,
         phase_s={k: round(v, 4) for k, v in timer.seconds.items()},
+        extra=extra,
     )
 
 
@@ -304,17 +423,28 @@ def _spec(t: GeneratedTask) -> TaskSpec:
 
 # ------------------------------------------------------------------------------------------------------- run()
 
-def restore_state(run_dir: Path, last_epoch: int, env_version: int) -> LoopState:
-    """Rebuild the loop state from a run directory's committed epochs."""
+def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConfig) -> LoopState:
+    """Rebuild the loop state from a run directory's committed epochs (the same pool :func:`aggregate` built)."""
     from .runlog import read_table
 
-    tasks = read_table(run_dir, "tasks")
-    pool = []
-    if len(tasks):
-        for row in tasks[(tasks["valid"]) & (tasks["epoch"] <= last_epoch)].itertuples():
+    def pool_tasks(frame) -> list[PoolTask]:
+        out = []
+        for row in frame[frame["valid"]].itertuples() if len(frame) else []:
             spec = TaskSpec(question=row.question, answer=row.answer, text=row.text, features=dict(row.features))
-            pool.append(PoolTask(row.task_id, row.root_id, int(row.epoch), spec, float(row.p_hat)))
-    return LoopState(epoch=last_epoch, env_version=env_version, pool=pool)
+            out.append(PoolTask(row.task_id, row.root_id, int(row.epoch), spec, float(row.p_hat)))
+        return out
+
+    tasks = read_table(run_dir, "tasks")
+    tasks = tasks[tasks["epoch"] <= last_epoch] if len(tasks) else tasks
+    if cfg.loop.variant == "filter_only" and len(tasks):
+        last = [t for t in pool_tasks(tasks[tasks["epoch"] == last_epoch]) if not math.isnan(t.p_hat)]
+        ranked = sorted(last, key=lambda t: t.p_hat)
+        k = int(0.1 * len(ranked))
+        pool = ranked[k:-k] if ranked else []
+    else:
+        pool = pool_tasks(tasks)
+    return LoopState(epoch=last_epoch, env_version=env_version, pool=pool,
+                     reference=pool_tasks(read_table(run_dir, "reference_tasks")))
 
 
 def check_engine(cfg: RunConfig) -> None:
@@ -343,6 +473,13 @@ def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
     return HFBackend(cfg, corpus)
 
 
+def make_teacher(cfg: RunConfig, domain: Domain) -> Backend | None:
+    """The ``offline_teacher`` baseline's generator: the teacher model with fresh (identity) adapters."""
+    if cfg.loop.variant != "offline_teacher":
+        return None
+    return make_backend(cfg.replace(model={"name_or_path": cfg.env.teacher_model}), domain)
+
+
 def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backend | None = None,
         progress: bool = True) -> Iterator[EpochRecord]:
     """Run (or resume) co-evolution, yielding one EpochRecord per completed epoch."""
@@ -368,18 +505,20 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         from .runlog import adapter_dir
 
         env_version = int(read_state(writer.dir).get("env_version", 0))
-        state = restore_state(writer.dir, writer.last_epoch, env_version)
+        state = restore_state(writer.dir, writer.last_epoch, env_version, cfg)
         backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
     bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch", disable=not progress)
     try:
         while state.epoch < cfg.loop.epochs:
-            state, result = run_epoch(state, backend, domain, seeds, cfg,
+            teacher = make_teacher(cfg, domain) if state.epoch == 0 else None
+            state, result = run_epoch(state, backend, domain, seeds, cfg, generator=teacher,
                                       on_phase=lambda p: bar.set_postfix_str(f"epoch {state.epoch + 1}: {p}"))
+            del teacher
             if cfg.loop.eval_every and state.epoch % cfg.loop.eval_every == 0:
                 bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.loop.eval_benchmark}")
                 result.record.extra.update(evaluate_epoch(backend, cfg, writer.dir, state.epoch))
             writer.commit_epoch(result.record, result.tasks, result.attempts,
-                                backend.save_adapters if cfg.loop.save_adapters else None)
+                                backend.save_adapters if cfg.loop.save_adapters else None, reference=result.reference)
             bar.update(1)
             bar.set_postfix(valid=f"{result.record.valid_frac:.2f}", p_hat=_f(result.record.p_hat_mean),
                             in_band=_f(result.record.in_band_frac))

@@ -7,6 +7,7 @@ Layout::
     epochs.jsonl         one EpochRecord per line, append-only
     tasks.parquet        every generation (valid or rejected) with lineage, p̂, R_env, band, weight
     attempts.parquet     every agent completion with its reward and advantage
+    reference_tasks.parquet  the counterfactual tasks of the untrained simulator (written with epoch 1)
     adapters/epoch_NNN/  agent/ and env/ LoRA adapters (peft format) after epoch NNN
     events.log           human-readable progress lines
 
@@ -38,6 +39,7 @@ STATE = "state.json"
 EPOCHS = "epochs.jsonl"
 TASKS = "tasks.parquet"
 ATTEMPTS = "attempts.parquet"
+REFERENCE = "reference_tasks.parquet"
 ADAPTERS = "adapters"
 EVENTS = "events.log"
 
@@ -135,6 +137,8 @@ class RunWriter:
         for folder in (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []:
             if int(folder.name.split("_")[1]) > last or folder.name.endswith(".partial"):
                 shutil.rmtree(folder)
+        if last == 0 and (self.dir / REFERENCE).is_file():
+            (self.dir / REFERENCE).unlink()  # written by an epoch 1 that never completed
         for leftover in self.dir.glob(".*.tmp"):
             leftover.unlink()
         self._write_state("running", env_version=int(state.get("env_version", 0)), last=last)
@@ -161,13 +165,16 @@ class RunWriter:
         _atomic_write_parquet(path, new)
 
     def commit_epoch(self, record: EpochRecord, tasks: Iterable[GeneratedTask], attempts: Iterable[Attempt],
-                     save_adapters=None) -> None:
+                     save_adapters=None, reference: Iterable[GeneratedTask] = ()) -> None:
         """Write one epoch's rows, adapters and record; the epoch counts as done only once state.json says so."""
         if record.epoch != self.last_epoch + 1:
             raise RunDirError(f"epoch {record.epoch} committed after epoch {self.last_epoch}")
         start = time.perf_counter()
         self._append_rows(TASKS, [t.to_row() for t in tasks])
         self._append_rows(ATTEMPTS, [a.to_row() for a in attempts])
+        reference = [t.to_row() for t in reference]
+        if reference:
+            _atomic_write_parquet(self.dir / REFERENCE, _tasks_frame(reference))
         if save_adapters is not None:
             final = adapter_dir(self.dir, record.epoch)
             partial = final.with_name(final.name + ".partial")
@@ -233,11 +240,11 @@ def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def read_table(run_dir: str | Path, name: str) -> pd.DataFrame:
-    """``tasks`` or ``attempts`` as a DataFrame (empty when the run has not committed an epoch yet)."""
+    """``tasks``, ``attempts`` or ``reference_tasks`` as a DataFrame (empty when absent)."""
     path = Path(run_dir) / f"{name}.parquet"
     if not path.is_file():
         return pd.DataFrame()
     frame = pd.read_parquet(path)
-    if name == "tasks" and "features" in frame:
+    if name in ("tasks", "reference_tasks") and "features" in frame:
         frame["features"] = frame["features"].map(json.loads)
     return frame

@@ -23,8 +23,16 @@ class ScriptedBackend:
         self.rwr_batches: list[list] = []
         self._count = 0
 
+    def _solve(self, messages, n):
+        expr = messages[-1]["content"].rstrip("= ")
+        value, feats = evaluate(expr)
+        n_ops = feats["n_operands"]
+        k = n if n_ops < self.skill else (n // 2 if n_ops == self.skill else 0)
+        return [f" {value if i < k else value + 1}" for i in range(n)]
+
     def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0):
-        assert adapter == "env"
+        if adapter == "agent":
+            return [self._solve(m, n) for m in prompts]
         self.calls["generate"] += 1
         out = []
         for messages in prompts:
@@ -44,12 +52,7 @@ class ScriptedBackend:
     def grpo_step(self, prompts, reward_fn):
         self.calls["grpo"] += 1
         for p in prompts:
-            expr = p.messages[-1]["content"].rstrip("= ")
-            value, feats = evaluate(expr)
-            n_ops = feats["n_operands"]
-            k = self.g if n_ops < self.skill else (self.g // 2 if n_ops == self.skill else 0)
-            completions = [f" {value if i < k else value + 1}" for i in range(self.g)]
-            reward_fn([p.task_id] * self.g, completions)
+            reward_fn([p.task_id] * self.g, self._solve(p.messages, self.g))
         self.skill += 1
         return AgentUpdate(loss=0.0, steps=len(prompts))
 

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from genenv_lab import curriculum as cur
+from genenv_lab.domains import get_domain
 from genenv_lab.loop import run
 from genenv_lab.runlog import RunDirError, read_epochs, read_state, read_table
 
@@ -108,3 +109,60 @@ def test_refuses_non_empty_dir_and_bad_resume(cfg, tmp_path):
     with pytest.raises(RunDirError, match="another configuration"):
         next(run(cfg.replace(agent={"lr": 0.5}), tmp_path / "y", resume=True, backend=ScriptedBackend(),
                  progress=False))
+
+
+def test_static_generates_a_fixed_set_once_and_samples_the_budget(cfg, tmp_path):
+    backend = ScriptedBackend(num_generations=4)
+    cfg = cfg.replace(loop={"variant": "static"}, env={"static_variations": 3})
+    records = list(run(cfg, tmp_path / "r", backend=backend, progress=False))
+    n_seeds = len(get_domain("arith").seed_tasks())
+    assert records[0].n_generated == n_seeds * 3
+    assert [r.n_generated for r in records[1:]] == [0, 0]
+    assert all(r.extra["n_fresh"] == cfg.budget for r in records)
+    assert backend.calls["rwr"] == 0 and backend.calls["generate"] == 1
+    attempts = read_table(tmp_path / "r", "attempts")
+    assert set(attempts["source"]) >= {"fixed", "seed"}
+
+
+def test_filter_only_is_blind_frozen_and_keeps_only_last_epoch(cfg, tmp_path):
+    backend = ScriptedBackend(num_generations=4)
+    cfg = cfg.replace(loop={"variant": "filter_only"}, env={"seeds_per_epoch": 5, "n_variations": 3})
+    records = list(run(cfg, tmp_path / "r", backend=backend, progress=False))
+    assert backend.calls["rwr"] == 0
+    assert all(r.n_generated == 15 for r in records)
+    tasks = read_table(tmp_path / "r", "tasks")
+    assert all("No attempts" in json.loads(c)[1]["content"] for c in tasks["context"])
+    last = tasks[(tasks["epoch"] == 3) & tasks["valid"]]
+    k = int(0.1 * len(last))
+    expected = len(last) - 2 * k if k else 0  # the release's [k:-k] keeps nothing when k == 0
+    assert records[-1].pool_size == expected
+
+
+def test_offline_teacher_writes_the_fixed_set(cfg):
+    from genenv_lab.domains import get_domain
+    from genenv_lab.loop import LoopState, run_epoch
+
+    cfg = cfg.replace(loop={"variant": "offline_teacher", "epochs": 2},
+                      env={"teacher_model": "some/teacher", "teacher_data_multiplier": 1.8})
+    student, teacher = ScriptedBackend(), ScriptedBackend()
+    domain = get_domain("arith")
+    state, result = run_epoch(LoopState(), student, domain, domain.seed_tasks(), cfg, generator=teacher)
+    assert teacher.calls["generate"] == 1 and student.calls["generate"] == 0
+    per_seed = -(-int(1.8 * 2 * cfg.budget * 10) // (10 * len(domain.seed_tasks())))
+    assert result.record.n_generated == per_seed * len(domain.seed_tasks())
+    assert result.record.extra["n_fresh"] == cfg.budget
+
+
+def test_reference_tasks_measure_the_agent_each_epoch_and_survive_resume(cfg, tmp_path):
+    cfg = cfg.replace(loop={"reference_tasks": 5})
+    out = tmp_path / "r"
+    gen = run(cfg, out, backend=ScriptedBackend(), progress=False)
+    first = next(gen)
+    gen.close()
+    ref = read_table(out, "reference_tasks")
+    assert len(ref) == 5 and ref["task_id"].str.startswith("ref-").all()
+    assert 0.0 <= first.extra["p_hat_reference"] <= 1.0
+    rest = list(run(cfg, out, resume=True, backend=ScriptedBackend(skill=5), progress=False))
+    assert [r.epoch for r in rest] == [2, 3]
+    assert all("p_hat_reference" in r.extra for r in rest)
+    assert read_table(out, "reference_tasks")["task_id"].tolist() == ref["task_id"].tolist()
