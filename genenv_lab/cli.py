@@ -97,6 +97,33 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .compare import band_residence, compare_grid, summarise, sweep_entries, variant_entries
+
+    console = Console()
+    try:
+        if args.command == "sweep":
+            entries = sweep_entries(args.preset, alphas=args.alphas, shapes=args.shapes, epochs=args.epochs,
+                                    domain=args.domain, reference_tasks=args.reference_tasks,
+                                    eval_limit=args.eval_limit)
+        else:
+            entries = variant_entries(args.presets, args.variants, epochs=args.epochs, domain=args.domain,
+                                      teacher=args.teacher, teacher_multipliers=args.teacher_multipliers,
+                                      reference_tasks=args.reference_tasks, eval_limit=args.eval_limit)
+    except (ConfigError, ValueError) as exc:
+        console.print(f"[red]config error:[/red] {exc}")
+        return 2
+    out = Path(args.out)
+    table = compare_grid(entries, args.seeds, out)
+    last = table[table["epoch"] == table["epoch"].max()] if len(table) else table
+    console.print(summarise(last).to_string(index=False))
+    console.print(band_residence(table).to_string(index=False))
+    console.print(f"report: {out / 'report.html'}  table: {out / 'comparison.csv'}  summary: {out / 'summary.csv'}")
+    return 0
+
+
 def _f(x, digits: int = 2) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
@@ -136,6 +163,29 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--max-new-tokens", type=int, default=128, help="generation budget per item (--model)")
     e.add_argument("--out", help="output folder (default runs/eval/<benchmark>-<time>)")
     e.set_defaults(func=cmd_eval)
+
+    def grid_options(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--seeds", type=int, default=3, help="seeds per configuration (default 3)")
+        q.add_argument("--epochs", type=int, help="epochs per run (default: the preset's)")
+        q.add_argument("--domain", help="task domain (default: the preset's, arith)")
+        q.add_argument("--reference-tasks", type=int, default=8,
+                       help="tasks of the untrained simulator measured every epoch (the counterfactual)")
+        q.add_argument("--eval-limit", type=int, default=20, help="held-out items per evaluation")
+        q.add_argument("--out", required=True, help="comparison folder (runs/, comparison.csv, report.html)")
+        q.set_defaults(func=cmd_compare)
+
+    c = sub.add_parser("compare", help="run GenEnv and baselines over seeds and write a side-by-side report")
+    c.add_argument("--presets", nargs="+", default=["tiny"], choices=sorted(PRESETS))
+    c.add_argument("--variants", nargs="+", default=["genenv", "random_env", "static"], choices=VARIANTS)
+    c.add_argument("--teacher", help="teacher model of the offline_teacher variant (hub id or directory)")
+    c.add_argument("--teacher-multipliers", nargs="+", type=float, default=[1.8, 3.3],
+                   help="offline_teacher data sizes relative to GenEnv's (default 1.8 3.3)")
+    grid_options(c)
+    s = sub.add_parser("sweep", help="sweep α and the env reward shape of the full method")
+    s.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
+    s.add_argument("--alphas", nargs="+", type=float, default=[0.3, 0.5, 0.7])
+    s.add_argument("--shapes", nargs="+", default=["gaussian"], choices=["gaussian", "learnability", "min", "azr"])
+    grid_options(s)
     return parser
 
 

@@ -210,6 +210,7 @@ class LoopConfig:
     """Evaluate the agent on ``eval_benchmark`` every this many epochs (0: never); the score is logged in
     ``epochs.jsonl`` as ``extra["eval/<benchmark>"]``."""
     eval_benchmark: str = "bamboogle"
+    """A benchmark name, or ``domain``: the domain's held-out set (``data/<domain>_heldout.jsonl``), greedy."""
     eval_category: str = ""
     """Benchmark category (empty: all covered ones)."""
     eval_limit: int = 20
@@ -223,13 +224,14 @@ class LoopConfig:
         _in_range(w, "eval_every", self.eval_every, 0, 100000, integer=True)
         _in_range(w, "eval_limit", self.eval_limit, 0, 10**7, integer=True)
         _in_range(w, "eval_max_new_tokens", self.eval_max_new_tokens, 1, 32768, integer=True)
-        if self.eval_every:
+        if self.eval_every and self.eval_benchmark != "domain":
             from .evaluation.runner import BENCHMARKS, get_benchmark
 
             try:
                 get_benchmark(self.eval_benchmark)
             except ValueError:
-                _require(False, w, "eval_benchmark", self.eval_benchmark, f"one of {sorted(BENCHMARKS)}")
+                _require(False, w, "eval_benchmark", self.eval_benchmark,
+                         f"'domain' (the domain's held-out set) or one of {sorted(BENCHMARKS)}")
         _in_range(w, "epochs", self.epochs, 1, 100000, integer=True)
         _require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
         _require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")

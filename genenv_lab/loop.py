@@ -536,6 +536,8 @@ def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) 
     from .evaluation.model_eval import evaluate_backend
 
     lp = cfg.loop
+    if lp.eval_benchmark == "domain":
+        return {"eval/domain": heldout_score(backend, get_domain(lp.domain), cfg)}
     summary = evaluate_backend(backend, lp.eval_benchmark, out_dir=Path(run_dir) / "eval" / f"epoch_{epoch:03d}",
                                data_dir=lp.eval_data_dir or None, category=lp.eval_category or None,
                                limit=lp.eval_limit or None, max_new_tokens=lp.eval_max_new_tokens, progress=False)
@@ -543,6 +545,18 @@ def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) 
     if "f1" in summary:
         out[f"eval/{lp.eval_benchmark}_f1"] = summary["f1"]
     return out
+
+
+def heldout_score(backend: Backend, domain: Domain, cfg: RunConfig) -> float:
+    """Mean greedy reward of the agent on the domain's held-out tasks (the first ``eval_limit`` of them)."""
+    items = domain.heldout_tasks()
+    if not items:
+        raise ValueError(f"domain {domain.name!r} ships no held-out set (data/{domain.name}_heldout.jsonl); "
+                         "set loop.eval_benchmark to a benchmark instead")
+    items = items[: cfg.loop.eval_limit or None]
+    outs = backend.generate("agent", [domain.agent_messages(s.spec) for s in items], n=1,
+                            max_new_tokens=cfg.agent.max_completion_length, temperature=0.0)
+    return cur.mean_or_nan(domain.score(s.spec, o[0]) for s, o in zip(items, outs))
 
 
 def _f(x: float) -> str:

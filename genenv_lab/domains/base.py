@@ -67,8 +67,15 @@ class Domain:
     ``genenv-lab run --domain`` applies them (see :func:`genenv_lab.config.for_domain`)."""
 
     def seed_tasks(self) -> list[SeedTask]:
-        """The base seed set shipped in ``genenv_lab/data/<domain>_seeds.jsonl``, validated on load."""
-        path = data_dir() / f"{self.name}_seeds.jsonl"
+        """The base seed set shipped in ``data/<domain>_seeds.jsonl``, validated on load."""
+        return self._load(f"{self.name}_seeds.jsonl")
+
+    def heldout_tasks(self) -> list[SeedTask]:
+        """The held-out evaluation set ``data/<domain>_heldout.jsonl`` (never trained on); [] when none ships."""
+        return self._load(f"{self.name}_heldout.jsonl") if (data_dir() / f"{self.name}_heldout.jsonl").is_file() else []
+
+    def _load(self, filename: str) -> list[SeedTask]:
+        path = data_dir() / filename
         seeds = []
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
             if not line.strip():

@@ -1,0 +1,219 @@
+"""Baselines, ablations and sweeps side by side: run a grid of configurations over seeds, then compare.
+
+``compare_grid`` runs every (label, config) entry for every seed into ``<out>/runs/<label>-s<seed>`` (finished runs
+are skipped, interrupted ones resumed, so a killed comparison continues where it stopped), with the domain's
+held-out evaluation every epoch and the counterfactual reference set switched on. ``collect`` reads the run
+directories back into one table (one row per label, seed, epoch); ``summarise`` gives mean and spread over seeds;
+``report_figure`` draws the comparison; ``write_report`` saves ``comparison.csv``, ``comparison.parquet``,
+``summary.csv`` and ``report.html`` (a self-contained plotly page the lab also shows).
+
+Columns of the comparison table: ``label, variant, seed, epoch, heldout`` (``eval/domain``, or the first
+``eval/<benchmark>`` score), ``p_hat_mean``, ``in_band_frac``, ``p_hat_reference`` (the same epoch's agent on
+the untrained simulator's tasks), ``valid_frac``, ``agent_reward_mean``, ``tasks_consumed`` (distinct non-seed
+tasks the agent has trained on so far), ``wall_s``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .config import RunConfig, for_domain, preset
+
+COLUMNS = ("label", "variant", "seed", "epoch", "heldout", "p_hat_mean", "in_band_frac", "p_hat_reference",
+           "valid_frac", "agent_reward_mean", "tasks_consumed", "wall_s")
+METRICS = ("heldout", "p_hat_mean", "p_hat_reference", "in_band_frac", "tasks_consumed")
+
+
+def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: int | None = None,
+                    domain: str | None = None, teacher: str | None = None,
+                    teacher_multipliers: Sequence[float] = (1.8, 3.3), reference_tasks: int = 8,
+                    eval_limit: int = 20) -> list[tuple[str, RunConfig]]:
+    """(label, config) for each preset × variant; ``offline_teacher`` expands to one entry per data multiplier."""
+    out = []
+    for name, variant in itertools.product(presets, variants):
+        base = preset(name)
+        if domain:
+            base = for_domain(base, domain)
+        held = "domain" if _has_heldout(base.loop.domain) else "bamboogle"
+        loop = {"variant": variant, "eval_every": 1, "eval_benchmark": held, "eval_limit": eval_limit,
+                "reference_tasks": reference_tasks}
+        if epochs:
+            loop["epochs"] = epochs
+        if variant == "offline_teacher":
+            if not teacher:
+                raise ValueError("the offline_teacher variant needs a teacher model (--teacher ID or directory)")
+            for m in teacher_multipliers:
+                cfg = base.replace(loop=loop, env={"teacher_model": teacher, "teacher_data_multiplier": m})
+                out.append((f"{name}:offline_teacher_x{m:g}", cfg))
+        else:
+            out.append((f"{name}:{variant}", base.replace(loop=loop)))
+    return out
+
+
+def sweep_entries(preset_name: str, *, alphas: Sequence[float] = (0.5,), shapes: Sequence[str] = ("gaussian",),
+                  epochs: int | None = None, domain: str | None = None, reference_tasks: int = 8,
+                  eval_limit: int = 20) -> list[tuple[str, RunConfig]]:
+    """(label, config) for each α × reward shape of the full method (the sweep helper)."""
+    base = preset(preset_name)
+    if domain:
+        base = for_domain(base, domain)
+    held = "domain" if _has_heldout(base.loop.domain) else "bamboogle"
+    loop = {"eval_every": 1, "eval_benchmark": held, "eval_limit": eval_limit, "reference_tasks": reference_tasks}
+    if epochs:
+        loop["epochs"] = epochs
+    return [(f"{preset_name}:alpha={a:g}:{s}", base.replace(loop=loop, curriculum={"alpha": a, "shape": s}))
+            for a, s in itertools.product(alphas, shapes)]
+
+
+def _has_heldout(domain: str) -> bool:
+    from .domains import get_domain
+
+    return bool(get_domain(domain).heldout_tasks())
+
+
+def _safe(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in label)
+
+
+def run_dir_for(out: Path, label: str, seed: int) -> Path:
+    return Path(out) / "runs" / f"{_safe(label)}-s{seed}"
+
+
+def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence[int], out: str | Path, *,
+                 progress: bool = True, backend_factory=None) -> pd.DataFrame:
+    """Run (or resume, or skip when finished) every entry for every seed, then write and return the comparison.
+
+    ``backend_factory(cfg)`` builds the backend of each run (default: the engine of its config).
+    """
+    from .loop import run
+    from .runlog import read_state
+
+    out = Path(out)
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    manifest = {"entries": [{"label": lab, "config": cfg.to_dict()} for lab, cfg in entries], "seeds": seed_list}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    for (label, cfg), seed in itertools.product(entries, seed_list):
+        run_dir = run_dir_for(out, label, seed)
+        cfg_s = cfg.replace(loop={"seed": seed})
+        resume = (run_dir / "state.json").is_file()
+        if resume and read_state(run_dir).get("status") == "finished" and \
+                read_state(run_dir).get("last_complete_epoch", 0) >= cfg_s.loop.epochs:
+            continue
+        if not resume and run_dir.exists():
+            import shutil
+
+            shutil.rmtree(run_dir)  # an attempt that died before its first state.json has nothing worth keeping
+        backend = backend_factory(cfg_s) if backend_factory else None
+        if progress:
+            print(f"== {label} seed {seed} → {run_dir}")
+        for _ in run(cfg_s, run_dir, resume=resume, backend=backend, progress=progress):
+            pass
+    table = collect(out)
+    write_report(table, out)
+    return table
+
+
+def collect(out: str | Path) -> pd.DataFrame:
+    """One row per (label, seed, epoch) from the run directories listed in ``manifest.json``."""
+    from .runlog import read_epochs, read_table
+
+    out = Path(out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    rows = []
+    for entry, seed in itertools.product(manifest["entries"], manifest["seeds"]):
+        label = entry["label"]
+        run_dir = run_dir_for(out, label, seed)
+        records = read_epochs(run_dir)
+        attempts = read_table(run_dir, "attempts")
+        consumed = _tasks_consumed(attempts)
+        for r in records:
+            extra = r.get("extra") or {}
+            held = extra.get("eval/domain")
+            if held is None:
+                held = next((v for k, v in extra.items() if k.startswith("eval/") and not k.endswith("_f1")), None)
+            rows.append({"label": label, "variant": entry["config"]["loop"]["variant"], "seed": seed,
+                         "epoch": r["epoch"], "heldout": held, "p_hat_mean": r.get("p_hat_mean"),
+                         "in_band_frac": r.get("in_band_frac"), "p_hat_reference": extra.get("p_hat_reference"),
+                         "valid_frac": r.get("valid_frac"), "agent_reward_mean": r.get("agent_reward_mean"),
+                         "tasks_consumed": consumed.get(r["epoch"], 0), "wall_s": r.get("wall_s")})
+    return pd.DataFrame(rows, columns=list(COLUMNS)).astype({m: float for m in METRICS})
+
+
+def _tasks_consumed(attempts: pd.DataFrame) -> dict[int, int]:
+    """Cumulative number of distinct non-seed tasks in the agent's GRPO batches, per epoch."""
+    if attempts.empty:
+        return {}
+    trained = attempts[attempts["source"] != "seed"]
+    out, seen = {}, set()
+    for epoch in sorted(attempts["epoch"].unique()):
+        seen |= set(trained.loc[trained["epoch"] == epoch, "task_id"])
+        out[int(epoch)] = len(seen)
+    return out
+
+
+def summarise(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean, standard deviation and count over seeds of every metric, per label and epoch."""
+    if table.empty:
+        return pd.DataFrame()
+    grouped = table.groupby(["label", "epoch"])[list(METRICS)]
+    summary = grouped.agg(["mean", "std", "count"])
+    summary.columns = [f"{m}_{s}" for m, s in summary.columns]
+    return summary.reset_index()
+
+
+def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1) -> go.Figure:
+    """Held-out score, tasks consumed, p̂ on the simulator's tasks and on the untrained simulator's tasks, per
+    epoch and label, mean ± std over seeds."""
+    summary = summarise(table)
+    fig = make_subplots(rows=2, cols=2, subplot_titles=(
+        "held-out score", "training tasks consumed", "p̂ on the simulator's tasks (band shaded)",
+        "p̂ on the untrained simulator's tasks (counterfactual)"))
+    panels = [("heldout", 1, 1), ("tasks_consumed", 1, 2), ("p_hat_mean", 2, 1), ("p_hat_reference", 2, 2)]
+    palette = ["#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880"]
+    for i, label in enumerate(summary["label"].unique() if len(summary) else []):
+        part = summary[summary["label"] == label]
+        color = palette[i % len(palette)]
+        for metric, row, col in panels:
+            fig.add_scatter(x=part["epoch"], y=part[f"{metric}_mean"],
+                            error_y={"type": "data", "array": part[f"{metric}_std"].fillna(0.0), "visible": True},
+                            mode="lines+markers", name=label, legendgroup=label, showlegend=(metric == "heldout"),
+                            line={"color": color}, row=row, col=col)
+    for col in (1, 2):
+        fig.add_hrect(y0=alpha - k_min, y1=alpha + k_min, fillcolor="green", opacity=0.1, line_width=0,
+                      row=2, col=col)
+    fig.update_xaxes(title_text="epoch")
+    fig.update_layout(template="plotly_white", height=720, title="GenEnv and baselines (mean ± std over seeds)")
+    return fig
+
+
+def write_report(table: pd.DataFrame, out: str | Path) -> Path:
+    out = Path(out)
+    table.to_csv(out / "comparison.csv", index=False)
+    table.to_parquet(out / "comparison.parquet", index=False)
+    summarise(table).to_csv(out / "summary.csv", index=False)
+    report_figure(table).write_html(out / "report.html", include_plotlyjs=True, full_html=True)
+    return out / "report.html"
+
+
+def band_residence(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1,
+                   labels: Iterable[str] | None = None) -> pd.DataFrame:
+    """Per label and seed: the first epoch whose p̂ on generated tasks enters [α−k_min, α+k_min], and whether it
+    stays there for every later epoch."""
+    rows = []
+    for (label, seed), part in table.groupby(["label", "seed"]):
+        if labels is not None and label not in set(labels):
+            continue
+        part = part.sort_values("epoch")
+        inside = [(abs(p - alpha) <= k_min + 1e-9) if p == p else False for p in part["p_hat_mean"]]
+        first = next((e for e, ok in zip(part["epoch"], inside) if ok), None)
+        stays = first is not None and all(inside[list(part["epoch"]).index(first):])
+        rows.append({"label": label, "seed": seed, "entered_at_epoch": first, "stayed": stays})
+    return pd.DataFrame(rows)
