@@ -3,5 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
+# The lab's browser test drives Debian's headless Chromium (skipped when it is absent and cannot be installed).
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core) >/dev/null \
+    || echo "chromium could not be installed: the browser test will skip"
+fi
 . .venv/bin/activate
 python -m pytest -q "$@"

@@ -1,0 +1,15 @@
+"""The lab: what ``python app.py`` shows, as plain Python that needs no Gradio.
+
+- :mod:`.runs`: find run directories under a runs folder, validate run names (a name from the browser never
+  reaches outside that folder), read one run into a :class:`~.runs.RunData` that never raises for a corrupt or
+  half-written directory (its ``problems`` say what is wrong), and tell a run's status.
+- :mod:`.views`: pure view functions, :class:`~.runs.RunData` in, pandas DataFrames, Markdown and plotly figures
+  out. ``app.py`` only lays them out and wires them to Gradio events.
+- :mod:`.launcher`: start a preset run as a separate process and stop it (presets only, never a command).
+
+The run directory (``docs/run_directory.md``) is the only interface between training and the lab.
+"""
+
+from .runs import LabError, RunData, RunSummary, discover_runs, load_run, resolve_run, validate_run_name
+
+__all__ = ["LabError", "RunData", "RunSummary", "discover_runs", "load_run", "resolve_run", "validate_run_name"]

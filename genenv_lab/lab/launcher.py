@@ -1,0 +1,150 @@
+"""Start a preset run from the lab as a separate process, watch it, stop it.
+
+The browser chooses a preset (:data:`LAUNCH_PRESETS`, the CPU ones), a domain (``genenv_lab.domains.DOMAINS``)
+and optionally a run name, nothing else: the command is always
+``sys.executable -m genenv_lab.cli run --preset P --domain D --out <runs>/<name>``, built here as an argument list
+(no shell). The run directory is created here first, so the run shows in the lab at once and a taken name fails
+(``mkdir`` is atomic) before any process starts.
+
+Stopping sends SIGINT first, so that the run takes its own Ctrl-C path and marks itself ``interrupted``; a run
+still alive after ``grace_s`` seconds gets SIGTERM, then SIGKILL (then its ``state.json`` still says running and
+the lab shows it as ``killed``; ``--resume`` continues it either way).
+
+This module keeps no state: the caller holds the :class:`LaunchedRun` objects (``app.py`` keeps them in a per-user
+``gr.State``). Started runs stay in the lab's process group, so Ctrl-C in the lab's terminal interrupts them too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from ..config import CPU_PRESETS
+from .runs import LabError, resolve_run, validate_run_name
+
+LAUNCH_PRESETS = tuple(CPU_PRESETS)
+"""Presets the lab may start (CPU presets: the lab runs where its user is, usually without a GPU)."""
+
+
+def domain_names() -> list[str]:
+    from ..domains import DOMAINS
+
+    return sorted(DOMAINS)
+
+
+@dataclass(eq=False)
+class LaunchedRun:
+    """A run this lab session started: its name, command, process and log file."""
+
+    name: str
+    path: Path
+    preset: str
+    domain: str
+    command: tuple[str, ...]
+    process: subprocess.Popen
+    log_path: Path
+    started_at: float = field(default_factory=time.time)
+    stopped: bool = False
+    """Whether the user asked the lab to stop it."""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def poll(self) -> int | None:
+        """The exit code, or None while it runs (also reaps a finished process)."""
+        return self.process.poll()
+
+    @property
+    def state(self) -> str:
+        code = self.poll()
+        if code is None:
+            return "stopping" if self.stopped else "running"
+        if self.stopped:
+            return f"stopped (exit {code})"
+        return "finished" if code == 0 else f"failed (exit {code})"
+
+
+def default_run_name(preset: str, domain: str) -> str:
+    return f"{preset}-{domain}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def build_command(preset: str, domain: str, out: Path) -> tuple[str, ...]:
+    """The only command the lab runs: ``genenv_lab.cli run`` with a checked preset and domain."""
+    if preset not in LAUNCH_PRESETS:
+        raise LabError(f"preset {preset!r} cannot be started from the lab; choose one of {list(LAUNCH_PRESETS)}")
+    if domain not in domain_names():
+        raise LabError(f"unknown domain {domain!r}; choose one of {domain_names()}")
+    return (sys.executable, "-m", "genenv_lab.cli", "run", "--preset", preset, "--domain", domain,
+            "--out", str(out))
+
+
+def start_run(runs_root: str | Path, preset: str, domain: str, name: str | None = None) -> LaunchedRun:
+    """Start preset ``preset`` on ``domain`` into ``runs_root/name`` (a fresh name by default) as a process."""
+    name = (name or "").strip() or default_run_name(preset, domain)
+    validate_run_name(name)
+    root = Path(runs_root).expanduser()
+    root.mkdir(parents=True, exist_ok=True)
+    path = resolve_run(root, name)
+    command = build_command(preset, domain, path)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        raise LabError(f"a run called {name!r} already exists in {root}; choose another name") from None
+    fd, log = tempfile.mkstemp(prefix=f"genenv-lab-{name}-", suffix=".log")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="120")  # unbuffered, and rich tables not wrapped at 80
+    try:
+        with os.fdopen(fd, "wb") as log_file:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file,
+                                       stderr=subprocess.STDOUT, env=env, close_fds=True)
+    except OSError as exc:
+        path.rmdir()
+        raise LabError(f"could not start the run: {exc}") from None
+    return LaunchedRun(name=name, path=path, preset=preset, domain=domain, command=command, process=process,
+                       log_path=Path(log))
+
+
+def stop_run(run: LaunchedRun, grace_s: float = 10.0) -> int:
+    """Stop ``run``: SIGINT (the run marks itself interrupted), then SIGTERM and SIGKILL if it lingers; returns
+    the exit code."""
+    run.stopped = True
+    proc = run.process
+    for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        if proc.poll() is not None:
+            break
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.wait(timeout=5.0)
+
+
+def log_tail(run: LaunchedRun, lines: int = 25) -> str:
+    """The last lines of the run's output (progress-bar redraws collapsed to their latest state)."""
+    try:
+        text = run.log_path.read_text(errors="replace")
+    except OSError:
+        return ""
+    cleaned = [line.rsplit("\r", 1)[-1] for line in text.replace("\r\n", "\n").split("\n")]
+    return "\n".join(cleaned[-lines:])
+
+
+def launched_frame(launched: Mapping[str, LaunchedRun]) -> pd.DataFrame:
+    """The runs this session started: name, preset, domain, pid, state, start time, log file."""
+    rows = [{"run": r.name, "preset": r.preset, "domain": r.domain, "pid": r.pid, "state": r.state,
+             "started": time.strftime("%H:%M:%S", time.localtime(r.started_at)), "log": str(r.log_path)}
+            for r in launched.values()]
+    return pd.DataFrame(rows, columns=["run", "preset", "domain", "pid", "state", "started", "log"])

@@ -1,0 +1,421 @@
+"""Run directories as the lab sees them: discovery, safe names, status, and a loader that never raises.
+
+A run name comes from the browser, so it is checked twice before any file is opened: it must match
+:data:`RUN_NAME` (letters, digits, ``.``, ``_``, ``-``, starting with a letter or digit: no separators, no ``..``,
+no hidden names), and the path it names, with every symlink resolved, must sit directly in the runs folder
+(:func:`resolve_run`).
+
+Reading a run while it is written: each file is replaced atomically except ``epochs.jsonl``, which is appended
+(``runlog.read_epochs`` skips a torn last line). An epoch's tables are committed before its record and
+``state.json``, so rows of the epoch in flight can be on disk before it counts; :func:`load_run` keeps only epochs
+up to ``state.json``'s ``last_complete_epoch``, so every view shows the same committed epochs.
+
+:func:`load_run` never raises for what is inside a run directory: a missing, empty, corrupt or half-written file
+becomes a sentence in :attr:`RunData.problems` and an empty part, so one bad run cannot break the lab. It reads
+``config.json`` as plain JSON rather than through ``runlog.read_config``, so a run written by an older or newer
+version (unknown or missing fields) still shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..runlog import ATTEMPTS, CONFIG, EPOCHS, EVENTS, STATE, TASKS, RunDirError, read_epochs, read_state, read_table
+
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""What a run name may be: a single path component that is neither hidden nor ``.``/``..``."""
+
+STATUSES = ("running", "finished", "killed", "interrupted", "starting", "empty", "unreadable", "missing")
+"""``killed``: ``state.json`` says running but its writer's pid is not alive (on this machine).
+``starting``: ``config.json`` but no ``state.json`` yet. ``empty``: nothing in the directory yet.
+``unreadable``: ``state.json`` is corrupt. ``missing``: the directory is gone."""
+
+TASK_COLUMNS = ("task_id", "epoch", "env_version", "parent_id", "root_id", "context", "raw", "valid",
+                "reject_reason", "question", "answer", "text", "features", "p_hat", "env_reward", "in_band", "weight")
+ATTEMPT_COLUMNS = ("task_id", "epoch", "source", "prompt", "completion", "reward", "success", "advantage")
+
+
+class LabError(ValueError):
+    """A request the lab refuses (a bad run name, a path outside the runs folder, an unknown preset); the message
+    says what is accepted."""
+
+
+# --------------------------------------------------------------------------------------------------------- names
+
+def validate_run_name(name: Any) -> str:
+    """``name`` if it is an acceptable run name, else :class:`LabError`.
+
+    >>> validate_run_name("tiny-2024.01_a")
+    'tiny-2024.01_a'
+    >>> validate_run_name("../etc")
+    Traceback (most recent call last):
+    ...
+    genenv_lab.lab.runs.LabError: run name '../etc' is not allowed: use 1-100 letters, digits, ...
+    """
+    if not isinstance(name, str) or not RUN_NAME.fullmatch(name):
+        raise LabError(f"run name {name!r} is not allowed: use 1-100 letters, digits, '.', '_' or '-', "
+                       "starting with a letter or digit")
+    return name
+
+
+def resolve_run(runs_root: str | Path, name: Any) -> Path:
+    """The directory of run ``name`` under ``runs_root``, all symlinks resolved, or :class:`LabError` when the
+    name is not allowed or the path it leads to is not directly inside ``runs_root``."""
+    validate_run_name(name)
+    root = Path(runs_root).expanduser().resolve()
+    path = (root / name).resolve()
+    if path.parent != root:
+        raise LabError(f"run {name!r} leads outside the runs folder {root}; refused")
+    return path
+
+
+# --------------------------------------------------------------------------------------------------------- status
+
+def pid_alive(pid: Any) -> bool:
+    """Whether process ``pid`` exists on this machine and is not a zombie."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    except OSError:
+        return False
+    try:  # Linux: a zombie (exited, not yet reaped) is not a running writer
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def status_of(state: dict[str, Any]) -> str:
+    """``state.json``'s status, with ``running`` turned into ``killed`` when its writer is gone."""
+    status = state.get("status")
+    if status == "running" and not pid_alive(state.get("pid")):
+        return "killed"
+    return status if isinstance(status, str) and status else "unreadable"
+
+
+def killed_note(state: dict[str, Any], path: Path, preset: str = "P") -> str:
+    """A sentence explaining a ``killed`` status (empty for any other status)."""
+    if status_of(state) != "killed":
+        return ""
+    try:
+        age = time.time() - max((path / n).stat().st_mtime for n in (STATE, EPOCHS, EVENTS) if (path / n).exists())
+        when = f"last write {_age(age)} ago"
+    except ValueError:
+        when = "no write seen"
+    return (f"state.json says running but its writer (pid {state.get('pid')}) is not alive on this machine "
+            f"({when}): the run was killed, or it runs on another machine or container. Continue a killed run "
+            f"with `genenv-lab run --preset {preset} --out {path} --resume`.")
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def fingerprint(path: str | Path) -> tuple:
+    """What changes when a run directory changes (file sizes and times, and whether its writer is alive); the
+    lab redraws a run only when this changes."""
+    path = Path(path)
+    parts: list[Any] = []
+    for name in (CONFIG, STATE, EPOCHS, TASKS, ATTEMPTS, EVENTS):
+        try:
+            st = (path / name).stat()
+            parts.append((name, st.st_mtime_ns, st.st_size))
+        except OSError:
+            parts.append((name, None, None))
+    try:
+        parts.append(status_of(json.loads((path / STATE).read_text())))
+    except (OSError, ValueError, AttributeError):
+        parts.append(None)
+    return tuple(parts)
+
+
+# --------------------------------------------------------------------------------------------------------- loading
+
+def _read_json_dict(path: Path, problems: list[str]) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems.append(f"{path.name} is unreadable ({exc}).")
+        return {}
+    if not isinstance(data, dict):
+        problems.append(f"{path.name} does not hold a JSON object.")
+        return {}
+    return data
+
+
+def _lenient_epochs(path: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def _read_records(run_dir: Path, problems: list[str]) -> list[dict[str, Any]]:
+    try:
+        records = read_epochs(run_dir)
+    except (RunDirError, OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{exc} Showing the readable lines only.")
+        records = _lenient_epochs(run_dir / EPOCHS)
+    good = [r for r in records if isinstance(r, dict) and isinstance(r.get("epoch"), int)]
+    if len(good) != len(records):
+        problems.append(f"{len(records) - len(good)} line(s) of {EPOCHS} are not epoch records; skipped.")
+    return sorted(good, key=lambda r: r["epoch"])
+
+
+def _read_frame(run_dir: Path, name: str, columns: tuple[str, ...], problems: list[str]) -> pd.DataFrame:
+    file = f"{name}.parquet"
+    try:
+        frame = read_table(run_dir, name)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a corrupt file
+        problems.append(f"{file} is unreadable ({type(exc).__name__}: {str(exc)[:200]}).")
+        frame = pd.DataFrame()
+    if len(frame):
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            problems.append(f"{file} lacks column(s) {', '.join(missing)}.")
+    for col in columns:
+        if col not in frame.columns:
+            frame[col] = pd.Series(dtype=object)
+    return frame
+
+
+@dataclass(frozen=True, eq=False)
+class RunData:
+    """Everything the lab shows of one run, read once. Parts that could not be read are empty and explained in
+    ``problems``; ``records``, ``tasks`` and ``attempts`` hold committed epochs only."""
+
+    name: str
+    path: Path
+    status: str
+    config: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    records: tuple[dict[str, Any], ...] = ()
+    tasks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(TASK_COLUMNS)))
+    attempts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(ATTEMPT_COLUMNS)))
+    events: str = ""
+    seeds: dict[str, str] = field(default_factory=dict)
+    """Base seed id → seed task text, from the run's domain (for the first step of a lineage)."""
+    problems: tuple[str, ...] = ()
+
+    def _section(self, name: str) -> dict[str, Any]:
+        section = self.config.get(name)
+        return section if isinstance(section, dict) else {}
+
+    @property
+    def preset(self) -> str:
+        return str(self.config.get("preset", "?"))
+
+    @property
+    def model(self) -> str:
+        return str(self._section("model").get("name_or_path", "?"))
+
+    @property
+    def domain(self) -> str:
+        return str(self._section("loop").get("domain", "?"))
+
+    @property
+    def variant(self) -> str:
+        return str(self._section("loop").get("variant", "?"))
+
+    @property
+    def alpha(self) -> float | None:
+        value = self._section("curriculum").get("alpha")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    @property
+    def k_min(self) -> float | None:
+        value = self._section("curriculum").get("k_min")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    @property
+    def num_generations(self) -> int | None:
+        value = self._section("agent").get("num_generations")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def epochs_done(self) -> int:
+        return len(self.records)
+
+    @property
+    def epochs_planned(self) -> int | None:
+        for value in (self.state.get("epochs_planned"), self._section("loop").get("epochs")):
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
+
+
+def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
+    """Read run directory ``run_dir`` for the lab; never raises for its contents (see the module docstring)."""
+    path = Path(run_dir)
+    name = name or path.name
+    if not path.is_dir():
+        return RunData(name=name, path=path, status="missing",
+                       problems=(f"{path} does not exist (deleted or renamed?).",))
+    problems: list[str] = []
+    try:
+        entries = [p.name for p in path.iterdir()]
+    except OSError as exc:
+        return RunData(name=name, path=path, status="unreadable", problems=(f"{path} cannot be listed ({exc}).",))
+    if not entries:
+        return RunData(name=name, path=path, status="empty", problems=(
+            "Empty directory: no config.json, state.json or epochs.jsonl yet. A run that was just started writes "
+            "them within seconds; otherwise this is not a run directory.",))
+    config = _read_json_dict(path / CONFIG, problems)
+    if not (path / CONFIG).is_file():
+        problems.append("No config.json: α, k_min and the preset are unknown.")
+    state: dict[str, Any] = {}
+    if (path / STATE).is_file():
+        try:
+            state = read_state(path)
+            if not isinstance(state, dict):
+                problems.append("state.json does not hold a JSON object.")
+                state = {}
+            status = status_of(state) if state else "unreadable"
+            if status == "killed":
+                problems.append(killed_note(state, path, str(config.get("preset", "P"))))
+        except (RunDirError, OSError, UnicodeDecodeError) as exc:
+            problems.append(str(exc))
+            status = "unreadable"
+    else:
+        status = "starting" if config else "empty"
+        if not config:
+            problems.append("No state.json and no readable config.json: not a run directory (yet).")
+    records = _read_records(path, problems)
+    tasks = _read_frame(path, "tasks", TASK_COLUMNS, problems)
+    attempts = _read_frame(path, "attempts", ATTEMPT_COLUMNS, problems)
+    last = state.get("last_complete_epoch")
+    if isinstance(last, int) and not isinstance(last, bool):
+        records = [r for r in records if r["epoch"] <= last]
+        tasks = tasks[pd.to_numeric(tasks["epoch"], errors="coerce") <= last] if len(tasks) else tasks
+        attempts = attempts[pd.to_numeric(attempts["epoch"], errors="coerce") <= last] if len(attempts) else attempts
+    if records and not len(tasks) and not any("tasks.parquet" in p for p in problems):
+        if any(r.get("n_generated") for r in records):
+            problems.append(f"tasks.parquet is missing although {len(records)} epoch(s) are recorded.")
+    if records and not len(attempts) and not any("attempts.parquet" in p for p in problems):
+        problems.append(f"attempts.parquet is missing although {len(records)} epoch(s) are recorded.")
+    events = ""
+    try:
+        events = "\n".join((path / EVENTS).read_text(errors="replace").splitlines()[-40:])
+    except OSError:
+        pass
+    seeds: dict[str, str] = {}
+    domain = (config.get("loop") or {}).get("domain") if isinstance(config.get("loop"), dict) else None
+    if isinstance(domain, str):
+        try:
+            from ..domains import get_domain
+
+            seeds = {s.seed_id: s.spec.text for s in get_domain(domain).seed_tasks()}
+        except Exception:  # noqa: BLE001 - an unknown domain only loses the seed texts
+            seeds = {}
+    return RunData(name=name, path=path, status=status, config=config, state=state, records=tuple(records),
+                   tasks=tasks.reset_index(drop=True), attempts=attempts.reset_index(drop=True), events=events,
+                   seeds=seeds, problems=tuple(problems))
+
+
+# --------------------------------------------------------------------------------------------------------- folder
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of the runs list (cheap: no parquet is read)."""
+
+    name: str
+    status: str
+    preset: str = "?"
+    model: str = "?"
+    domain: str = "?"
+    variant: str = "?"
+    epochs_done: int = 0
+    epochs_planned: int | None = None
+    updated_at: float | None = None
+    p_hat_mean: float | None = None
+    in_band_frac: float | None = None
+    problem: str = ""
+
+
+def summarize(path: Path, name: str | None = None) -> RunSummary:
+    """The runs-list row of the run directory ``path`` (never raises for its contents)."""
+    problems: list[str] = []
+    name = name or path.name
+    if not path.is_dir():
+        return RunSummary(name=name, status="missing", problem="directory is gone")
+    config = _read_json_dict(path / CONFIG, problems)
+    state = _read_json_dict(path / STATE, problems)
+    try:
+        empty = not any(path.iterdir())
+    except OSError:
+        empty = False
+    if state:
+        status = status_of(state)
+    elif (path / STATE).is_file():
+        status = "unreadable"
+    else:
+        status = "empty" if empty or not config else "starting"
+    run = RunData(name=name, path=path, status=status, config=config, state=state)
+    records = _read_records(path, problems) if (path / EPOCHS).is_file() else []
+    last = state.get("last_complete_epoch")
+    if isinstance(last, int) and not isinstance(last, bool):
+        records = [r for r in records if r["epoch"] <= last]
+    updated = state.get("updated_at")
+    if not isinstance(updated, (int, float)):
+        try:
+            updated = path.stat().st_mtime
+        except OSError:
+            updated = None
+    if empty:
+        problems.append("empty directory")
+    last_rec = records[-1] if records else {}
+    return RunSummary(name=name, status=status, preset=run.preset, model=run.model, domain=run.domain,
+                      variant=run.variant, epochs_done=len(records), epochs_planned=run.epochs_planned,
+                      updated_at=updated, p_hat_mean=last_rec.get("p_hat_mean"),
+                      in_band_frac=last_rec.get("in_band_frac"), problem=" ".join(problems))
+
+
+def run_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
+    """``(name, resolved path)`` of the run directories directly under ``runs_root``: allowed names only, and
+    only those that resolve inside it (a symlink to another run of the folder is listed under its own name)."""
+    root = Path(runs_root).expanduser()
+    if not root.is_dir():
+        return []
+    out = []
+    for entry in sorted(root.iterdir()):
+        try:
+            path = resolve_run(root, entry.name)
+        except LabError:
+            continue
+        if path.is_dir():
+            out.append((entry.name, path))
+    return out
+
+
+def discover_runs(runs_root: str | Path) -> list[RunSummary]:
+    """Every run under ``runs_root``, most recently updated first."""
+    summaries = [summarize(path, name) for name, path in run_dirs(runs_root)]
+    return sorted(summaries, key=lambda s: (-(s.updated_at or 0.0), s.name))
+
+
+def folder_fingerprint(runs_root: str | Path) -> tuple:
+    """Changes whenever a run is added, removed or written under ``runs_root``."""
+    return tuple((name, fingerprint(path)) for name, path in run_dirs(runs_root))

@@ -1,0 +1,88 @@
+"""The Gradio lab served for real (in this process, on a free port) and queried through ``gradio_client``."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("gradio", reason="the lab needs the app extra: pip install -e '.[app]'")
+pytest.importorskip("gradio_client", reason="the smoke test needs gradio_client")
+
+from test_app_views import make_run  # noqa: E402 - after the skips
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_app_module():
+    """``app.py`` of the project root as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("genenv_lab_app", ROOT / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    make_run(runs / "syn")
+    (runs / "empty").mkdir()
+    (runs / "garbage").mkdir()
+    (runs / "garbage" / "config.json").write_text("{oops")
+    (runs / "garbage" / "state.json").write_text(json.dumps({"status": "finished", "last_complete_epoch": 0}))
+    app = load_app_module()
+    demo = app.build_app(runs)
+    port = free_port()
+    app.launch(demo, port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", demo
+    finally:
+        demo.close()
+
+
+def test_runs_list_and_run_summary_through_gradio_client(lab):
+    from gradio_client import Client
+
+    url, demo = lab
+    assert demo.server_name == "127.0.0.1"  # binds this machine only unless --host says otherwise
+    client = Client(url, verbose=False)
+    rows = client.predict(api_name="/list_runs")
+    by_name = {row["run"]: row for row in rows}
+    assert set(by_name) == {"syn", "empty", "garbage"}
+    assert by_name["syn"]["status"].endswith("finished") and by_name["syn"]["epochs"] == "3 / 3"
+    assert by_name["empty"]["status"].endswith("empty")
+
+    card = client.predict("syn", api_name="/run_summary")
+    assert "syn" in card and "finished" in card and "α = 0.5" in card
+    assert "config.json is unreadable" in client.predict("garbage", api_name="/run_summary")
+    for evil in ("../etc", "/etc/passwd", "..", "syn/../../x"):
+        assert "not allowed" in client.predict(evil, api_name="/run_summary")
+
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    assert {"/list_runs", "/run_summary"} <= set(endpoints)
+    assert not any("start" in name or "stop" in name for name in endpoints)  # starting runs is UI-only
+
+
+def test_page_is_served(lab):
+    import httpx
+
+    url, _ = lab
+    response = httpx.get(url, timeout=30)
+    assert response.status_code == 200 and "GenEnv lab" in response.text
+
+
+def test_defaults_bind_localhost_and_never_share():
+    app = load_app_module()
+    params = inspect.signature(app.launch).parameters
+    assert params["host"].default == "127.0.0.1" and params["share"].default is False
+    assert app.DEFAULT_RUNS == ROOT / "runs"

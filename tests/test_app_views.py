@@ -1,0 +1,357 @@
+"""The lab without Gradio: run loading, status, path safety, the pure view functions, the launcher's checks.
+
+Runs here are synthetic, written through the real ``RunWriter`` (no model), so they follow the run directory format
+exactly and take milliseconds. ``make_run`` is reused by the app's smoke test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from genenv_lab.config import preset
+from genenv_lab.lab import launcher, views
+from genenv_lab.lab.runs import (LabError, discover_runs, fingerprint, load_run, pid_alive, resolve_run,
+                                 validate_run_name)
+from genenv_lab.runlog import RunWriter
+from genenv_lab.types import Attempt, EpochRecord, GeneratedTask
+
+ALPHA, K_MIN, G = 0.5, 0.25, 4
+SEED_ID = "arith-seed-001"  # a real seed id of the arith domain, so its text shows in the lineage
+
+
+def make_run(run_dir: Path, epochs: int = 3, finish: bool = True, eval_scores: bool = True) -> Path:
+    """A synthetic run: 2 lineages, 2 variations each per epoch, one rejection per epoch, p̂ moving into the band.
+
+    Lineage A (root ``arith-seed-001``) varies the previous epoch's first task; its tasks get p̂ 0, 0.25, 0.5 ...
+    """
+    cfg = preset("tiny").replace(curriculum={"alpha": ALPHA, "k_min": K_MIN}, agent={"num_generations": G},
+                                 loop={"epochs": epochs})
+    writer = RunWriter(run_dir, cfg)
+    parent_a = SEED_ID
+    for epoch in range(1, epochs + 1):
+        tasks, attempts = [], []
+        successes = [min(epoch - 1, G), min(epoch, G)]  # successes out of G for the two valid tasks
+        for v, (parent, root) in enumerate([(parent_a, SEED_ID), ("arith-seed-002", "arith-seed-002")]):
+            tid = f"e{epoch:03d}-s{v:02d}-v00"
+            p_hat = successes[v] / G
+            context = json.dumps([{"role": "system", "content": "You write arithmetic practice tasks."},
+                                  {"role": "user", "content": f"Seed task:\nExpression: {epoch} + {v}\n"
+                                                              "Write a variation."}])
+            tasks.append(GeneratedTask(
+                task_id=tid, epoch=epoch, env_version=epoch - 1, parent_id=parent, root_id=root, context=context,
+                raw=f"Expression: {epoch} + {v}\nQuestion: What is {epoch} plus {v}?", valid=True,
+                question=f"What is {epoch} plus {v}?", answer=str(epoch + v),
+                text=f"Expression: {epoch} + {v}\nQuestion: What is {epoch} plus {v}?",
+                features={"n_operands": 2, "max_digits": 1, "operators": ["+"], "depth": 1},
+                p_hat=p_hat, env_reward=math.exp(-2 * (p_hat - ALPHA) ** 2),
+                in_band=abs(p_hat - ALPHA) <= K_MIN, weight=1.0 if abs(p_hat - ALPHA) <= K_MIN else 0.0))
+            rewards = [1.0] * successes[v] + [0.0] * (G - successes[v])
+            mean = sum(rewards) / G
+            std = (sum((r - mean) ** 2 for r in rewards) / G) ** 0.5
+            for i, r in enumerate(rewards):
+                attempts.append(Attempt(task_id=tid, epoch=epoch, source="generated", prompt=f"Compute {epoch}+{v}",
+                                        completion=f"answer {i}", reward=r, success=r >= 1.0,
+                                        advantage=(r - mean) / (std + 1e-4)))
+        tasks.append(GeneratedTask(task_id=f"e{epoch:03d}-s00-v01", epoch=epoch, env_version=epoch - 1,
+                                   parent_id=parent_a, root_id=SEED_ID, context="[]", raw="gibberish",
+                                   valid=False, reject_reason="missing 'Question:' line"))
+        parent_a = tasks[0].task_id
+        valid = [t for t in tasks if t.valid]
+        record = EpochRecord(
+            epoch=epoch, n_generated=len(tasks), n_valid=len(valid), valid_frac=len(valid) / len(tasks),
+            p_hat_mean=sum(t.p_hat for t in valid) / len(valid),
+            in_band_frac=sum(t.in_band for t in valid) / len(valid),
+            env_reward_mean=sum(t.env_reward for t in valid) / len(valid), frac_zero_std=0.5,
+            agent_reward_mean=0.4, env_kl=0.01 * epoch, wall_s=1.0, env_version=epoch,
+            reject_reasons={"missing 'Question:' line": 1},
+            extra={"eval/arith_test": 0.1 * epoch} if eval_scores else {})
+        writer.commit_epoch(record, tasks, attempts)
+    if finish:
+        writer.finish(env_version=epochs)
+    return run_dir
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    return make_run(tmp_path / "runs" / "syn")
+
+
+# ------------------------------------------------------------------------------------------------ loading
+
+def test_load_run_reads_config_records_and_tables(run_dir):
+    run = load_run(run_dir)
+    assert run.problems == ()
+    assert (run.status, run.preset, run.model, run.domain) == ("finished", "tiny", "tiny", "arith")
+    assert (run.alpha, run.k_min, run.num_generations) == (ALPHA, K_MIN, G)
+    assert (run.epochs_done, run.epochs_planned) == (3, 3)
+    assert len(run.tasks) == 9 and len(run.attempts) == 3 * 2 * G
+    assert SEED_ID in run.seeds and "Expression" in run.seeds[SEED_ID]
+
+
+def test_status_running_killed_interrupted(tmp_path):
+    run_dir = make_run(tmp_path / "r", epochs=1, finish=False)
+    assert load_run(run_dir).status == "running"  # this process is the writer and is alive
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    state = json.loads((run_dir / "state.json").read_text())
+    (run_dir / "state.json").write_text(json.dumps(state | {"pid": dead.pid}))
+    assert not pid_alive(dead.pid)
+    run = load_run(run_dir)
+    assert run.status == "killed" and any("--resume" in p for p in run.problems)
+    (run_dir / "state.json").write_text(json.dumps(state | {"status": "interrupted"}))
+    assert load_run(run_dir).status == "interrupted"
+    summary = discover_runs(tmp_path)[0]
+    assert (summary.name, summary.status, summary.epochs_done, summary.epochs_planned) == ("r", "interrupted", 1, 1)
+
+
+def test_rows_of_an_uncommitted_epoch_are_hidden(run_dir):
+    state = json.loads((run_dir / "state.json").read_text())
+    (run_dir / "state.json").write_text(json.dumps(state | {"last_complete_epoch": 2}))
+    run = load_run(run_dir)
+    assert run.epochs_done == 2 and set(run.tasks["epoch"]) == {1, 2} and set(run.attempts["epoch"]) == {1, 2}
+
+
+def test_fingerprint_changes_when_the_run_is_written(tmp_path):
+    run_dir = make_run(tmp_path / "r", epochs=1)
+    before = fingerprint(run_dir)
+    with open(run_dir / "epochs.jsonl", "a") as fh:
+        fh.write("{")
+    assert fingerprint(run_dir) != before
+
+
+# ------------------------------------------------------------------------------------------ broken directories
+
+def _broken_runs(tmp_path: Path) -> Path:
+    root = tmp_path / "runs"
+    (root / "empty").mkdir(parents=True)
+    garbage = make_run(root / "garbage_config", epochs=2)
+    (garbage / "config.json").write_text("{not json")
+    torn = make_run(root / "torn_epochs", epochs=2)
+    with open(torn / "epochs.jsonl", "a") as fh:
+        fh.write('{"epoch": 3, "n_gen')
+    bad_middle = make_run(root / "bad_middle", epochs=2)
+    lines = (bad_middle / "epochs.jsonl").read_text().splitlines()
+    (bad_middle / "epochs.jsonl").write_text("\n".join([lines[0], "garbage", lines[1]]) + "\n")
+    no_parquet = make_run(root / "no_parquet", epochs=2)
+    (no_parquet / "tasks.parquet").unlink()
+    bad_parquet = make_run(root / "bad_parquet", epochs=2)
+    (bad_parquet / "attempts.parquet").write_bytes(b"PAR1 not really")
+    garbage_state = make_run(root / "garbage_state", epochs=1)
+    (garbage_state / "state.json").write_text("[1, 2")
+    make_run(root / "good", epochs=2)
+    return root
+
+
+def test_broken_run_directories_show_a_message_and_never_raise(tmp_path):
+    root = _broken_runs(tmp_path)
+    summaries = {s.name: s for s in discover_runs(root)}
+    assert set(summaries) == {"empty", "garbage_config", "torn_epochs", "bad_middle", "no_parquet", "bad_parquet",
+                              "garbage_state", "good"}
+    assert summaries["empty"].status == "empty" and summaries["good"].status == "finished"
+    frame = views.runs_frame(summaries.values())
+    assert len(frame) == 8 and list(frame.columns[:6]) == ["run", "status", "preset", "model", "domain", "epochs"]
+
+    def everything(name):
+        run = load_run(root / name)
+        out = [views.run_card(run), views.difficulty_figure(run), views.curves_figure([run]),
+               views.tasks_frame(run), views.tasks_frame(run, band="in band", validity="valid"),
+               views.lineage_figure(run, "e001-s00-v00"), views.lineage_frame(run, "e001-s00-v00"),
+               views.context_markdown(run, "e001-s00-v00"), views.attempts_frame(run, "e001-s00-v00"),
+               views.attempts_markdown(run, "e001-s00-v00"), views.task_filter_choices(run)]
+        assert isinstance(out[1], go.Figure) and isinstance(out[2], go.Figure)
+        return run, out
+
+    run, out = everything("empty")
+    assert run.status == "empty" and "Empty directory" in out[0]
+    assert "no difficulty distribution" in out[1].layout.annotations[0].text
+    assert "No committed epoch" in out[2].layout.annotations[0].text
+
+    run, out = everything("garbage_config")
+    assert any("config.json is unreadable" in p for p in run.problems) and "config.json is unreadable" in out[0]
+    assert run.alpha is None and run.epochs_done == 2  # the rest of the run still shows
+    assert len(out[1].data) == 2 and not out[1].layout.shapes  # no band without α and k_min
+
+    run, out = everything("torn_epochs")
+    assert run.epochs_done == 2 and run.problems == ()  # a torn last line is a write in progress, not an error
+
+    run, out = everything("bad_middle")
+    assert run.epochs_done == 2 and any("not valid JSON" in p for p in run.problems)
+
+    run, out = everything("no_parquet")
+    assert any("tasks.parquet is missing" in p for p in run.problems)
+    assert "no difficulty distribution" in out[1].layout.annotations[0].text and len(out[3]) == 0
+    assert len(out[2].data) > 0  # the curves come from epochs.jsonl and still draw
+
+    run, out = everything("bad_parquet")
+    assert any("attempts.parquet is unreadable" in p for p in run.problems)
+    assert len(out[8]) == 0 and len(run.tasks) == 6
+
+    run, out = everything("garbage_state")
+    assert run.status == "unreadable" and any("state.json" in p for p in run.problems)
+
+    run = load_run(root / "does-not-exist")
+    assert run.status == "missing" and "does not exist" in views.run_card(run)
+
+
+# ------------------------------------------------------------------------------------------------ path safety
+
+@pytest.mark.parametrize("name", ["../x", "..", ".", "", "/etc", "/etc/passwd", "a/b", "a\\b", ".hidden", "x\x00y",
+                                  " x", "x" * 101, None, 3, "../../runs/x", "~root"])
+def test_bad_run_names_are_refused(tmp_path, name):
+    with pytest.raises(LabError):
+        resolve_run(tmp_path, name)
+
+
+def test_symlinks_must_stay_inside_the_runs_folder(tmp_path):
+    root, outside = tmp_path / "runs", tmp_path / "secret"
+    make_run(root / "real", epochs=1)
+    make_run(outside, epochs=1)
+    (root / "escape").symlink_to(outside, target_is_directory=True)
+    (root / "alias").symlink_to(root / "real", target_is_directory=True)
+    with pytest.raises(LabError, match="outside"):
+        resolve_run(root, "escape")
+    assert resolve_run(root, "alias") == (root / "real").resolve()
+    assert resolve_run(root, "real") == (root / "real").resolve()
+    assert validate_run_name("tiny-1.a_b") == "tiny-1.a_b"
+    assert {s.name for s in discover_runs(root)} == {"real", "alias"}  # the escaping link is not listed
+
+
+# ----------------------------------------------------------------------------------------------------- views
+
+def test_difficulty_figure_bars_per_epoch_and_band_from_config(run_dir):
+    fig = views.difficulty_figure(load_run(run_dir))
+    assert [t.type for t in fig.data] == ["bar"] * 3
+    assert list(fig.data[0].x) == [0, 0.25, 0.5, 0.75, 1.0]  # the p̂ levels k/G
+    assert sum(fig.data[0].y) == pytest.approx(1.0)  # shares of the epoch's valid tasks
+    rect = [s for s in fig.layout.shapes if s.type == "rect"][0]
+    assert (rect.x0, rect.x1) == (ALPHA - K_MIN, ALPHA + K_MIN)
+    assert any(s.type == "line" and s.x0 == ALPHA for s in fig.layout.shapes)
+    assert "α = 0.5" in fig.layout.annotations[0].text
+    assert len(fig.layout.sliders[0].steps) == 4  # all + one per epoch
+    assert "100% in band" in fig.data[2].name  # epoch 3: p̂ 0.5 and 0.75 are both within 0.25 of α
+
+
+def test_difficulty_figure_of_two_runs_side_by_side(tmp_path, run_dir):
+    other = make_run(tmp_path / "runs" / "other", epochs=2)
+    fig = views.difficulty_figure([load_run(run_dir), load_run(other)])
+    assert len(fig.data) == 5 and {t.xaxis for t in fig.data} == {"x", "x2"}
+    assert [t.showlegend for t in fig.data] == [True, True, True, False, False]  # one legend entry per epoch
+    assert len([s for s in fig.layout.shapes if s.type == "rect"]) == 2  # each run's band
+    assert "syn" in fig.layout.annotations[0].text and "α = 0.5" in fig.layout.annotations[0].text
+    empty = tmp_path / "runs" / "empty"
+    empty.mkdir()
+    fig = views.difficulty_figure([load_run(run_dir), load_run(empty)])
+    assert any("no valid generated task" in a.text for a in fig.layout.annotations)
+
+
+def test_curves_figure_overlays_runs_and_shows_eval_scores(tmp_path, run_dir):
+    other = make_run(tmp_path / "runs" / "other", epochs=2, eval_scores=False)
+    fig = views.curves_figure([load_run(run_dir), load_run(other)])
+    names = {t.name for t in fig.data}
+    assert {"syn", "other", "syn eval/arith_test"} <= names
+    per_run = [t for t in fig.data if t.name == "syn"]
+    assert len(per_run) == len(views.CURVES) and list(per_run[0].x) == [1, 2, 3]
+    assert any(s.type == "rect" for s in fig.layout.shapes)  # the band on the p̂ panel
+    frame = views.curves_frame(load_run(run_dir))
+    assert list(frame["eval/arith_test"]) == pytest.approx([0.1, 0.2, 0.3])
+
+
+def test_tasks_frame_filters(run_dir):
+    run = load_run(run_dir)
+    full = views.tasks_frame(run)
+    assert len(full) == 9 and {"f.n_operands", "f.operators"} <= set(full.columns)
+    assert len(views.tasks_frame(run, epoch="2")) == 3
+    assert len(views.tasks_frame(run, validity="rejected")) == 3
+    assert set(views.tasks_frame(run, validity="valid")["valid"]) == {True}
+    in_band = views.tasks_frame(run, band="in band")
+    assert set(in_band["in_band"]) == {True} and len(in_band) == 5  # p̂ 0.25, 0.5, 0.75
+    assert list(views.tasks_frame(run, band="out of band")["p̂"]) == [0.0]
+    assert len(views.tasks_frame(run, reason="missing 'Question:' line")) == 3
+    assert list(views.tasks_frame(run, search="3 PLUS 1")["task_id"]) == ["e003-s01-v00"]
+    choices = views.task_filter_choices(run)
+    assert choices == {"epochs": ["all", "1", "2", "3"], "reasons": ["all", "missing 'Question:' line"]}
+
+
+def test_lineage_context_and_attempts_of_a_task(run_dir):
+    run = load_run(run_dir)
+    assert views.lineage_ids(run, "e003-s00-v00") == [SEED_ID, "e001-s00-v00", "e002-s00-v00", "e003-s00-v00"]
+    frame = views.lineage_frame(run, "e003-s00-v00")
+    assert list(frame["epoch"]) == [0, 1, 2, 3] and "Expression" in frame["task"].iloc[0]
+    fig = views.lineage_figure(run, "e003-s00-v00")
+    highlighted = [t for t in fig.data if t.mode == "lines" and t.line.width > 2][0]
+    assert len([x for x in highlighted.x if x is not None]) == 2 * 3  # three parent → child edges
+    assert "family of arith-seed-001" in fig.layout.title.text
+    rejected = views.lineage_frame(run, "e002-s00-v01")
+    assert not rejected["valid"].iloc[-1] and "rejected" in rejected["task"].iloc[-1]
+
+    md = views.context_markdown(run, "e002-s00-v00")
+    assert "**system**" in md and "**user**" in md and "Seed task" in md and "simulator output" in md
+
+    attempts = views.attempts_frame(run, "e003-s00-v00")
+    assert len(attempts) == G and list(attempts.columns) == ["epoch", "source", "#", "completion", "reward",
+                                                             "success", "advantage"]
+    assert attempts["reward"].sum() == 2 and attempts["advantage"].sum() == pytest.approx(0, abs=1e-6)
+    assert "p̂ = 0.50" in views.attempts_markdown(run, "e003-s00-v00")
+    assert "never attempted" in views.attempts_markdown(run, "e002-s00-v01")
+    assert len(views.attempts_frame(run, "nope")) == 0
+    assert "Pick a generated task" in views.lineage_figure(run, "nope").layout.annotations[0].text
+
+
+def test_markdown_never_lets_generated_text_break_out_of_its_fence(tmp_path):
+    run_dir = make_run(tmp_path / "r", epochs=1)
+    tasks = pd.read_parquet(run_dir / "tasks.parquet")
+    tasks.loc[0, "raw"] = "```\n<script>alert(1)</script>\n````"
+    tasks.to_parquet(run_dir / "tasks.parquet", index=False)
+    md = views.context_markdown(load_run(run_dir), "e001-s00-v00")
+    assert "`````text\n```\n<script>" in md
+
+
+# -------------------------------------------------------------------------------------------------- launcher
+
+def test_launcher_only_builds_preset_commands(tmp_path):
+    cmd = launcher.build_command("tiny", "arith", tmp_path / "x")
+    assert cmd == (sys.executable, "-m", "genenv_lab.cli", "run", "--preset", "tiny", "--domain", "arith",
+                   "--out", str(tmp_path / "x"))
+    for bad_preset in ("a100", "colab-t4", "tiny; rm -rf /", ""):
+        with pytest.raises(LabError, match="preset"):
+            launcher.build_command(bad_preset, "arith", tmp_path / "x")
+    with pytest.raises(LabError, match="domain"):
+        launcher.build_command("tiny", "--help", tmp_path / "x")
+    for bad_name in ("../x", "/tmp/x", ".x"):
+        with pytest.raises(LabError):
+            launcher.start_run(tmp_path, "tiny", "arith", bad_name)
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(LabError, match="already exists"):
+        launcher.start_run(tmp_path, "tiny", "arith", "taken")
+    assert not any(p.name != "taken" for p in tmp_path.iterdir())  # nothing was created or started
+
+
+def test_start_and_stop_a_run_from_the_lab(tmp_path):
+    run = launcher.start_run(tmp_path, "tiny", "arith", "from-lab")
+    try:
+        assert run.path == (tmp_path / "from-lab").resolve() and run.state == "running"
+        assert [s.name for s in discover_runs(tmp_path)] == ["from-lab"]  # listed at once (empty → starting)
+        import time
+
+        deadline = time.time() + 60
+        while time.time() < deadline and not (run.path / "state.json").exists() and run.poll() is None:
+            time.sleep(0.2)
+        assert (run.path / "state.json").exists(), launcher.log_tail(run)
+    finally:
+        code = launcher.stop_run(run)
+    assert run.poll() is not None and code != 0
+    assert run.state.startswith("stopped")
+    assert load_run(run.path).status in ("interrupted", "killed")  # killed when the signal lands in model setup
+    frame = launcher.launched_frame({run.name: run})
+    assert frame.loc[0, "run"] == "from-lab" and frame.loc[0, "state"].startswith("stopped")
+    assert not pid_alive(run.pid)
+    os.unlink(run.log_path)
