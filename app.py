@@ -12,8 +12,12 @@ nothing mutable is kept at module level. A ``gr.Timer`` polls every 2 s and redr
 directory changed on disk. Run names from the browser are validated and resolved inside the runs folder before any
 file is opened (``genenv_lab.lab.runs.resolve_run``).
 
-Public API endpoints (``gradio_client``): ``/list_runs`` (the runs table as records) and ``/run_summary`` (the
-Markdown card of one run).
+Comparisons (``genenv-lab compare --out runs/NAME``) sit in the same folder, recognised by their ``manifest.json``;
+they are not runs (the runs table leaves them out) and the "Comparisons" tab shows them, refreshed by the same
+timer while the comparison still runs (runs appear as they commit epochs; missing ones are named).
+
+Public API endpoints (``gradio_client``): ``/list_runs`` (the runs table as records), ``/run_summary`` (the
+Markdown card of one run) and ``/list_comparisons`` (the names of the comparison folders).
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ import gradio as gr
 import pandas as pd
 
 from genenv_lab.lab import launcher, views
-from genenv_lab.lab.runs import (LabError, RunData, discover_runs, fingerprint, folder_fingerprint, load_run,
-                                 resolve_run)
+from genenv_lab.lab.runs import (ComparisonData, LabError, RunData, comparison_dirs, comparison_fingerprint,
+                                 comparisons_fingerprint, discover_runs, fingerprint, folder_fingerprint,
+                                 is_comparison, load_comparison, load_run, resolve_comparison, resolve_run)
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_RUNS = ROOT / "runs"
@@ -63,7 +68,27 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS) -> gr.Blocks:
             path = resolve_run(root, name)
         except LabError as exc:
             return RunData(name=str(name), path=root, status="missing", problems=(str(exc),))
+        if is_comparison(path):
+            return RunData(name=str(name), path=path, status="missing", problems=(
+                f"{name!r} is a comparison, not a run: open it in the “Comparisons” tab.",))
         return load_run(path, str(name))
+
+    def load_cmp(name: Any) -> ComparisonData | None:
+        """The comparison called ``name``, or None; a refused name becomes a comparison that shows why."""
+        if name in (None, "", NONE):
+            return None
+        try:
+            path = resolve_comparison(root, name)
+        except LabError as exc:
+            return ComparisonData(name=str(name), path=root, status="missing", problems=(str(exc),))
+        return load_comparison(path, str(name))
+
+    def cmp_key_of(name: Any) -> tuple:
+        try:
+            return (name, comparison_fingerprint(resolve_comparison(root, name))
+                    if name not in (None, "", NONE) else None)
+        except LabError:
+            return (name, None)
 
     def key_of(run: Any, compare: Any) -> tuple:
         parts: list[Any] = [run, compare]
@@ -79,6 +104,8 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS) -> gr.Blocks:
         loaded = gr.State(None)  # (key, RunData | None, RunData | None) of this user's current view
         runs_key = gr.State(None)  # fingerprint of the runs folder last listed for this user
         started = gr.State({})  # name -> launcher.LaunchedRun: the processes this user started
+        cmp_loaded = gr.State(None)  # (key, ComparisonData | None) of this user's comparison view
+        cmps_key = gr.State(None)  # fingerprint of the comparison folders last listed for this user
 
         gr.Markdown(f"# GenEnv lab\nCo-evolution of an agent and an environment simulator (two LoRA adapters). "
                     f"Runs folder: `{root}`", elem_classes="lab-header")
@@ -124,6 +151,23 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS) -> gr.Blocks:
                                                    interactive=False, max_height=330, wrap=True)
             with gr.Tab("Events"):
                 events = gr.Code(label="events.log (last lines)", language=None, interactive=False)
+            with gr.Tab("Comparisons"):
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=1, min_width=260):
+                        cmp_dd = gr.Dropdown(label="Comparison", choices=[], value=None, interactive=True,
+                                             info="folders with a manifest.json (genenv-lab compare --out "
+                                                  "runs/NAME)")
+                    with gr.Column(scale=4):
+                        cmp_card = gr.Markdown("_No comparison selected._", elem_classes="run-card")
+                cmp_plot = gr.Plot(show_label=False)
+                cmp_summary = gr.Dataframe(label="Last epoch of each configuration (mean and std over seeds)",
+                                           interactive=False, wrap=False)
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=1):
+                        cmp_band = gr.Dataframe(label="Band residence: first epoch with p̂ in the band, and "
+                                                      "whether it stayed", interactive=False, max_height=300)
+                    with gr.Column(scale=1):
+                        cmp_runs = gr.Dataframe(label="Runs of the comparison", interactive=False, max_height=300)
             with gr.Tab("Start a run"):
                 gr.Markdown("Start a preset run as a separate process; it appears in the runs list and fills in "
                             "live. Only the CPU presets can be started here. **Stop** interrupts it (the run "
@@ -220,6 +264,33 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS) -> gr.Blocks:
             row = getattr(evt, "row_value", None)
             return gr.update(value=str(row[0])) if row else gr.skip()
 
+        def refresh_comparisons(current: Any, last_key: Any, force: bool = False):
+            key = comparisons_fingerprint(root)
+            if key == last_key and not force:
+                return gr.skip(), gr.skip()
+            names = [name for name, _ in comparison_dirs(root)]
+            current = current if current in names else (names[0] if names else None)
+            return gr.update(choices=names, value=current), key
+
+        def render_comparison(name: Any, state: Any, force: bool):
+            key = cmp_key_of(name)
+            if not force and state is not None and state[0] == key:
+                return (gr.skip(),) * 6
+            cmp = load_cmp(name)
+            if cmp is None:
+                empty = views.message_figure(f"No comparison in {root} yet: run `genenv-lab compare --presets tiny "
+                                             f"--variants genenv random_env static --out {root}/cmp1`.")
+                return ("_No comparison selected._", empty, None, None, None, (key, None))
+            try:
+                return (views.comparison_card(cmp), views.comparison_figure(cmp),
+                        views.comparison_summary_frame(cmp), views.band_residence_frame(cmp),
+                        views.comparison_runs_frame(cmp), (key, cmp))
+            except Exception as exc:  # noqa: BLE001 - a comparison no view foresaw must not take the lab down
+                oops = views.message_figure(f"{cmp.name}: could not draw this comparison "
+                                            f"({type(exc).__name__}: {exc}).")
+                return (f"### {cmp.name}\n\n> ⚠ Could not draw this comparison: `{type(exc).__name__}: {exc}`",
+                        oops, None, None, None, (key, None))
+
         def start(preset: str, domain: str, name: str, mine: dict):
             try:
                 run = launcher.start_run(root, preset, domain, name)
@@ -265,6 +336,13 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS) -> gr.Blocks:
                    **quiet)
         timer.tick(polled, view_inputs, view_outputs, concurrency_id="view", concurrency_limit=1, **quiet)
         timer.tick(poll_started, [stop_dd, started], [started_df, launch_log], **quiet)
+        cmp_outputs = [cmp_card, cmp_plot, cmp_summary, cmp_band, cmp_runs, cmp_loaded]
+        demo.load(lambda c: refresh_comparisons(c, None, force=True), cmp_dd, [cmp_dd, cmps_key], **quiet)
+        cmp_dd.change(lambda c, st: render_comparison(c, st, True), [cmp_dd, cmp_loaded], cmp_outputs,
+                      concurrency_id="comparison", concurrency_limit=1, **quiet)
+        timer.tick(refresh_comparisons, [cmp_dd, cmps_key], [cmp_dd, cmps_key], **quiet)
+        timer.tick(lambda c, st: render_comparison(c, st, False), [cmp_dd, cmp_loaded], cmp_outputs,
+                   concurrency_id="comparison", concurrency_limit=1, **quiet)
         live.change(lambda on: gr.Timer(active=on), live, timer, **quiet)
         runs_table.select(pick_run, None, run_dd, **quiet)
         for f in (f_epoch, f_band, f_valid, f_reason):
@@ -288,8 +366,13 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS) -> gr.Blocks:
             run = load(name)
             return views.run_card(run) if run is not None else "_No run selected._"
 
+        def list_comparisons() -> list[str]:
+            """The names of the comparison folders (``manifest.json``) under the runs folder."""
+            return [name for name, _ in comparison_dirs(root)]
+
         gr.api(list_runs, api_name="list_runs")
         gr.api(run_summary, api_name="run_summary")
+        gr.api(list_comparisons, api_name="list_comparisons")
     return demo
 
 

@@ -14,6 +14,10 @@ up to ``state.json``'s ``last_complete_epoch``, so every view shows the same com
 becomes a sentence in :attr:`RunData.problems` and an empty part, so one bad run cannot break the lab. It reads
 ``config.json`` as plain JSON rather than through ``runlog.read_config``, so a run written by an older or newer
 version (unknown or missing fields) still shows.
+
+A comparison folder (``genenv-lab compare --out``, recognised by its ``manifest.json``) can sit in the runs folder
+too; it is not a run (:func:`run_dirs` leaves it out) and :func:`load_comparison` reads it, as leniently: a
+comparison still running, with runs missing or half-written, shows what exists.
 """
 
 from __future__ import annotations
@@ -395,7 +399,8 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
 
 def run_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
     """``(name, resolved path)`` of the run directories directly under ``runs_root``: allowed names only, and
-    only those that resolve inside it (a symlink to another run of the folder is listed under its own name)."""
+    only those that resolve inside it (a symlink to another run of the folder is listed under its own name).
+    Comparison folders (:func:`is_comparison`) are not runs: :func:`comparison_dirs` lists them."""
     root = Path(runs_root).expanduser()
     if not root.is_dir():
         return []
@@ -405,7 +410,7 @@ def run_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
             path = resolve_run(root, entry.name)
         except LabError:
             continue
-        if path.is_dir():
+        if path.is_dir() and not is_comparison(path):
             out.append((entry.name, path))
     return out
 
@@ -419,3 +424,230 @@ def discover_runs(runs_root: str | Path) -> list[RunSummary]:
 def folder_fingerprint(runs_root: str | Path) -> tuple:
     """Changes whenever a run is added, removed or written under ``runs_root``."""
     return tuple((name, fingerprint(path)) for name, path in run_dirs(runs_root))
+
+
+# ---------------------------------------------------------------------------------------------------- comparisons
+
+MANIFEST = "manifest.json"
+"""What marks a comparison folder (``genenv-lab compare --out``): its manifest, beside ``runs/<label>-s<seed>/``."""
+
+COMPARISON_STATUSES = ("running", "finished", "incomplete", "unreadable", "missing")
+"""``running``: one of its runs is being written. ``finished``: every run of the manifest finished all its epochs.
+``incomplete``: runs are missing or stopped and none is running (not started yet, killed, or deleted).
+``unreadable``: ``manifest.json`` is corrupt. ``missing``: the folder is gone."""
+
+
+def is_comparison(path: str | Path) -> bool:
+    """Whether ``path`` is a comparison folder (it holds ``manifest.json``) rather than a run directory."""
+    return (Path(path) / MANIFEST).is_file()
+
+
+def comparison_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
+    """``(name, resolved path)`` of the comparison folders directly under ``runs_root`` (same name and symlink
+    rules as :func:`run_dirs`)."""
+    root = Path(runs_root).expanduser()
+    if not root.is_dir():
+        return []
+    out = []
+    for entry in sorted(root.iterdir()):
+        try:
+            path = resolve_run(root, entry.name)
+        except LabError:
+            continue
+        if path.is_dir() and is_comparison(path):
+            out.append((entry.name, path))
+    return out
+
+
+def resolve_comparison(runs_root: str | Path, name: Any) -> Path:
+    """The folder of comparison ``name`` under ``runs_root`` (:func:`resolve_run`'s checks), or :class:`LabError`
+    when the name is refused or the folder holds no ``manifest.json``."""
+    path = resolve_run(runs_root, name)
+    if path.is_dir() and not is_comparison(path):
+        raise LabError(f"{name!r} is not a comparison folder (no {MANIFEST}); make one with `genenv-lab compare "
+                       f"--out {path}`")
+    return path
+
+
+def comparisons_fingerprint(runs_root: str | Path) -> tuple:
+    """Changes whenever a comparison folder is added or removed under ``runs_root`` (or its manifest rewritten)."""
+    parts = []
+    for name, path in comparison_dirs(runs_root):
+        try:
+            st = (path / MANIFEST).stat()
+            parts.append((name, st.st_mtime_ns, st.st_size))
+        except OSError:
+            parts.append((name, None, None))
+    return tuple(parts)
+
+
+def comparison_fingerprint(path: str | Path) -> tuple:
+    """Changes whenever the comparison ``path`` changes: its manifest, a run directory appearing, going or being
+    written (:func:`fingerprint` of each)."""
+    path = Path(path)
+    try:
+        st = (path / MANIFEST).stat()
+        parts: list[Any] = [(st.st_mtime_ns, st.st_size)]
+    except OSError:
+        parts = [None]
+    try:
+        dirs = sorted(p for p in (path / "runs").iterdir() if p.is_dir())
+    except OSError:
+        dirs = []
+    parts += [(d.name, fingerprint(d)) for d in dirs]
+    return tuple(parts)
+
+
+@dataclass(frozen=True)
+class ComparisonRun:
+    """One (label, seed) run that the manifest of a comparison expects."""
+
+    label: str
+    seed: int
+    name: str
+    """The run directory's name under the comparison's ``runs/``."""
+    status: str
+    epochs_done: int = 0
+    epochs_planned: int | None = None
+    problem: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class ComparisonData:
+    """A comparison folder as the lab shows it, read once: what the manifest asks for, the state of each run, and
+    the table of :func:`genenv_lab.compare.collect` built from the runs (and committed epochs) that exist so far."""
+
+    name: str
+    path: Path
+    status: str
+    labels: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+    runs: tuple[ComparisonRun, ...] = ()
+    table: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(_compare_columns())))
+    bands: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Label → (α, k_min) of its curriculum config."""
+    problems: tuple[str, ...] = ()
+
+    @property
+    def missing(self) -> tuple[ComparisonRun, ...]:
+        """Runs of the manifest whose directory does not exist (not started yet, or deleted)."""
+        return tuple(r for r in self.runs if r.status == "missing")
+
+
+def _compare_columns() -> tuple[str, ...]:
+    from ..compare import COLUMNS
+
+    return COLUMNS
+
+
+def _band_of(config: dict[str, Any]) -> tuple[float, float]:
+    from ..config import CurriculumConfig
+
+    section = config.get("curriculum") if isinstance(config.get("curriculum"), dict) else {}
+    out = []
+    for key in ("alpha", "k_min"):
+        value = section.get(key)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        out.append(float(value) if ok else float(getattr(CurriculumConfig(), key)))
+    return out[0], out[1]
+
+
+def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problems: list[str]) -> list[dict]:
+    """The rows :func:`genenv_lab.compare.collect` makes for one run, read leniently: committed epochs only, a
+    corrupt file becomes a sentence in ``problems``."""
+    from ..compare import _tasks_consumed
+
+    own: list[str] = []
+    records = _read_records(run_dir, own)
+    state = _read_json_dict(run_dir / STATE, own)
+    last = state.get("last_complete_epoch")
+    if isinstance(last, int) and not isinstance(last, bool):
+        records = [r for r in records if r["epoch"] <= last]
+    attempts = _read_frame(run_dir, "attempts", ATTEMPT_COLUMNS, own)
+    try:
+        consumed = _tasks_consumed(attempts)
+    except Exception as exc:  # noqa: BLE001 - a table with odd values only loses this column
+        own.append(f"tasks consumed unknown ({type(exc).__name__}: {exc}).")
+        consumed = {}
+    problems.extend(f"{run_dir.name}: {p}" for p in own)
+    rows = []
+    for r in records:
+        extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
+        held = extra.get("eval/domain")
+        if held is None:
+            held = next((v for k, v in extra.items() if k.startswith("eval/") and not k.endswith("_f1")), None)
+        rows.append({"label": label, "variant": variant, "seed": seed, "epoch": r["epoch"], "heldout": held,
+                     "p_hat_mean": r.get("p_hat_mean"), "in_band_frac": r.get("in_band_frac"),
+                     "p_hat_reference": extra.get("p_hat_reference"), "valid_frac": r.get("valid_frac"),
+                     "agent_reward_mean": r.get("agent_reward_mean"),
+                     "tasks_consumed": consumed.get(r["epoch"], 0), "wall_s": r.get("wall_s")})
+    return rows
+
+
+def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData:
+    """Read comparison folder ``path`` for the lab; never raises for its contents.
+
+    Unlike :func:`genenv_lab.compare.collect` it renders a half-finished comparison: runs of the manifest that do
+    not exist yet are listed in :attr:`ComparisonData.missing`, a run in progress contributes its committed epochs,
+    and a corrupt manifest or run file becomes a sentence in ``problems``.
+    """
+    from ..compare import COLUMNS, METRICS, run_dir_for
+
+    path = Path(path)
+    name = name or path.name
+    if not path.is_dir():
+        return ComparisonData(name=name, path=path, status="missing",
+                              problems=(f"{path} does not exist (deleted or renamed?).",))
+    problems: list[str] = []
+    manifest = _read_json_dict(path / MANIFEST, problems)
+    if not (path / MANIFEST).is_file():
+        problems.append(f"No {MANIFEST}: not a comparison folder.")
+    entries, seeds = manifest.get("entries"), manifest.get("seeds")
+    if manifest and (not isinstance(entries, list) or not isinstance(seeds, list)):
+        problems.append(f"{MANIFEST} lacks its 'entries' or 'seeds' list.")
+    if not manifest or not isinstance(entries, list) or not isinstance(seeds, list):
+        return ComparisonData(name=name, path=path, status="unreadable", problems=tuple(problems))
+    good_seeds = [s for s in seeds if isinstance(s, int) and not isinstance(s, bool)]
+    if len(good_seeds) != len(seeds):
+        problems.append(f"{len(seeds) - len(good_seeds)} seed(s) of {MANIFEST} are not integers; skipped.")
+    labelled: list[tuple[str, dict[str, Any]]] = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("label"), str) and entry["label"]:
+            config = entry.get("config")
+            labelled.append((entry["label"], config if isinstance(config, dict) else {}))
+        else:
+            problems.append(f"an entry of {MANIFEST} has no label; skipped.")
+    runs_folder = (path / "runs").resolve()
+    runs, rows, bands = [], [], {}
+    for label, config in labelled:
+        bands[label] = _band_of(config)
+        loop = config.get("loop") if isinstance(config.get("loop"), dict) else {}
+        variant = str(loop.get("variant", "?"))
+        for seed in good_seeds:
+            run_dir = run_dir_for(path, label, seed)
+            if run_dir.resolve().parent != runs_folder:  # a symlinked run directory must stay inside the folder
+                runs.append(ComparisonRun(label, seed, run_dir.name, "missing", problem="leads outside the "
+                                          "comparison folder; refused"))
+                continue
+            summary = summarize(run_dir, run_dir.name)
+            planned = summary.epochs_planned
+            if planned is None and isinstance(loop.get("epochs"), int) and not isinstance(loop["epochs"], bool):
+                planned = loop["epochs"]
+            note = "not started yet, or deleted" if summary.status == "missing" else summary.problem
+            runs.append(ComparisonRun(label, seed, run_dir.name, summary.status, summary.epochs_done, planned, note))
+            if summary.status != "missing":
+                rows += _comparison_rows(run_dir, label, variant, seed, problems)
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    for metric in METRICS:
+        table[metric] = pd.to_numeric(table[metric], errors="coerce").astype(float)
+    statuses = [r.status for r in runs]
+    if any(s == "running" for s in statuses):
+        status = "running"
+    elif runs and all(r.status == "finished" and (r.epochs_planned is None or r.epochs_done >= r.epochs_planned)
+                      for r in runs):
+        status = "finished"
+    else:
+        status = "incomplete"
+    return ComparisonData(name=name, path=path, status=status, labels=tuple(label for label, _ in labelled),
+                          seeds=tuple(good_seeds), runs=tuple(runs), table=table, bands=bands,
+                          problems=tuple(problems))

@@ -8,6 +8,10 @@ or :func:`message_figure`, a blank figure carrying a sentence that says why.
 Figures follow the paper's notation: p̂ is the agent's empirical success rate on a task over G rollouts, α the
 target success rate, and the band |p̂ − α| ≤ k_min the filter that selects the env update's training tasks
 (``docs/run_directory.md``).
+
+Comparisons (``genenv-lab compare``) have their own views, :class:`~genenv_lab.lab.runs.ComparisonData` in: a
+card, the state of each expected run, :func:`genenv_lab.compare.report_figure`, the last epoch's summary and the
+band residence, each drawing whatever runs exist so far.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from .runs import RunData, RunSummary
+from .runs import ComparisonData, RunData, RunSummary
 
 RUN_COLORS = ("#4263eb", "#f76707", "#0ca678", "#ae3ec9", "#e03131", "#1098ad", "#74b816", "#f59f00")
 BAND_FILL = "rgba(12, 166, 120, 0.13)"
@@ -579,3 +583,133 @@ def attempts_markdown(run: RunData, task_id: str) -> str:
                      f"std {rewards.std(ddof=0):.3f}" + (" (all equal: no GRPO signal)" if rewards.nunique() <= 1
                                                          else ""))
     return "\n\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:])
+
+
+# ------------------------------------------------------------------------------------------------- comparisons
+
+COMPARISON_BADGE = {"running": "● running", "finished": "✔ finished", "incomplete": "‖ incomplete",
+                    "unreadable": "⚠ unreadable", "missing": "? missing"}
+COMPARISON_RUNS_COLUMNS = ["label", "seed", "run", "status", "epochs", "note"]
+RESIDENCE_COLUMNS = ["label", "seed", "band", "epochs", "entered at epoch", "stayed"]
+
+
+def _inline(text: Any) -> str:
+    """``text`` as inline Markdown code (a backtick in it cannot end the span)."""
+    return "`" + str(text).replace("`", "'").replace("\n", " ") + "`"
+
+
+def comparison_card(cmp: ComparisonData) -> str:
+    """Markdown header of a comparison: status, what it compares, how many of its runs exist, which are missing."""
+    lines = [f"### {cmp.name} · {COMPARISON_BADGE.get(cmp.status, cmp.status)}"]
+    if cmp.labels:
+        counts: dict[str, int] = {}
+        for r in cmp.runs:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        lines.append(f"{len(cmp.labels)} configuration(s) × {len(cmp.seeds)} seed(s) = **{len(cmp.runs)} runs**: "
+                     f"{done or 'none yet'} · {len(cmp.table)} epoch row(s) so far")
+        lines.append("compares " + ", ".join(_inline(label) for label in cmp.labels) + " · seeds "
+                     + ", ".join(str(s) for s in cmp.seeds))
+        bands = sorted(set(cmp.bands.values()))
+        if bands:
+            lines.append(" · ".join(f"α = {a:g}, band ±{k:g}" for a, k in bands))
+    if cmp.missing:
+        names = ", ".join(f"{_inline(r.label)} seed {r.seed} ({_inline('runs/' + r.name)})" for r in cmp.missing)
+        why = "not started yet" if cmp.status == "running" else "not started yet, stopped before it began, or deleted"
+        lines.append(f"> {len(cmp.missing)} run(s) missing ({why}): {names}. The figures show the others.")
+    for problem in cmp.problems:
+        lines.append(f"> ⚠ {problem}")
+    return "\n\n".join(lines)
+
+
+def comparison_runs_frame(cmp: ComparisonData) -> pd.DataFrame:
+    """The runs a comparison's manifest expects, one row each: label, seed, run directory, status, epochs."""
+    rows = [{"label": r.label, "seed": r.seed, "run": r.name, "status": STATUS_BADGE.get(r.status, r.status),
+             "epochs": f"{r.epochs_done} / {'?' if r.epochs_planned is None else r.epochs_planned}",
+             "note": r.problem}
+            for r in cmp.runs]
+    return pd.DataFrame(rows, columns=COMPARISON_RUNS_COLUMNS)
+
+
+def _first_band(cmp: ComparisonData) -> tuple[float, float]:
+    from ..config import CurriculumConfig
+
+    default = (CurriculumConfig().alpha, CurriculumConfig().k_min)
+    return next((cmp.bands[label] for label in cmp.labels if label in cmp.bands), default)
+
+
+def comparison_figure(cmp: ComparisonData, *, height: int = 720) -> go.Figure:
+    """:func:`genenv_lab.compare.report_figure` of the runs that exist so far: held-out score, training tasks
+    consumed, p̂ on the simulator's tasks and on the untrained simulator's tasks, per epoch, mean ± std over
+    seeds; or a figure that says why there is nothing to draw."""
+    from ..compare import report_figure
+
+    if not len(cmp.table):
+        if cmp.status in ("unreadable", "missing"):
+            why = cmp.problems[0] if cmp.problems else f"the comparison is {cmp.status}"
+        elif cmp.runs:
+            why = (f"None of its {len(cmp.runs)} runs has committed an epoch yet "
+                   f"({len(cmp.missing)} not started).")
+        else:
+            why = "Its manifest lists no run."
+        return message_figure(f"{cmp.name}: nothing to compare yet.\n{why}", height=height)
+    alpha, k_min = _first_band(cmp)
+    fig = report_figure(cmp.table, alpha=alpha, k_min=k_min)
+    runs_seen = cmp.table.groupby(["label", "seed"]).ngroups
+    title = f"{html.escape(cmp.name)} · GenEnv and baselines (mean ± std over seeds)"
+    if runs_seen < len(cmp.runs):
+        title += f" · {runs_seen} of {len(cmp.runs)} runs so far"
+    if len(set(cmp.bands.values())) > 1:
+        title += f" · band shaded for α = {alpha:g} ± {k_min:g}"
+    fig.update_layout(font=FONT, height=height, title=dict(text=title, x=0.01, xanchor="left", font=dict(size=16)),
+                      legend=dict(orientation="h", x=1, xanchor="right", y=1.06, yanchor="bottom"),
+                      margin=dict(l=60, r=30, t=110, b=50))
+    fig.update_xaxes(dtick=1, tick0=1)
+    fig.update_annotations(font_size=12)
+    return fig
+
+
+def comparison_summary_frame(cmp: ComparisonData) -> pd.DataFrame:
+    """The last epoch of each configuration: mean and std over seeds of every compared metric (``seeds``: how many
+    runs reached that epoch)."""
+    from ..compare import METRICS, summarise
+
+    columns = ["label", "epoch", "seeds"] + [f"{m}_{s}" for m in METRICS for s in ("mean", "std")]
+    if not len(cmp.table):
+        return pd.DataFrame(columns=columns)
+    summary = summarise(cmp.table)
+    last = summary.loc[summary.groupby("label")["epoch"].idxmax()]
+    seeds = cmp.table.groupby(["label", "epoch"]).size().rename("seeds").reset_index()
+    last = last.merge(seeds, on=["label", "epoch"], how="left")
+    order = {label: i for i, label in enumerate(cmp.labels)}
+    last = last.sort_values("label", key=lambda s: s.map(lambda v: order.get(v, len(order)))).reset_index(drop=True)
+    return last[columns].round(3)
+
+
+def band_residence_frame(cmp: ComparisonData) -> pd.DataFrame:
+    """Per configuration and seed: the first epoch whose p̂ on generated tasks enters the configuration's own band
+    [α − k_min, α + k_min], and whether it stayed there (:func:`genenv_lab.compare.band_residence`)."""
+    from ..compare import band_residence
+
+    if not len(cmp.table):
+        return pd.DataFrame(columns=RESIDENCE_COLUMNS)
+    alpha0, k0 = _first_band(cmp)
+    parts = []
+    for label in dict.fromkeys(cmp.table["label"]):
+        alpha, k_min = cmp.bands.get(label, (alpha0, k0))
+        part = band_residence(cmp.table, alpha=alpha, k_min=k_min, labels=[label])
+        if not len(part):
+            continue
+        epochs = cmp.table[cmp.table["label"] == label].groupby("seed").size()
+        part["band"] = f"{max(0.0, alpha - k_min):.2f} – {min(1.0, alpha + k_min):.2f}"
+        part["epochs"] = part["seed"].map(epochs).astype(int)
+        part["entered at epoch"] = part["entered_at_epoch"].map(
+            lambda e: "never" if e is None or e != e else str(int(e)))
+        parts.append(part)
+    if not parts:
+        return pd.DataFrame(columns=RESIDENCE_COLUMNS)
+    out = pd.concat(parts, ignore_index=True)
+    order = {label: i for i, label in enumerate(cmp.labels)}
+    out = out.sort_values(["label", "seed"], key=lambda s: s.map(lambda v: order.get(v, len(order)))
+                          if s.name == "label" else s)
+    return out[RESIDENCE_COLUMNS].reset_index(drop=True)
