@@ -370,7 +370,7 @@ def _gpu(preset: str, model: str, *, four_bit: bool, seeds: int, variations: int
 PRESETS = {
     "tiny": _tiny,
     "cpu-demo": _cpu_demo,
-    # GPU presets: declared now, their engine (Unsloth + vLLM) lands with the GPU issue.
+    # GPU presets: Unsloth (4-bit or 16-bit base, both LoRA adapters, vLLM fast inference); see docs/gpu.md.
     "colab-t4": lambda: _gpu("colab-t4", "Qwen/Qwen2.5-0.5B-Instruct", four_bit=True, seeds=16, variations=4,
                              g=5, prompts=4, completion=256, mem=0.4),
     "colab-l4": lambda: _gpu("colab-l4", "Qwen/Qwen2.5-1.5B-Instruct", four_bit=True, seeds=32, variations=4,

