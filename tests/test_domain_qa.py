@@ -23,7 +23,7 @@ def test_valid_task():
     assert r.spec.answer == "Jomo Kenyatta" and r.spec.text == GOOD
     assert r.spec.features == {"question_words": 12, "answer_words": 2, "answer_kind": "entity",
                                "bridge_kind": "entity"}
-    assert r.spec.text.startswith(D.env_reply_prefix)
+    assert r.spec.text.startswith(D.env_prefill)
 
 
 def _edit(line: str, new: str) -> str:

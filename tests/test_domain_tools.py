@@ -31,7 +31,7 @@ def task(functions=None, question="What's the weather in Lisbon for the next 3 d
 def test_valid_task_canonical_text_and_features():
     r = D.parse("Here you go:\n" + task() + "\nHope it helps")
     assert r.valid, r.reason
-    assert r.spec.text.startswith(D.env_reply_prefix)
+    assert r.spec.text.startswith(D.env_prefill)
     assert json.loads(r.spec.answer) == [{"name": "get_weather", "arguments": {"city": "Lisbon", "days": 3}}]
     assert r.spec.features == {"n_functions": 1, "n_calls": 1, "n_distractors": 0, "n_args": 2,
                                "n_optional_args": 1, "arg_types": "integer,string", "question_chars": 49}

@@ -86,7 +86,7 @@ class HFBackend:
     def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
         from datasets import Dataset
         from transformers.trainer_callback import PrinterCallback
-        from trl import GRPOConfig
+        from trl import GRPOConfig, GRPOTrainer
 
         a = self.cfg.agent
         self._use("agent")
@@ -106,7 +106,7 @@ class HFBackend:
                 use_cpu=not on_gpu, bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
                 gradient_checkpointing=False, seed=self.cfg.loop.seed, dataloader_num_workers=0,
             )
-            trainer = _TimedGRPOTrainer(model=self.model, reward_funcs=[genenv_reward], args=args,
+            trainer = timed_trainer(GRPOTrainer)(model=self.model, reward_funcs=[genenv_reward], args=args,
                                         train_dataset=dataset, processing_class=self.tokenizer)
             trainer.remove_callback(PrinterCallback)  # metrics go to the run directory, not stdout
             start = time.perf_counter()
@@ -234,15 +234,13 @@ class HFBackend:
                 if "lora_" not in k}
 
 
-def _timed_trainer_class():
-    from trl import GRPOTrainer
+def timed_trainer(trainer_cls):
+    """``trainer_cls`` (TRL's GRPOTrainer, or Unsloth's patched one) adding up the time of its rollout phase."""
 
-    class TimedGRPOTrainer(GRPOTrainer):
-        """GRPOTrainer that adds up the time of its rollout phase (generation + scoring)."""
-
+    class TimedGRPOTrainer(trainer_cls):
         rollout_s = 0.0
 
-        def _generate_and_score_completions(self, inputs):  # noqa: D401 - TRL's hook
+        def _generate_and_score_completions(self, inputs):  # TRL's hook: generation + scoring of a batch
             start = time.perf_counter()
             try:
                 return super()._generate_and_score_completions(inputs)
@@ -250,15 +248,3 @@ def _timed_trainer_class():
                 self.rollout_s += time.perf_counter() - start
 
     return TimedGRPOTrainer
-
-
-class _LazyTimedTrainer:
-    _cls = None
-
-    def __call__(self, *args, **kwargs):
-        if _LazyTimedTrainer._cls is None:
-            _LazyTimedTrainer._cls = _timed_trainer_class()
-        return _LazyTimedTrainer._cls(*args, **kwargs)
-
-
-_TimedGRPOTrainer = _LazyTimedTrainer()

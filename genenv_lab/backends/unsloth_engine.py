@@ -54,7 +54,7 @@ import torch.nn.functional as F
 from ..config import RunConfig
 from ..models.loading import ADAPTERS, resolve_model_dir
 from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
-from .hf import HFBackend
+from .hf import HFBackend, timed_trainer
 from .vllm_engine import VLLMGenerator, supported_lora_rank
 
 SLOT = "default"
@@ -345,7 +345,7 @@ class UnslothBackend(HFBackend):
             texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
             return reward_fn(list(task_id), texts)
 
-        trainer_cls = _timed(_patched_grpo_trainer(self.FastLanguageModel))
+        trainer_cls = timed_trainer(_patched_grpo_trainer(self.FastLanguageModel))
         with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
             kwargs = dict(
                 output_dir=tmp, per_device_train_batch_size=a.num_generations * a.prompts_per_step,
@@ -385,17 +385,3 @@ class UnslothBackend(HFBackend):
             return super().env_kl(examples)
 
 
-def _timed(trainer_cls):
-    class TimedGRPOTrainer(trainer_cls):
-        """The (Unsloth-patched) GRPOTrainer, adding up the time of its rollout phase."""
-
-        rollout_s = 0.0
-
-        def _generate_and_score_completions(self, inputs):  # noqa: D401 - TRL's hook
-            start = time.perf_counter()
-            try:
-                return super()._generate_and_score_completions(inputs)
-            finally:
-                self.rollout_s += time.perf_counter() - start
-
-    return TimedGRPOTrainer

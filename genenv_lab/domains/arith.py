@@ -160,24 +160,10 @@ class ArithDomain(Domain):
         "Question: <a short word problem that this expression answers>"
     )
     system_prompt_agent = "Solve the arithmetic task. Reply with the integer value."
-
-    def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float) -> list[dict[str, str]]:
-        rate = stats.success_rate
-        if rate is None:
-            status = "No attempts on this task family yet."
-            direction = "Write a variation of similar difficulty."
-        else:
-            status = (f"The student solved {stats.successes} of {stats.rollouts} recent attempts on this task "
-                      f"family (success rate {rate:.2f}; target {alpha:.2f}).")
-            if rate > alpha + 0.1:
-                direction = "Write a harder variation: more operands, larger numbers or parentheses."
-            elif rate < alpha - 0.1:
-                direction = "Write an easier variation: fewer operands or smaller numbers."
-            else:
-                direction = "Write a variation of similar difficulty."
-        user = f"Seed task:\n{seed.text}\n\n{status}\n{direction}"
-        return [{"role": "system", "content": self.system_prompt_env}, {"role": "user", "content": user},
-                {"role": "assistant", "content": "Expression:"}]
+    env_prefill = "Expression:"
+    difficulty_hints = ("Write a variation of similar difficulty.",
+                        "Write a harder variation: more operands, larger numbers or parentheses.",
+                        "Write an easier variation: fewer operands or smaller numbers.")
 
     def parse(self, text: str) -> ParseResult:
         fields: dict[str, str] = {}

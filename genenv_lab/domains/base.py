@@ -62,6 +62,11 @@ class Domain:
     name: ClassVar[str] = ""
     system_prompt_env: ClassVar[str] = ""
     system_prompt_agent: ClassVar[str] = ""
+    env_prefill: ClassVar[str] = ""
+    """Start of the simulator's reply, prefilled as a final assistant message (the generation continues it)."""
+    difficulty_hints: ClassVar[tuple[str, str, str]] = (
+        "Write a variation of similar difficulty.", "Write a harder variation.", "Write an easier variation.")
+    """The instruction when the lineage's success rate is near α, above the band, below it."""
     recommended: ClassVar[dict[str, dict[str, Any]]] = {}
     """Config changes this domain needs whatever the preset (e.g. longer env generations for JSON tasks);
     ``genenv-lab run --domain`` applies them (see :func:`genenv_lab.config.for_domain`)."""
@@ -107,9 +112,22 @@ class Domain:
     def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float) -> list[dict[str, str]]:
         """Chat messages asking the simulator for one variation of ``seed`` given the lineage's statistics.
 
-        A final assistant message prefills the start of the reply; the generation continues it, and the raw
-        generation the domain parses is that start plus the continuation."""
-        raise NotImplementedError
+        The instruction follows the statistics (harder above the band around α, easier below). With an
+        ``env_prefill``, a final assistant message starts the reply; the raw generation the domain parses is that
+        start plus the continuation."""
+        similar, harder, easier = self.difficulty_hints
+        rate = stats.success_rate
+        if rate is None:
+            status, direction = "No attempts on this task family yet.", similar
+        else:
+            status = (f"The student succeeded on {stats.successes} of {stats.rollouts} recent attempts on this "
+                      f"task family (success rate {rate:.2f}; target {alpha:.2f}).")
+            direction = harder if rate > alpha + 0.1 else easier if rate < alpha - 0.1 else similar
+        messages = [{"role": "system", "content": self.system_prompt_env},
+                    {"role": "user", "content": f"Seed task:\n{seed.text}\n\n{status}\n{direction}"}]
+        if self.env_prefill:
+            messages.append({"role": "assistant", "content": self.env_prefill})
+        return messages
 
     def parse(self, text: str) -> ParseResult:
         """Parse and validate a generation; a rejection carries a short reason (counted in ``epochs.jsonl``)."""

@@ -66,24 +66,10 @@ class QADomain(Domain):
         "Answer: <the final answer, at most 8 words>")
     system_prompt_agent = ("Answer the question. Think briefly if needed, then finish with the line "
                            "'Answer: <short answer>'.")
-    env_reply_prefix = "Question:"
-
-    def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float) -> list[dict[str, str]]:
-        rate = stats.success_rate
-        if rate is None:
-            status = "No attempts on this task family yet."
-            direction = "Write a new question of similar difficulty on a different topic."
-        else:
-            status = (f"The student scored {stats.successes} of {stats.rollouts} recent attempts on this task "
-                      f"family (success rate {rate:.2f}; target {alpha:.2f}).")
-            if rate > alpha + 0.1:
-                direction = "Write a harder question: less famous facts or a less direct chain."
-            elif rate < alpha - 0.1:
-                direction = "Write an easier question about very well-known facts."
-            else:
-                direction = "Write a new question of similar difficulty on a different topic."
-        user = f"Seed task:\n{seed.text}\n\n{status}\n{direction}"
-        return [{"role": "system", "content": self.system_prompt_env}, {"role": "user", "content": user}]
+    env_prefill = "Question:"
+    difficulty_hints = ("Write a new question of similar difficulty on a different topic.",
+                        "Write a harder question: less famous facts or a less direct chain.",
+                        "Write an easier question about very well-known facts.")
 
     def parse(self, text: str) -> ParseResult:
         if len(text) > MAX_TEXT_CHARS:

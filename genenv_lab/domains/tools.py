@@ -370,25 +370,11 @@ class ToolsDomain(Domain):
         "You can call functions. Given their JSON schemas and a request, reply with only the function call(s) as a "
         'JSON list: [{"name": "<function>", "arguments": {<parameter>: <value>}}]. Use the types the schemas '
         "declare; leave out optional parameters the request does not mention.")
-    env_reply_prefix = '{"functions": ['
-
-    def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float) -> list[dict[str, str]]:
-        rate = stats.success_rate
-        if rate is None:
-            status = "No attempts on this task family yet."
-            direction = "Write a variation of similar difficulty with a new scenario."
-        else:
-            status = (f"The student solved {stats.successes} of {stats.rollouts} recent attempts on this task "
-                      f"family (success rate {rate:.2f}; target {alpha:.2f}).")
-            if rate > alpha + 0.1:
-                direction = ("Write a harder variation: add distractor functions, more or optional parameters, "
-                             "nested values, or a request needing two calls.")
-            elif rate < alpha - 0.1:
-                direction = "Write an easier variation: fewer functions and parameters, a direct request, one call."
-            else:
-                direction = "Write a variation of similar difficulty with a new scenario."
-        user = f"Seed task:\n{seed.text}\n\n{status}\n{direction}"
-        return [{"role": "system", "content": self.system_prompt_env}, {"role": "user", "content": user}]
+    env_prefill = '{"functions": ['
+    difficulty_hints = ("Write a variation of similar difficulty with a new scenario.",
+                        "Write a harder variation: add distractor functions, more or optional parameters, "
+                        "nested values, or a request needing two calls.",
+                        "Write an easier variation: fewer functions and parameters, a direct request, one call.")
 
     def parse(self, text: str) -> ParseResult:
         try:
