@@ -23,12 +23,14 @@ from pathlib import Path
 MODEL_PHASES = ("generate", "rollouts", "agent_update", "env_update")
 
 
-def child(preset_name: str, epochs: int, single: bool) -> None:
+def child(preset_name: str, epochs: int, single: bool, k_min: float | None) -> None:
     from genenv_lab.config import preset
     from genenv_lab.domains import get_domain
     from genenv_lab.loop import make_backend, run
 
     cfg = preset(preset_name).replace(loop={"epochs": epochs}, model={"separate_adapters": not single})
+    if k_min is not None:
+        cfg = cfg.replace(curriculum={"k_min": k_min})
     start = time.perf_counter()
     backend = make_backend(cfg, get_domain(cfg.loop.domain))
     load_s = time.perf_counter() - start
@@ -53,15 +55,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--k-min", type=float, help="override the band half-width (0.5 sends every valid generation to "
+                                                "the env update, to measure its cost when the band keeps nothing)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--single-adapter", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.preset, args.epochs, args.single_adapter)
+        child(args.preset, args.epochs, args.single_adapter, args.k_min)
         return
     results = {}
     for label, single in (("two adapters", False), ("one adapter", True)):
         cmd = [sys.executable, __file__, "--child", "--preset", args.preset, "--epochs", str(args.epochs)]
+        if args.k_min is not None:
+            cmd += ["--k-min", str(args.k_min)]
         proc = subprocess.run(cmd + (["--single-adapter"] if single else []), capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"{label} run failed:\n{proc.stderr[-3000:]}")

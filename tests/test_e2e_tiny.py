@@ -100,3 +100,18 @@ def test_other_domains_run_end_to_end(domain, tiny_cfg, tmp_path):
     tasks = read_table(tmp_path / "r", "tasks")
     assert len(tasks) == records[0].n_generated
     assert (tasks["valid"] | (tasks["reject_reason"] != "")).all()
+
+
+def test_grpo_prompts_keep_the_prefilled_reply_start(tiny_cfg):
+    """TRL would close a prefilled assistant turn and open a new one; the backend renders prompts itself."""
+    from genenv_lab.backends.base import AgentPrompt
+    from genenv_lab.backends.hf import grpo_dataset
+    from genenv_lab.domains import get_domain
+    from genenv_lab.loop import make_backend
+
+    domain = get_domain("arith")
+    backend = make_backend(tiny_cfg, domain)
+    spec = domain.seed_tasks()[0].spec
+    rows = grpo_dataset(backend, [AgentPrompt("t", domain.agent_messages(spec))])
+    assert rows[0]["prompt"].endswith("<|im_start|>assistant\n3 + 4 =")
+    assert rows[0]["prompt"] == backend.chat_prompt(domain.agent_messages(spec))

@@ -84,13 +84,12 @@ class HFBackend:
 
     # ------------------------------------------------------------------------------------------- agent (GRPO)
     def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
-        from datasets import Dataset
         from transformers.trainer_callback import PrinterCallback
         from trl import GRPOConfig, GRPOTrainer
 
         a = self.cfg.agent
         self._use("agent")
-        dataset = Dataset.from_list([{"prompt": p.messages, "task_id": p.task_id} for p in prompts])
+        dataset = grpo_dataset(self, prompts)
 
         def genenv_reward(completions, task_id, **_: Any) -> list[float]:
             texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
@@ -232,6 +231,17 @@ class HFBackend:
         """A copy of the frozen base weights (for the test that the base never changes)."""
         return {k: v.detach().cpu().clone() for k, v in self.model.get_base_model().state_dict().items()
                 if "lora_" not in k}
+
+
+def grpo_dataset(backend: "HFBackend", prompts: Sequence[AgentPrompt]):
+    """The GRPO dataset: prompts rendered to text by :meth:`HFBackend.chat_prompt`, one row per task.
+
+    TRL renders conversational prompts with ``add_generation_prompt=True`` whatever their last message, which would
+    turn a domain's prefilled reply start into a finished turn and open a new one; text prompts keep the prefill.
+    """
+    from datasets import Dataset
+
+    return Dataset.from_list([{"prompt": backend.chat_prompt(p.messages), "task_id": p.task_id} for p in prompts])
 
 
 def timed_trainer(trainer_cls):

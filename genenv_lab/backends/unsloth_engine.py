@@ -54,7 +54,7 @@ import torch.nn.functional as F
 from ..config import RunConfig
 from ..models.loading import ADAPTERS, resolve_model_dir
 from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
-from .hf import HFBackend, timed_trainer
+from .hf import HFBackend, grpo_dataset, timed_trainer
 from .vllm_engine import VLLMGenerator, supported_lora_rank
 
 SLOT = "default"
@@ -333,13 +333,12 @@ class UnslothBackend(HFBackend):
 
     # ---------------------------------------------------------------------------------------------- agent (GRPO)
     def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
-        from datasets import Dataset
         from transformers.trainer_callback import PrinterCallback
         from trl import GRPOConfig  # Unsloth's subclass once unsloth is imported
 
         a = self.cfg.agent
         self._use("agent")
-        dataset = Dataset.from_list([{"prompt": p.messages, "task_id": p.task_id} for p in prompts])
+        dataset = grpo_dataset(self, prompts)
 
         def genenv_reward(completions, task_id, **_: Any) -> list[float]:
             texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
