@@ -54,3 +54,13 @@ def test_eval_every_logs_scores_in_epochs_jsonl(tiny_cfg, tmp_path):
     assert "eval/bamboogle" not in records[0]["extra"]
     assert 0.0 <= records[1]["extra"]["eval/bamboogle"] <= 1.0
     assert (tmp_path / "r" / "eval" / "epoch_002" / "summary.json").is_file()
+
+
+def test_prompts_longer_than_the_context_are_counted_not_crashed(tmp_path):
+    """TravelPlanner's reference information exceeds the tiny model's 1,024-token context."""
+    proc = subprocess.run(CLI + ["eval", "--benchmark", "travelplanner", "--category", "train", "--model", "tiny",
+                                 "--limit", "2", "--max-new-tokens", "8", "--data-dir", str(BENCH / "travelplanner"),
+                                 "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["n"] == 2 and summary["n_prompt_longer_than_context"] + summary["n_predictions"] == 2

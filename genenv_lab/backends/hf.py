@@ -62,6 +62,11 @@ class HFBackend:
         return self.tokenizer.apply_chat_template(messages, add_generation_prompt=not cont,
                                                   continue_final_message=cont, tokenize=False)
 
+    def prompt_room(self, messages: Messages) -> int:
+        """Tokens left for generation after this prompt within the model's context (negative: it does not fit)."""
+        limit = getattr(self.model.config, "max_position_embeddings", None) or self.cfg.model.max_seq_length
+        return int(limit) - len(self.tokenizer(self.chat_prompt(messages), add_special_tokens=False)["input_ids"])
+
     # ---------------------------------------------------------------------------------------------- generation
     @torch.no_grad()
     def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,

@@ -24,15 +24,21 @@ def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int
     items = [it for group in load_items(benchmark, data_dir, category, limit).values() for it in group]
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
+    room = getattr(backend, "prompt_room", None)
+    too_long = []
     with open(out, "w", encoding="utf-8") as fh, tqdm(total=len(items), desc=f"eval {benchmark}",
                                                        disable=not progress) as bar:
         for start in range(0, len(items), batch_size):
             chunk = items[start:start + batch_size]
-            replies = backend.generate("agent", [prompt_messages(benchmark, it) for it in chunk], n=1,
-                                       max_new_tokens=max_new_tokens, temperature=0.0)
-            for it, reply in zip(chunk, replies):
+            fits = [it for it in chunk if room is None or room(prompt_messages(benchmark, it)) >= max_new_tokens]
+            too_long += [it.id for it in chunk if it not in fits]
+            replies = backend.generate("agent", [prompt_messages(benchmark, it) for it in fits], n=1,
+                                       max_new_tokens=max_new_tokens, temperature=0.0) if fits else []
+            for it, reply in zip(fits, replies):
                 fh.write(json.dumps({"id": it.id, "prediction": reply[0]}, ensure_ascii=False) + "\n")
             bar.update(len(chunk))
+    if too_long:  # no prediction: scored as wrong ("no prediction") and counted in the summary
+        (out.parent / "too_long.json").write_text(json.dumps(too_long))
     return out
 
 
@@ -46,6 +52,8 @@ def evaluate_backend(backend, benchmark: str, *, out_dir: str | Path, data_dir=N
     gen_s = time.perf_counter() - start
     summary = score_predictions(benchmark, preds, data_dir=data_dir, category=category, limit=limit, out_dir=out)
     summary["generation_s"] = round(gen_s, 2)
+    too_long = out / "too_long.json"
+    summary["n_prompt_longer_than_context"] = len(json.loads(too_long.read_text())) if too_long.is_file() else 0
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return summary
 

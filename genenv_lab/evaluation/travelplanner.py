@@ -613,8 +613,8 @@ def summarize(results: dict[str, list[ItemResult]]) -> dict[str, Any]:
         "metric": "commonsense_subset_pass_rate (plans passing every evaluated commonsense check / all plans; "
                   "NOT the official final pass rate)",
         "value": value, "n": n, "delivery_rate": delivered / n if n else float("nan"),
-        "micro_pass_rate": (sum(sum(r.extra["checks"].values()) for r in rs)
-                            / max(1, sum(len(r.extra["checks"]) for r in rs))),
+        "micro_pass_rate": (sum(sum(r.extra.get("checks", {}).values()) for r in rs)
+                            / max(1, sum(len(r.extra.get("checks", {})) for r in rs))),
         "checks": per_check,
         "categories": {c: {"value": sum(r.correct for r in v) / len(v), "n": len(v)} for c, v in results.items()
                        if v},
