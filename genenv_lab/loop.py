@@ -93,6 +93,7 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
     """
     epoch = state.epoch + 1
     rng = random.Random(cfg.loop.seed * 1_000_003 + epoch)
+    _seed_torch(cfg.loop.seed * 1_000_003 + epoch)  # sampling differs per epoch and a resumed epoch replays it
     timer = PhaseTimer()
     start = time.perf_counter()
 
@@ -410,6 +411,12 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
         phase_s={k: round(v, 4) for k, v in timer.seconds.items()},
         extra=extra,
     )
+
+
+def _seed_torch(seed: int) -> None:
+    import torch
+
+    torch.manual_seed(seed)
 
 
 def _render(messages: list[dict[str, str]]) -> str:

@@ -45,6 +45,7 @@ class HFBackend:
         self.adapters = ADAPTERS if cfg.model.separate_adapters else ("agent",)
         self.model.to(self.device)
         self.eos_token = self.tokenizer.eos_token
+        self._grpo_calls = 0
 
     # ------------------------------------------------------------------------------------------------- helpers
     def _name(self, role: str) -> str:
@@ -61,6 +62,12 @@ class HFBackend:
         cont = messages[-1]["role"] == "assistant"
         return self.tokenizer.apply_chat_template(messages, add_generation_prompt=not cont,
                                                   continue_final_message=cont, tokenize=False)
+
+    def next_trainer_seed(self) -> int:
+        """A fresh seed per GRPO call: Trainer re-seeds every RNG at construction, and one fixed seed would make
+        every later epoch's generations and rollouts replay the same random stream."""
+        self._grpo_calls += 1
+        return self.cfg.loop.seed * 100_003 + self._grpo_calls
 
     def prompt_room(self, messages: Messages) -> int:
         """Tokens left for generation after this prompt within the model's context (negative: it does not fit)."""
@@ -96,11 +103,8 @@ class HFBackend:
         self._use("agent")
         dataset = grpo_dataset(self, prompts)
 
-        def genenv_reward(completions, task_id, **_: Any) -> list[float]:
-            texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-            return reward_fn(list(task_id), texts)
-
         on_gpu = self.device.type == "cuda"
+        seed = self.next_trainer_seed()
         with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
             args = GRPOConfig(
                 output_dir=tmp, per_device_train_batch_size=a.num_generations * a.prompts_per_step,
@@ -108,9 +112,9 @@ class HFBackend:
                 learning_rate=a.lr, num_train_epochs=1, beta=a.kl_beta, temperature=a.temperature,
                 logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
                 use_cpu=not on_gpu, bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
-                gradient_checkpointing=False, seed=self.cfg.loop.seed, dataloader_num_workers=0,
+                gradient_checkpointing=False, seed=seed, dataloader_num_workers=0,
             )
-            trainer = timed_trainer(GRPOTrainer)(model=self.model, reward_funcs=[genenv_reward], args=args,
+            trainer = timed_trainer(GRPOTrainer)(model=self.model, reward_funcs=[grpo_reward(reward_fn)], args=args,
                                         train_dataset=dataset, processing_class=self.tokenizer)
             trainer.remove_callback(PrinterCallback)  # metrics go to the run directory, not stdout
             start = time.perf_counter()
@@ -247,6 +251,16 @@ def grpo_dataset(backend: "HFBackend", prompts: Sequence[AgentPrompt]):
     from datasets import Dataset
 
     return Dataset.from_list([{"prompt": backend.chat_prompt(p.messages), "task_id": p.task_id} for p in prompts])
+
+
+def grpo_reward(reward_fn: RewardFn):
+    """TRL's reward-function signature around ``reward_fn(task_ids, completion_texts)``."""
+
+    def genenv_reward(completions, task_id, **_: Any) -> list[float]:
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        return reward_fn(list(task_id), texts)
+
+    return genenv_reward
 
 
 def timed_trainer(trainer_cls):

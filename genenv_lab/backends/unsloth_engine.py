@@ -54,7 +54,7 @@ import torch.nn.functional as F
 from ..config import RunConfig
 from ..models.loading import ADAPTERS, resolve_model_dir
 from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
-from .hf import HFBackend, grpo_dataset, timed_trainer
+from .hf import HFBackend, grpo_dataset, grpo_reward, timed_trainer
 from .vllm_engine import VLLMGenerator, supported_lora_rank
 
 SLOT = "default"
@@ -340,10 +340,6 @@ class UnslothBackend(HFBackend):
         self._use("agent")
         dataset = grpo_dataset(self, prompts)
 
-        def genenv_reward(completions, task_id, **_: Any) -> list[float]:
-            texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-            return reward_fn(list(task_id), texts)
-
         trainer_cls = timed_trainer(_patched_grpo_trainer(self.FastLanguageModel))
         with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
             kwargs = dict(
@@ -351,12 +347,12 @@ class UnslothBackend(HFBackend):
                 gradient_accumulation_steps=1, num_generations=a.num_generations,
                 max_completion_length=a.max_completion_length, learning_rate=a.lr, num_train_epochs=1,
                 beta=a.kl_beta, temperature=a.temperature, logging_steps=1, save_strategy="no", report_to="none",
-                disable_tqdm=True, seed=self.cfg.loop.seed, weight_decay=0.0, warmup_steps=0,
+                disable_tqdm=True, seed=self.next_trainer_seed(), weight_decay=0.0, warmup_steps=0,
                 # Unsloth sets bf16/fp16 from the model's dtype when both are False
                 bf16=False, fp16=False, use_vllm=self.generator is not None, dataloader_num_workers=0,
             )
             args = GRPOConfig(**_only_known(GRPOConfig, kwargs))
-            trainer = trainer_cls(model=self.model, reward_funcs=[genenv_reward], args=args, train_dataset=dataset,
+            trainer = trainer_cls(model=self.model, reward_funcs=[grpo_reward(reward_fn)], args=args, train_dataset=dataset,
                                   processing_class=self.tokenizer)
             trainer.remove_callback(PrinterCallback)
             start = time.perf_counter()
