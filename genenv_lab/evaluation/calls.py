@@ -280,7 +280,7 @@ def _python_calls(text: str) -> list[FunctionCall]:
 # --------------------------------------------------------------------------------------------- scanning
 
 
-def _matching_end(text: str, start: int) -> int | None:
+def matching_end(text: str, start: int) -> int | None:
     """Index just past the bracket that closes the one at ``start``, skipping string literals."""
     pairs = {"(": ")", "[": "]", "{": "}"}
     stack = [pairs[text[start]]]
@@ -333,7 +333,7 @@ def _embedded(text: str) -> list[tuple[int, int, list[FunctionCall]]]:
                 span = None
         if span is None and (kind == "python" or text[start] == "["):
             open_at = start if text[start] == "[" else text.index("(", start)
-            end = _matching_end(text, open_at)
+            end = matching_end(text, open_at)
             if end is not None:
                 try:
                     calls = _python_calls(text[start:end])

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calls import strip_reasoning
+from .calls import matching_end, strip_reasoning
 from .common import BenchmarkSpec, ItemResult
 
 SOURCES = ("OSU-NLP-Group/TravelPlanner (database/, train reference info, postprocess/example_evaluation.jsonl, "
@@ -252,37 +252,12 @@ def parse_plan(output: str) -> list[dict[str, Any]] | None:
     for opener in ("[", "{"):
         start = text.find(opener)
         while start >= 0:
-            end = _close(text, start)
+            end = matching_end(text, start)
             if end:
                 plan = _as_plan(_literal(text[start:end]))
                 if plan:
                     return plan
             start = text.find(opener, start + 1)
-    return None
-
-
-def _close(text: str, start: int) -> int | None:
-    pairs = {"[": "]", "{": "}", "(": ")"}
-    stack, quote, i = [pairs[text[start]]], None, start + 1
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch in pairs:
-            stack.append(pairs[ch])
-        elif ch in ")]}":
-            if ch != stack[-1]:
-                return None
-            stack.pop()
-            if not stack:
-                return i + 1
-        i += 1
     return None
 
 

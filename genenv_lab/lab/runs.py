@@ -397,10 +397,9 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
                       in_band_frac=last_rec.get("in_band_frac"), problem=" ".join(problems))
 
 
-def run_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
-    """``(name, resolved path)`` of the run directories directly under ``runs_root``: allowed names only, and
-    only those that resolve inside it (a symlink to another run of the folder is listed under its own name).
-    Comparison folders (:func:`is_comparison`) are not runs: :func:`comparison_dirs` lists them."""
+def _folders(runs_root: str | Path, comparisons: bool) -> list[tuple[str, Path]]:
+    """``(name, resolved path)`` of allowed, contained folders directly under ``runs_root`` that are (or are not)
+    comparison folders."""
     root = Path(runs_root).expanduser()
     if not root.is_dir():
         return []
@@ -410,9 +409,16 @@ def run_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
             path = resolve_run(root, entry.name)
         except LabError:
             continue
-        if path.is_dir() and not is_comparison(path):
+        if path.is_dir() and is_comparison(path) == comparisons:
             out.append((entry.name, path))
     return out
+
+
+def run_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
+    """``(name, resolved path)`` of the run directories directly under ``runs_root``: allowed names only, and
+    only those that resolve inside it (a symlink to another run of the folder is listed under its own name).
+    Comparison folders (:func:`is_comparison`) are not runs: :func:`comparison_dirs` lists them."""
+    return _folders(runs_root, comparisons=False)
 
 
 def discover_runs(runs_root: str | Path) -> list[RunSummary]:
@@ -445,18 +451,7 @@ def is_comparison(path: str | Path) -> bool:
 def comparison_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
     """``(name, resolved path)`` of the comparison folders directly under ``runs_root`` (same name and symlink
     rules as :func:`run_dirs`)."""
-    root = Path(runs_root).expanduser()
-    if not root.is_dir():
-        return []
-    out = []
-    for entry in sorted(root.iterdir()):
-        try:
-            path = resolve_run(root, entry.name)
-        except LabError:
-            continue
-        if path.is_dir() and is_comparison(path):
-            out.append((entry.name, path))
-    return out
+    return _folders(runs_root, comparisons=True)
 
 
 def resolve_comparison(runs_root: str | Path, name: Any) -> Path:
