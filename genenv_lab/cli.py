@@ -100,7 +100,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from .compare import band_residence, compare_grid, summarise, sweep_entries, variant_entries
+    from .compare import band_residence, bands_of, compare_grid, summarise, sweep_entries, variant_entries
 
     console = Console()
     try:
@@ -119,8 +119,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     table = compare_grid(entries, args.seeds, out)
     last = table[table["epoch"] == table["epoch"].max()] if len(table) else table
     console.print(summarise(last).to_string(index=False))
-    console.print(band_residence(table).to_string(index=False))
-    console.print(f"report: {out / 'report.html'}  table: {out / 'comparison.csv'}  summary: {out / 'summary.csv'}")
+    console.print(band_residence(table, bands=bands_of(entries)).to_string(index=False))
+    console.print(f"report: {out / 'report.html'}  table: {out / 'comparison.csv'}  "
+                  f"summary: {out / 'summary.csv'}  band residence: {out / 'band_residence.csv'}")
     return 0
 
 

@@ -5,7 +5,9 @@ are skipped, interrupted ones resumed, so a killed comparison continues where it
 held-out evaluation every epoch and the counterfactual reference set switched on. ``collect`` reads the run
 directories back into one table (one row per label, seed, epoch); ``summarise`` gives mean and spread over seeds;
 ``report_figure`` draws the comparison; ``write_report`` saves ``comparison.csv``, ``comparison.parquet``,
-``summary.csv`` and ``report.html`` (a self-contained plotly page the lab also shows).
+``summary.csv``, ``band_residence.csv`` (per label and seed: first epoch with p̂ on generated tasks inside the
+label's own band [α−k_min, α+k_min], whether it stayed, epochs in band) and ``report.html`` (a self-contained
+plotly page the lab also shows).
 
 Columns of the comparison table: ``label, variant, seed, epoch, heldout`` (``eval/domain``, or the first
 ``eval/<benchmark>`` score), ``p_hat_mean``, ``in_band_frac``, ``p_hat_reference`` (the same epoch's agent on
@@ -18,7 +20,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -29,6 +31,7 @@ from .config import RunConfig, for_domain, preset
 COLUMNS = ("label", "variant", "seed", "epoch", "heldout", "p_hat_mean", "in_band_frac", "p_hat_reference",
            "valid_frac", "agent_reward_mean", "tasks_consumed", "wall_s")
 METRICS = ("heldout", "p_hat_mean", "p_hat_reference", "in_band_frac", "tasks_consumed")
+RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_epoch", "stayed", "epochs_in_band")
 
 
 def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: int | None = None,
@@ -117,7 +120,7 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
         for _ in run(cfg_s, run_dir, resume=resume, backend=backend, progress=progress):
             pass
     table = collect(out)
-    write_report(table, out)
+    write_report(table, out, bands_of(entries))
     return table
 
 
@@ -194,26 +197,39 @@ def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1
     return fig
 
 
-def write_report(table: pd.DataFrame, out: str | Path) -> Path:
+def write_report(table: pd.DataFrame, out: str | Path,
+                 bands: Mapping[str, tuple[float, float]] | None = None) -> Path:
     out = Path(out)
     table.to_csv(out / "comparison.csv", index=False)
     table.to_parquet(out / "comparison.parquet", index=False)
     summarise(table).to_csv(out / "summary.csv", index=False)
+    band_residence(table, bands=bands).to_csv(out / "band_residence.csv", index=False)
     report_figure(table).write_html(out / "report.html", include_plotlyjs=True, full_html=True)
     return out / "report.html"
 
 
+def bands_of(entries: Sequence[tuple[str, RunConfig]]) -> dict[str, tuple[float, float]]:
+    """Label → (α, k_min) of each entry's curriculum: the band its residence is judged against."""
+    return {label: (cfg.curriculum.alpha, cfg.curriculum.k_min) for label, cfg in entries}
+
+
 def band_residence(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1,
-                   labels: Iterable[str] | None = None) -> pd.DataFrame:
+                   labels: Iterable[str] | None = None,
+                   bands: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """Per label and seed: the first epoch whose p̂ on generated tasks enters [α−k_min, α+k_min], and whether it
-    stays there for every later epoch."""
+    stays there for every later epoch. ``bands`` (label → (α, k_min)) judges each label against its own band
+    (a sweep over α); labels it does not name use ``alpha`` and ``k_min``."""
     rows = []
-    for (label, seed), part in table.groupby(["label", "seed"]):
-        if labels is not None and label not in set(labels):
+    wanted = None if labels is None else set(labels)
+    for (label, seed), part in table.groupby(["label", "seed"], sort=False):
+        if wanted is not None and label not in wanted:
             continue
+        a, k = (bands or {}).get(label, (alpha, k_min))
         part = part.sort_values("epoch")
-        inside = [(abs(p - alpha) <= k_min + 1e-9) if p == p else False for p in part["p_hat_mean"]]
+        inside = [(abs(p - a) <= k + 1e-9) if p == p else False for p in part["p_hat_mean"]]
         first = next((e for e, ok in zip(part["epoch"], inside) if ok), None)
         stays = first is not None and all(inside[list(part["epoch"]).index(first):])
-        rows.append({"label": label, "seed": seed, "entered_at_epoch": first, "stayed": stays})
-    return pd.DataFrame(rows)
+        rows.append({"label": label, "seed": seed, "alpha": a, "k_min": k, "epochs": len(part),
+                     "entered_at_epoch": first, "stayed": stays,
+                     "epochs_in_band": int(sum(inside))})
+    return pd.DataFrame(rows, columns=list(RESIDENCE_COLUMNS))

@@ -38,7 +38,7 @@ def test_grid_with_fake_backend_collects_summarises_and_resumes(tmp_path):
     summary = summarise(table)
     assert {"heldout_mean", "heldout_std", "p_hat_reference_mean"} <= set(summary.columns)
     assert (summary["heldout_count"] == 2).all()
-    for name in ("comparison.csv", "comparison.parquet", "summary.csv", "report.html"):
+    for name in ("comparison.csv", "comparison.parquet", "summary.csv", "band_residence.csv", "report.html"):
         assert (tmp_path / name).is_file()
     assert "plotly" in (tmp_path / "report.html").read_text()[:5000].lower()
     # finished runs are skipped the second time
@@ -46,7 +46,21 @@ def test_grid_with_fake_backend_collects_summarises_and_resumes(tmp_path):
     again = compare_grid(entries, 2, tmp_path, progress=False, backend_factory=factory)
     assert calls == [] and len(again) == len(table)
     residence = band_residence(table)
-    assert set(residence.columns) == {"label", "seed", "entered_at_epoch", "stayed"} and len(residence) == 6
+    assert {"label", "seed", "entered_at_epoch", "stayed", "epochs_in_band"} <= set(residence.columns)
+    assert len(residence) == 6
+    assert len(pd.read_csv(tmp_path / "band_residence.csv")) == 6
+
+
+def test_band_residence_judges_each_label_against_its_own_band():
+    table = pd.DataFrame({"label": ["a"] * 3 + ["b"] * 3, "seed": [0] * 6, "epoch": [1, 2, 3] * 2,
+                          "p_hat_mean": [0.9, 0.5, 0.45, 0.9, 0.3, float("nan")]})
+    res = band_residence(table, bands={"b": (0.3, 0.05)}).set_index("label")
+    assert res.loc["a", "entered_at_epoch"] == 2 and res.loc["a", "stayed"] and res.loc["a", "epochs_in_band"] == 2
+    assert (res.loc["a", "alpha"], res.loc["a", "k_min"]) == (0.5, 0.1)  # the defaults
+    # b enters its own band (0.25–0.35) at epoch 2 but the unmeasured epoch 3 (NaN) counts as outside
+    assert res.loc["b", "entered_at_epoch"] == 2 and not res.loc["b", "stayed"] and res.loc["b", "alpha"] == 0.3
+    never = band_residence(table, alpha=0.1, k_min=0.05)
+    assert never["entered_at_epoch"].isna().all() and not never["stayed"].any()
 
 
 def test_compare_cli_end_to_end_on_tiny(tmp_path):

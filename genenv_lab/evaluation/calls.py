@@ -36,6 +36,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from .literals import iter_quoted, quoted_mask
+
 MAX_TEXT_CHARS = 50_000
 MAX_SCAN_CHARS = 20_000
 """Prose longer than this is scanned for embedded calls only in its first and last halves of this size."""
@@ -224,30 +226,14 @@ _KW_SUFFIX = "__kw__"
 
 def _escape_keyword_args(text: str) -> str:
     """Rename keyword arguments that are Python keywords (``from=``, ``class=``...) outside string literals."""
-    out, i, quote = [], 0, None
+    out, i, quoted = [], 0, quoted_mask(text)
     while i < len(text):
-        ch = text[i]
-        if quote:
-            out.append(ch)
-            if ch == "\\" and i + 1 < len(text):
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if ch == quote:
-                quote = None
-            i += 1
-            continue
-        if ch in "\"'":
-            quote = ch
-            out.append(ch)
-            i += 1
-            continue
-        m = _KW_ARG.match(text, i)
-        if m and (not out or not (out[-1].isalnum() or out[-1] == "_")):
+        m = None if quoted[i] else _KW_ARG.match(text, i)
+        if m and (not out or not (out[-1][-1].isalnum() or out[-1][-1] == "_")):
             out.append(m.group(1) + _KW_SUFFIX + m.group(2))
             i = m.end()
             continue
-        out.append(ch)
+        out.append(text[i])
         i += 1
     return "".join(out)
 
@@ -284,27 +270,18 @@ def matching_end(text: str, start: int) -> int | None:
     """Index just past the bracket that closes the one at ``start``, skipping string literals."""
     pairs = {"(": ")", "[": "]", "{": "}"}
     stack = [pairs[text[start]]]
-    i = start + 1
-    quote = None
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch in pairs:
+    tail = text[start:]
+    for i, (ch, quoted) in enumerate(zip(tail, iter_quoted(tail)), start):
+        if quoted or i == start:
+            continue
+        if ch in pairs:
             stack.append(pairs[ch])
         elif ch in ")]}":
-            if not stack or ch != stack[-1]:
+            if ch != stack[-1]:
                 return None
             stack.pop()
             if not stack:
                 return i + 1
-        i += 1
     return None
 
 

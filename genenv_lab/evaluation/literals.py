@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Iterator
 
 _INT = re.compile(r"^-?\d+$")
 _JAVA_LONG = re.compile(r"^-?\d+[lL]$")
@@ -62,39 +62,50 @@ JS_TYPES = {"String": str, "integer": int, "float": float, "Bigint": int, "Boole
             "array": list, "any": str}
 
 
+def iter_quoted(text: str, quotes: str = "\"'") -> Iterator[bool]:
+    """Per character of ``text``, lazily: whether it belongs to a string literal (its quotes and backslash
+    escapes included). An unterminated literal runs to the end."""
+    quote, escaped = None, False
+    for ch in text:
+        if quote:
+            yield True
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+        else:
+            if ch in quotes:
+                quote = ch
+            yield quote is not None
+
+
+def quoted_mask(text: str, quotes: str = "\"'") -> list[bool]:
+    """:func:`iter_quoted` as a list.
+
+    >>> ''.join('q' if q else '.' for q in quoted_mask("f('a,b', c)"))
+    '..qqqqq....'
+    """
+    return list(iter_quoted(text, quotes))
+
+
 def split_top_level(text: str, sep: str = ",") -> list[str]:
     """Split at ``sep`` outside quotes and brackets; empty trailing parts are dropped.
 
     >>> split_top_level('"a,b", [1, 2], f(x, y)')
     ['"a,b"', '[1, 2]', 'f(x, y)']
     """
-    parts, depth, quote, cur = [], 0, None, []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            cur.append(ch)
-            if ch == "\\" and i + 1 < len(text):
-                cur.append(text[i + 1])
-                i += 2
-                continue
-            if ch == quote:
-                quote = None
-        elif ch in "\"'`":
-            quote = ch
-            cur.append(ch)
-        elif ch in "([{":
-            depth += 1
-            cur.append(ch)
-        elif ch in ")]}":
-            depth -= 1
+    parts, depth, cur = [], 0, []
+    for ch, quoted in zip(text, quoted_mask(text, "\"'`")):
+        if quoted:
             cur.append(ch)
         elif ch == sep and depth == 0:
             parts.append("".join(cur).strip())
             cur = []
         else:
+            depth += (ch in "([{") - (ch in ")]}")
             cur.append(ch)
-        i += 1
     parts.append("".join(cur).strip())
     return [p for p in parts if p]
 

@@ -452,7 +452,9 @@ def _valid_city_sequence(cities: list[str]) -> bool:
     return True
 
 
-def check_reasonable_city_route(q: dict, days: list[dict], sb: Sandbox) -> tuple[bool, str]:
+def _route(q: dict, days: list[dict]) -> tuple[list[str] | None, str]:
+    """The cities of the plan's ``current_city`` fields in order (both ends of a travel day), or None and the
+    reason when the first day does not start from the origin."""
     cities: list[str] = []
     for i, day in enumerate(days):
         cc = str(day.get("current_city", ""))
@@ -460,10 +462,17 @@ def check_reasonable_city_route(q: dict, days: list[dict], sb: Sandbox) -> tuple
             a, b = _from_to(cc)
             a, b = _before_paren(a or ""), _before_paren(b or "")
             if i == 0 and a != q["org"]:
-                return False, f"the first day should start from {q['org']}"
+                return None, f"the first day should start from {q['org']}"
             cities += [a, b]
         else:
             cities.append(_before_paren(cc))
+    return cities, "ok"
+
+
+def check_reasonable_city_route(q: dict, days: list[dict], sb: Sandbox) -> tuple[bool, str]:
+    cities, why = _route(q, days)
+    if cities is None:
+        return False, why
     if not cities or cities[0] != cities[-1]:
         return False, "the trip is not a closed loop"
     if not _valid_city_sequence(cities):
@@ -480,18 +489,10 @@ def check_complete_information(q: dict, days: list[dict]) -> tuple[bool, str]:
     n_days = sum(1 for d in days if d and d.get("current_city") != _FILLER)
     if n_days != q["days"]:
         return False, f"the plan has {n_days} days, expected {q['days']}"
-    cities: set[str] = set()
-    for i, day in enumerate(days):
-        cc = str(day.get("current_city", ""))
-        if "from" in cc:
-            a, b = _from_to(cc)
-            a, b = _before_paren(a or ""), _before_paren(b or "")
-            if i == 0 and a != q["org"]:
-                return False, f"the first day should start from {q['org']}"
-            cities |= {a, b}
-        else:
-            cities.add(_before_paren(cc))
-    cities.discard(q["org"])
+    route, why = _route(q, days)
+    if route is None:
+        return False, why
+    cities = set(route) - {q["org"]}
     if len(cities) != q["visiting_city_number"]:
         return False, f"{len(cities)} cities visited, expected {q['visiting_city_number']}"
     filled = 0

@@ -590,7 +590,7 @@ def attempts_markdown(run: RunData, task_id: str) -> str:
 COMPARISON_BADGE = {"running": "● running", "finished": "✔ finished", "incomplete": "‖ incomplete",
                     "unreadable": "⚠ unreadable", "missing": "? missing"}
 COMPARISON_RUNS_COLUMNS = ["label", "seed", "run", "status", "epochs", "note"]
-RESIDENCE_COLUMNS = ["label", "seed", "band", "epochs", "entered at epoch", "stayed"]
+RESIDENCE_COLUMNS = ["label", "seed", "band", "epochs", "entered at epoch", "stayed", "epochs in band"]
 
 
 def _inline(text: Any) -> str:
@@ -694,21 +694,12 @@ def band_residence_frame(cmp: ComparisonData) -> pd.DataFrame:
     if not len(cmp.table):
         return pd.DataFrame(columns=RESIDENCE_COLUMNS)
     alpha0, k0 = _first_band(cmp)
-    parts = []
-    for label in dict.fromkeys(cmp.table["label"]):
-        alpha, k_min = cmp.bands.get(label, (alpha0, k0))
-        part = band_residence(cmp.table, alpha=alpha, k_min=k_min, labels=[label])
-        if not len(part):
-            continue
-        epochs = cmp.table[cmp.table["label"] == label].groupby("seed").size()
-        part["band"] = f"{max(0.0, alpha - k_min):.2f} – {min(1.0, alpha + k_min):.2f}"
-        part["epochs"] = part["seed"].map(epochs).astype(int)
-        part["entered at epoch"] = part["entered_at_epoch"].map(
-            lambda e: "never" if e is None or e != e else str(int(e)))
-        parts.append(part)
-    if not parts:
+    out = band_residence(cmp.table, alpha=alpha0, k_min=k0, bands=cmp.bands)
+    if not len(out):
         return pd.DataFrame(columns=RESIDENCE_COLUMNS)
-    out = pd.concat(parts, ignore_index=True)
+    out["band"] = [f"{max(0.0, a - k):.2f} – {min(1.0, a + k):.2f}" for a, k in zip(out["alpha"], out["k_min"])]
+    out["entered at epoch"] = out["entered_at_epoch"].map(lambda e: "never" if e is None or e != e else str(int(e)))
+    out["epochs in band"] = out["epochs_in_band"]
     order = {label: i for i, label in enumerate(cmp.labels)}
     out = out.sort_values(["label", "seed"], key=lambda s: s.map(lambda v: order.get(v, len(order)))
                           if s.name == "label" else s)
