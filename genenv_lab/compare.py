@@ -9,8 +9,8 @@ directories back into one table (one row per label, seed, epoch); ``summarise`` 
 label's own band [α−k_min, α+k_min], whether it stayed, epochs in band) and ``report.html`` (a self-contained
 plotly page the lab also shows).
 
-Columns of the comparison table: ``label, variant, seed, epoch, heldout`` (``eval/domain``, or the first
-``eval/<benchmark>`` score), ``p_hat_mean``, ``in_band_frac``, ``p_hat_reference`` (the same epoch's agent on
+Columns of the comparison table: ``label, variant, seed, epoch`` (0: the untrained agent, held-out score and
+``tasks_consumed`` = 0 only), ``heldout`` (``eval/domain``, or the first ``eval/<benchmark>`` score), ``p_hat_mean``, ``in_band_frac``, ``p_hat_reference`` (the same epoch's agent on
 the untrained simulator's tasks), ``valid_frac``, ``agent_reward_mean``, ``tasks_consumed`` (distinct non-seed
 tasks the agent has trained on so far), ``wall_s``.
 """
@@ -125,29 +125,45 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
 
 
 def collect(out: str | Path) -> pd.DataFrame:
-    """One row per (label, seed, epoch) from the run directories listed in ``manifest.json``."""
-    from .runlog import read_epochs, read_table
+    """One row per (label, seed, epoch) from the run directories listed in ``manifest.json``; epoch 0 (the
+    untrained agent's held-out score, from ``baseline.json``) where the run has it."""
+    from .runlog import read_baseline, read_epochs, read_table
 
     out = Path(out)
     manifest = json.loads((out / "manifest.json").read_text())
     rows = []
     for entry, seed in itertools.product(manifest["entries"], manifest["seeds"]):
-        label = entry["label"]
-        run_dir = run_dir_for(out, label, seed)
-        records = read_epochs(run_dir)
-        attempts = read_table(run_dir, "attempts")
-        consumed = _tasks_consumed(attempts)
-        for r in records:
-            extra = r.get("extra") or {}
-            held = extra.get("eval/domain")
-            if held is None:
-                held = next((v for k, v in extra.items() if k.startswith("eval/") and not k.endswith("_f1")), None)
-            rows.append({"label": label, "variant": entry["config"]["loop"]["variant"], "seed": seed,
-                         "epoch": r["epoch"], "heldout": held, "p_hat_mean": r.get("p_hat_mean"),
-                         "in_band_frac": r.get("in_band_frac"), "p_hat_reference": extra.get("p_hat_reference"),
-                         "valid_frac": r.get("valid_frac"), "agent_reward_mean": r.get("agent_reward_mean"),
-                         "tasks_consumed": consumed.get(r["epoch"], 0), "wall_s": r.get("wall_s")})
+        run_dir = run_dir_for(out, entry["label"], seed)
+        rows += table_rows(entry["label"], entry["config"]["loop"]["variant"], seed, read_epochs(run_dir),
+                           _tasks_consumed(read_table(run_dir, "attempts")), read_baseline(run_dir))
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype({m: float for m in METRICS})
+
+
+def heldout_of(scores: Mapping) -> float | None:
+    """The held-out score among ``eval/*`` keys: ``eval/domain``, else the first benchmark's main metric."""
+    held = scores.get("eval/domain")
+    if held is None:
+        held = next((v for k, v in scores.items() if str(k).startswith("eval/") and not str(k).endswith("_f1")),
+                    None)
+    return held
+
+
+def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], consumed: Mapping[int, int],
+               baseline: Mapping | None = None) -> list[dict]:
+    """Rows of the comparison table for one run: epoch 0 from ``baseline`` (held-out score only, no training yet)
+    when it has a score, then one row per epoch record."""
+    rows = []
+    if baseline and heldout_of(baseline) is not None:
+        rows.append({"label": label, "variant": variant, "seed": seed, "epoch": 0, "heldout": heldout_of(baseline),
+                     "tasks_consumed": 0})
+    for r in records:
+        extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
+        rows.append({"label": label, "variant": variant, "seed": seed, "epoch": r["epoch"],
+                     "heldout": heldout_of(extra), "p_hat_mean": r.get("p_hat_mean"),
+                     "in_band_frac": r.get("in_band_frac"), "p_hat_reference": extra.get("p_hat_reference"),
+                     "valid_frac": r.get("valid_frac"), "agent_reward_mean": r.get("agent_reward_mean"),
+                     "tasks_consumed": consumed.get(r["epoch"], 0), "wall_s": r.get("wall_s")})
+    return rows
 
 
 def _tasks_consumed(attempts: pd.DataFrame) -> dict[int, int]:
@@ -221,7 +237,7 @@ def band_residence(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.
     (a sweep over α); labels it does not name use ``alpha`` and ``k_min``."""
     rows = []
     wanted = None if labels is None else set(labels)
-    for (label, seed), part in table.groupby(["label", "seed"], sort=False):
+    for (label, seed), part in table[table["epoch"] > 0].groupby(["label", "seed"], sort=False):
         if wanted is not None and label not in wanted:
             continue
         a, k = (bands or {}).get(label, (alpha, k_min))

@@ -507,7 +507,7 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
     from tqdm.auto import tqdm
 
     from .curriculum import band_warning
-    from .runlog import RunWriter, read_state
+    from .runlog import BASELINE, RunWriter, read_state
 
     if backend is None:
         check_engine(cfg)
@@ -530,6 +530,9 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
     bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch", disable=not progress)
     try:
+        if cfg.loop.eval_every and state.epoch == 0 and not (writer.dir / BASELINE).is_file():
+            bar.set_postfix_str(f"epoch 0: eval {cfg.loop.eval_benchmark} (untrained agent)")
+            writer.write_baseline(evaluate_epoch(backend, cfg, writer.dir, 0))
         while state.epoch < cfg.loop.epochs:
             teacher = make_teacher(cfg, domain) if state.epoch == 0 else None
             state, result = run_epoch(state, backend, domain, seeds, cfg, generator=teacher,

@@ -8,6 +8,7 @@ Layout::
     tasks.parquet        every generation (valid or rejected) with lineage, p̂, R_env, band, weight
     attempts.parquet     every agent completion with its reward and advantage
     reference_tasks.parquet  the counterfactual tasks of the untrained simulator (written with epoch 1)
+    baseline.json        with held-out evaluation on: the untrained agent's scores (epoch 0), before epoch 1
     adapters/epoch_NNN/  agent/ and env/ LoRA adapters (peft format) after epoch NNN
     events.log           human-readable progress lines
 
@@ -42,6 +43,7 @@ ATTEMPTS = "attempts.parquet"
 REFERENCE = "reference_tasks.parquet"
 ADAPTERS = "adapters"
 EVENTS = "events.log"
+BASELINE = "baseline.json"
 
 
 class RunDirError(RuntimeError):
@@ -195,6 +197,11 @@ class RunWriter:
         self.event(f"epoch {record.epoch} complete: valid {record.n_valid}/{record.n_generated}, "
                    f"p̂ mean {_fmt(record.p_hat_mean)}, in band {_fmt(record.in_band_frac)}")
 
+    def write_baseline(self, scores: dict[str, float]) -> None:
+        """The untrained agent's held-out scores (``eval/*`` keys), written once before epoch 1."""
+        write_baseline(self.dir, scores)
+        self.event("baseline " + " ".join(f"{k}={_fmt(v)}" for k, v in scores.items()))
+
     def finish(self, env_version: int, status: str = "finished") -> None:
         self._write_state(status, env_version=env_version)
         self.event(status)
@@ -205,6 +212,29 @@ def _fmt(x: float) -> str:
 
 
 # ------------------------------------------------------------------------------------------------------ readers
+
+def write_baseline(run_dir: str | Path, scores: dict[str, float]) -> None:
+    """Write ``baseline.json``: ``{"epoch": 0, "eval/...": score, ...}`` (atomic)."""
+    bad = {k: v for k, v in scores.items() if not (isinstance(k, str) and k.startswith("eval/"))
+           or not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)}
+    if bad:
+        raise ValueError(f"baseline scores must be finite numbers under eval/* keys; got {bad}")
+    atomic_write_json(Path(run_dir) / BASELINE, {"epoch": 0, **{k: float(v) for k, v in scores.items()}})
+
+
+def read_baseline(run_dir: str | Path) -> dict[str, float]:
+    """The ``eval/*`` scores of ``baseline.json``, or {} when the run has none (evaluation off, or an older run)."""
+    path = Path(run_dir) / BASELINE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path} is corrupt ({exc}); delete it to drop the epoch-0 point") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path} is not a JSON object; delete it to drop the epoch-0 point")
+    return {k: v for k, v in data.items() if k.startswith("eval/") and isinstance(v, (int, float))}
+
 
 def read_state(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / STATE

@@ -144,7 +144,7 @@ def test_corrupt_comparisons_give_a_message_and_never_raise(made, tmp_path):
     assert any("2 seed(s)" in p for p in cmp.problems) and any("has no label" in p for p in cmp.problems)
     assert any(p.startswith("tiny_genenv-s0: ") and "not valid JSON" in p for p in cmp.problems)
     assert any(p.startswith("tiny_random_env-s0: ") and "attempts.parquet is unreadable" in p for p in cmp.problems)
-    assert len(cmp.table) == 4 and len(fig.data) == 8  # both runs, both epochs, still drawn
+    assert len(cmp.table) == 2 * 3 and len(fig.data) == 8  # both runs, epochs 0-2, still drawn
     assert set(cmp.table.loc[cmp.table["label"] == "tiny:random_env", "tasks_consumed"]) == {0.0}
 
     assert load_comparison(tmp_path / "gone").status == "missing"

@@ -36,6 +36,8 @@ def make_run(run_dir: Path, epochs: int = 3, finish: bool = True, eval_scores: b
     cfg = preset("tiny").replace(curriculum={"alpha": ALPHA, "k_min": K_MIN}, agent={"num_generations": G},
                                  loop={"epochs": epochs})
     writer = RunWriter(run_dir, cfg)
+    if eval_scores:
+        writer.write_baseline({"eval/arith_test": 0.05})  # the untrained agent, epoch 0
     parent_a = SEED_ID
     for epoch in range(1, epochs + 1):
         tasks, attempts = [], []
@@ -262,7 +264,17 @@ def test_curves_figure_overlays_runs_and_shows_eval_scores(tmp_path, run_dir):
     assert len(per_run) == len(views.CURVES) and list(per_run[0].x) == [1, 2, 3]
     assert any(s.type == "rect" for s in fig.layout.shapes)  # the band on the p̂ panel
     frame = views.curves_frame(load_run(run_dir))
-    assert list(frame["eval/arith_test"]) == pytest.approx([0.1, 0.2, 0.3])
+    assert list(frame["epoch"]) == [0, 1, 2, 3]  # epoch 0: the untrained agent's baseline
+    assert list(frame["eval/arith_test"]) == pytest.approx([0.05, 0.1, 0.2, 0.3])
+    evals = [t for t in fig.data if t.name == "syn eval/arith_test"]
+    assert list(evals[0].x) == [0, 1, 2, 3]
+
+
+def test_corrupt_baseline_is_a_problem_not_a_crash(run_dir):
+    (run_dir / "baseline.json").write_text("{not json")
+    run = load_run(run_dir)
+    assert run.baseline == {} and any("baseline.json is corrupt" in p for p in run.problems)
+    assert list(views.curves_frame(run)["epoch"]) == [1, 2, 3]
 
 
 def test_tasks_frame_filters(run_dir):

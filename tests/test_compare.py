@@ -32,8 +32,11 @@ def test_grid_with_fake_backend_collects_summarises_and_resumes(tmp_path):
         return ScriptedBackend(num_generations=cfg.agent.num_generations)
 
     table = compare_grid(entries, 2, tmp_path, progress=False, backend_factory=factory)
-    assert len(table) == 3 * 2 * 3 and len(calls) == 6
-    assert table["heldout"].notna().all() and table["p_hat_reference"].notna().all()
+    assert len(table) == 3 * 2 * (3 + 1) and len(calls) == 6  # epochs 1-3 and the untrained agent's epoch 0
+    assert table["heldout"].notna().all()
+    start, trained = table[table["epoch"] == 0], table[table["epoch"] > 0]
+    assert (start["tasks_consumed"] == 0).all() and start["p_hat_mean"].isna().all() and len(start) == 6
+    assert trained["p_hat_reference"].notna().all()
     assert (table.groupby(["label", "seed"])["tasks_consumed"].apply(lambda s: s.is_monotonic_increasing)).all()
     summary = summarise(table)
     assert {"heldout_mean", "heldout_std", "p_hat_reference_mean"} <= set(summary.columns)
@@ -71,5 +74,6 @@ def test_compare_cli_end_to_end_on_tiny(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = pd.read_csv(out / "comparison.csv")
     assert sorted(table["label"].unique()) == ["tiny:genenv", "tiny:random_env"]
-    assert len(table) == 4 and table["heldout"].between(0, 1).all()
-    assert collect(out).shape[0] == 4
+    assert len(table) == 4 + 2 and table["heldout"].between(0, 1).all()
+    assert sorted(table["epoch"].unique()) == [0, 1, 2]
+    assert collect(out).shape[0] == 4 + 2  # the untrained agent's epoch 0 of each run too

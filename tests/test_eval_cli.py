@@ -45,7 +45,7 @@ def test_missing_data_is_a_clear_error(tmp_path):
 
 def test_eval_every_logs_scores_in_epochs_jsonl(tiny_cfg, tmp_path):
     from genenv_lab.loop import run
-    from genenv_lab.runlog import read_epochs
+    from genenv_lab.runlog import read_baseline, read_epochs
 
     cfg = tiny_cfg.replace(loop={"epochs": 2, "eval_every": 2, "eval_limit": 2,
                                  "eval_data_dir": str(BENCH / "bamboogle"), "eval_max_new_tokens": 4})
@@ -54,6 +54,14 @@ def test_eval_every_logs_scores_in_epochs_jsonl(tiny_cfg, tmp_path):
     assert "eval/bamboogle" not in records[0]["extra"]
     assert 0.0 <= records[1]["extra"]["eval/bamboogle"] <= 1.0
     assert (tmp_path / "r" / "eval" / "epoch_002" / "summary.json").is_file()
+    # the untrained agent is evaluated once before epoch 1 (the curve's epoch 0)
+    baseline = read_baseline(tmp_path / "r")
+    assert set(baseline) == {"eval/bamboogle", "eval/bamboogle_f1"} and 0.0 <= baseline["eval/bamboogle"] <= 1.0
+    assert (tmp_path / "r" / "eval" / "epoch_000" / "summary.json").is_file()
+    # resuming with more epochs does not evaluate the untrained agent again
+    stamp = (tmp_path / "r" / "baseline.json").stat().st_mtime_ns
+    list(run(cfg.replace(loop={"epochs": 3}), tmp_path / "r", resume=True, progress=False))
+    assert (tmp_path / "r" / "baseline.json").stat().st_mtime_ns == stamp and len(read_epochs(tmp_path / "r")) == 3
 
 
 def test_prompts_longer_than_the_context_are_counted_not_crashed(tmp_path):

@@ -32,7 +32,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..runlog import ATTEMPTS, CONFIG, EPOCHS, EVENTS, STATE, TASKS, RunDirError, read_epochs, read_state, read_table
+from ..runlog import (ATTEMPTS, CONFIG, EPOCHS, EVENTS, STATE, TASKS, RunDirError, read_baseline, read_epochs,
+                      read_state, read_table)
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """What a run name may be: a single path component that is neither hidden nor ``.``/``..``."""
@@ -217,6 +218,8 @@ class RunData:
     config: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
     records: tuple[dict[str, Any], ...] = ()
+    baseline: dict[str, float] = field(default_factory=dict)
+    """The untrained agent's held-out scores (``baseline.json``, ``eval/*`` keys), when the run has them."""
     tasks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(TASK_COLUMNS)))
     attempts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(ATTEMPT_COLUMNS)))
     events: str = ""
@@ -308,6 +311,7 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
         if not config:
             problems.append("No state.json and no readable config.json: not a run directory (yet).")
     records = _read_records(path, problems)
+    baseline = _lenient_baseline(path, problems)
     tasks = _read_frame(path, "tasks", TASK_COLUMNS, problems)
     attempts = _read_frame(path, "attempts", ATTEMPT_COLUMNS, problems)
     last = state.get("last_complete_epoch")
@@ -335,7 +339,7 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
         except Exception:  # noqa: BLE001 - an unknown domain only loses the seed texts
             seeds = {}
     return RunData(name=name, path=path, status=status, config=config, state=state, records=tuple(records),
-                   tasks=tasks.reset_index(drop=True), attempts=attempts.reset_index(drop=True), events=events,
+                   baseline=baseline, tasks=tasks.reset_index(drop=True), attempts=attempts.reset_index(drop=True), events=events,
                    seeds=seeds, problems=tuple(problems))
 
 
@@ -550,7 +554,7 @@ def _band_of(config: dict[str, Any]) -> tuple[float, float]:
 def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problems: list[str]) -> list[dict]:
     """The rows :func:`genenv_lab.compare.collect` makes for one run, read leniently: committed epochs only, a
     corrupt file becomes a sentence in ``problems``."""
-    from ..compare import _tasks_consumed
+    from ..compare import _tasks_consumed, table_rows
 
     own: list[str] = []
     records = _read_records(run_dir, own)
@@ -564,19 +568,17 @@ def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problem
     except Exception as exc:  # noqa: BLE001 - a table with odd values only loses this column
         own.append(f"tasks consumed unknown ({type(exc).__name__}: {exc}).")
         consumed = {}
+    baseline = _lenient_baseline(run_dir, own)
     problems.extend(f"{run_dir.name}: {p}" for p in own)
-    rows = []
-    for r in records:
-        extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
-        held = extra.get("eval/domain")
-        if held is None:
-            held = next((v for k, v in extra.items() if k.startswith("eval/") and not k.endswith("_f1")), None)
-        rows.append({"label": label, "variant": variant, "seed": seed, "epoch": r["epoch"], "heldout": held,
-                     "p_hat_mean": r.get("p_hat_mean"), "in_band_frac": r.get("in_band_frac"),
-                     "p_hat_reference": extra.get("p_hat_reference"), "valid_frac": r.get("valid_frac"),
-                     "agent_reward_mean": r.get("agent_reward_mean"),
-                     "tasks_consumed": consumed.get(r["epoch"], 0), "wall_s": r.get("wall_s")})
-    return rows
+    return table_rows(label, variant, seed, records, consumed, baseline)
+
+
+def _lenient_baseline(run_dir: Path, problems: list[str]) -> dict[str, float]:
+    try:
+        return read_baseline(run_dir)
+    except (RunDirError, OSError, UnicodeDecodeError) as exc:
+        problems.append(str(exc))
+        return {}
 
 
 def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData:

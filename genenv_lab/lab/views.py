@@ -260,8 +260,12 @@ def difficulty_figure(runs: RunData | Sequence[RunData], *, height: int = 440) -
 # ------------------------------------------------------------------------------------------------ epoch curves
 
 def curves_frame(run: RunData) -> pd.DataFrame:
-    """The per-epoch curves of one run as a table: one row per epoch, the plotted keys and ``eval/*`` scores."""
+    """The per-epoch curves of one run as a table: one row per epoch, the plotted keys and ``eval/*`` scores;
+    epoch 0 carries the untrained agent's ``eval/*`` scores when the run has a baseline."""
     rows = []
+    if run.baseline and run.records:  # epoch 0: the untrained agent's held-out scores, nothing else yet
+        rows.append({"epoch": 0} | {key: float("nan") for key, _, _ in CURVES}
+                    | {k: _num(v) for k, v in run.baseline.items()})
     for r in run.records:
         row = {"epoch": r["epoch"]} | {key: _num(r.get(key)) for key, _, _ in CURVES}
         extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
@@ -287,8 +291,9 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 560) -> go.Figure:
         color = RUN_COLORS[i % len(RUN_COLORS)]
         if not len(frame):
             continue
+        trained = frame[frame["epoch"] > 0]
         for j, (key, _, _) in enumerate(CURVES):
-            fig.add_scatter(x=frame["epoch"], y=frame[key], mode="lines+markers", name=run.name,
+            fig.add_scatter(x=trained["epoch"], y=trained[key], mode="lines+markers", name=run.name,
                             legendgroup=run.name, showlegend=(j == 0), line=dict(color=color, width=2.2),
                             marker=dict(size=7), row=j // 4 + 1, col=j % 4 + 1,
                             hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
