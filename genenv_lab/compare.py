@@ -44,8 +44,7 @@ def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: 
         base = preset(name)
         if domain:
             base = for_domain(base, domain)
-        held = "domain" if _has_heldout(base.loop.domain) else "bamboogle"
-        loop = {"variant": variant, "eval_every": 1, "eval_benchmark": held, "eval_limit": eval_limit,
+        loop = {"variant": variant, "eval_every": 1, **_heldout(base.loop.domain), "eval_limit": eval_limit,
                 "reference_tasks": reference_tasks}
         if epochs:
             loop["epochs"] = epochs
@@ -67,18 +66,23 @@ def sweep_entries(preset_name: str, *, alphas: Sequence[float] = (0.5,), shapes:
     base = preset(preset_name)
     if domain:
         base = for_domain(base, domain)
-    held = "domain" if _has_heldout(base.loop.domain) else "bamboogle"
-    loop = {"eval_every": 1, "eval_benchmark": held, "eval_limit": eval_limit, "reference_tasks": reference_tasks}
+    loop = {"eval_every": 1, **_heldout(base.loop.domain), "eval_limit": eval_limit,
+            "reference_tasks": reference_tasks}
     if epochs:
         loop["epochs"] = epochs
     return [(f"{preset_name}:alpha={a:g}:{s}", base.replace(loop=loop, curriculum={"alpha": a, "shape": s}))
             for a, s in itertools.product(alphas, shapes)]
 
 
-def _has_heldout(domain: str) -> bool:
+def _heldout(domain: str) -> dict[str, str]:
+    """Loop settings of the held-out evaluation: the domain's own held-out set, else its benchmark."""
     from .domains import get_domain
 
-    return bool(get_domain(domain).heldout_tasks())
+    dom = get_domain(domain)
+    if dom.heldout_tasks():
+        return {"eval_benchmark": "domain"}
+    benchmark, category = dom.heldout_benchmark
+    return {"eval_benchmark": benchmark, "eval_category": category}
 
 
 def _safe(label: str) -> str:

@@ -19,6 +19,8 @@ def test_variant_entries_and_validation():
     assert all(cfg.loop.eval_every == 1 and cfg.loop.eval_benchmark == "domain" for _, cfg in entries)
     with pytest.raises(ValueError, match="teacher"):
         variant_entries(["tiny"], ["offline_teacher"])
+    tools = variant_entries(["tiny"], ["genenv"], domain="tools")[0][1].loop  # no held-out set: BFCL simple
+    assert (tools.eval_benchmark, tools.eval_category, tools.domain) == ("bfcl", "simple_python", "tools")
     sweep = sweep_entries("tiny", alphas=[0.3, 0.5], shapes=["gaussian", "azr"])
     assert len(sweep) == 4 and {c.curriculum.shape for _, c in sweep} == {"gaussian", "azr"}
 

@@ -67,6 +67,9 @@ class Domain:
     difficulty_hints: ClassVar[tuple[str, str, str]] = (
         "Write a variation of similar difficulty.", "Write a harder variation.", "Write an easier variation.")
     """The instruction when the lineage's success rate is near α, above the band, below it."""
+    heldout_benchmark: ClassVar[tuple[str, str]] = ("bamboogle", "")
+    """(benchmark, category) that measures this domain's skill when it ships no held-out set (the comparison's
+    held-out score then comes from the benchmark's offline data)."""
     recommended: ClassVar[dict[str, dict[str, Any]]] = {}
     """Config changes this domain needs whatever the preset (e.g. longer env generations for JSON tasks);
     ``genenv-lab run --domain`` applies them (see :func:`genenv_lab.config.for_domain`)."""

@@ -357,6 +357,7 @@ def canonical_text(task: dict) -> str:
 
 class ToolsDomain(Domain):
     name = "tools"
+    heldout_benchmark = ("bfcl", "simple_python")
     recommended = {"env": {"max_new_tokens": 512}, "agent": {"max_completion_length": 128}}
     system_prompt_env = (
         "You write function-calling practice tasks. Reply with one JSON object on one line: "
