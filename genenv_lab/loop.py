@@ -93,14 +93,14 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
     """
     epoch = state.epoch + 1
     rng = random.Random(cfg.loop.seed * 1_000_003 + epoch)
-    _seed_torch(cfg.loop.seed * 1_000_003 + epoch)  # sampling differs per epoch and a resumed epoch replays it
     timer = PhaseTimer()
     start = time.perf_counter()
 
     on_phase("generate")
     with timer("generate"):
-        tasks = generate_tasks(state, generator or backend, domain, seeds, cfg, rng, epoch)
         reference = generate_reference(state, backend, domain, seeds, cfg, epoch)
+        _seed_torch(cfg.loop.seed * 1_000_003 + epoch)  # sampling differs per epoch and a resumed epoch replays it
+        tasks = generate_tasks(state, generator or backend, domain, seeds, cfg, rng, epoch)
 
     on_phase("rollouts + agent update")
     fresh = fresh_tasks(tasks, state, cfg, rng)
@@ -160,9 +160,11 @@ def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: 
 
 def generate_reference(state: LoopState, backend: Backend, domain: Domain, seeds: Sequence[SeedTask],
                        cfg: RunConfig, epoch: int) -> list[GeneratedTask]:
-    """The counterfactual set, written in epoch 1 by the untrained simulator (before any env update)."""
+    """The counterfactual set, written in epoch 1 by the untrained simulator (before any env update), with its own
+    random stream (that of "epoch 0") so that every variant of a comparison measures the same tasks for a seed."""
     if not cfg.loop.reference_tasks or state.epoch > 0 or state.reference:
         return []
+    _seed_torch(cfg.loop.seed * 1_000_003)
     n = cfg.env.n_variations
     parents = [(s.seed_id, s.seed_id, s.spec) for s in
                (list(seeds) * (cfg.loop.reference_tasks // len(seeds) + 1))][: math.ceil(cfg.loop.reference_tasks / n)]

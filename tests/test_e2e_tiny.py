@@ -115,3 +115,16 @@ def test_grpo_prompts_keep_the_prefilled_reply_start(tiny_cfg):
     rows = grpo_dataset(backend, [AgentPrompt("t", domain.agent_messages(spec))])
     assert rows[0]["prompt"].endswith("<|im_start|>assistant\n3 + 4 =")
     assert rows[0]["prompt"] == backend.chat_prompt(domain.agent_messages(spec))
+
+
+def test_every_variant_measures_the_same_counterfactual_tasks(tiny_cfg, tmp_path):
+    """The untrained simulator's reference set depends on the seed only, not on what the variant generates first
+    (static writes its whole fixed set in epoch 1), so p̂_reference is comparable across a comparison."""
+    from genenv_lab.loop import run
+
+    texts = {}
+    for variant in ("genenv", "static"):
+        cfg = tiny_cfg.replace(loop={"epochs": 1, "variant": variant, "reference_tasks": 6, "seed": 3})
+        list(run(cfg, tmp_path / variant, progress=False))
+        texts[variant] = read_table(tmp_path / variant, "reference_tasks")["raw"].tolist()
+    assert len(texts["genenv"]) == 6 and texts["genenv"] == texts["static"]

@@ -11,7 +11,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("
 
 def test_every_phase_has_a_notebook():
     names = [p.stem for p in NOTEBOOKS]
-    for prefix in ("00_", "01_", "02_", "03_", "04_", "05_", "06_", "07_"):
+    for prefix in ("00_", "01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_"):
         assert any(n.startswith(prefix) for n in names), f"missing notebook {prefix}*"
 
 
