@@ -30,7 +30,7 @@ from .config import RunConfig, for_domain, preset
 
 COLUMNS = ("label", "variant", "seed", "epoch", "heldout", "p_hat_mean", "in_band_frac", "p_hat_reference",
            "valid_frac", "agent_reward_mean", "tasks_consumed", "wall_s")
-METRICS = ("heldout", "p_hat_mean", "p_hat_reference", "in_band_frac", "tasks_consumed")
+METRICS = ("heldout", "p_hat_mean", "p_hat_reference", "in_band_frac", "tasks_consumed", "valid_frac")
 RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_epoch", "stayed", "epochs_in_band")
 
 
@@ -192,28 +192,39 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
     return summary.reset_index()
 
 
+REPORT_PANELS = (  # (y metric, x column, title, row, col)
+    ("heldout", "epoch", "held-out score", 1, 1),
+    ("tasks_consumed", "epoch", "training tasks consumed", 1, 2),
+    ("heldout", "tasks_consumed", "held-out score per training tasks consumed", 1, 3),
+    ("p_hat_mean", "epoch", "p̂ on the simulator's tasks (band shaded)", 2, 1),
+    ("p_hat_reference", "epoch", "p̂ on the untrained simulator's tasks (counterfactual)", 2, 2),
+    ("valid_frac", "epoch", "valid fraction of the generations", 2, 3),
+)
+
+
 def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1) -> go.Figure:
-    """Held-out score, tasks consumed, p̂ on the simulator's tasks and on the untrained simulator's tasks, per
-    epoch and label, mean ± std over seeds."""
+    """Six panels, mean ± std over seeds per label: held-out score and training tasks consumed per epoch (epoch 0:
+    the untrained agent), held-out score against tasks consumed (data efficiency), p̂ on the simulator's tasks and
+    on the untrained simulator's tasks with the α band shaded, and the valid fraction of the generations."""
     summary = summarise(table)
-    fig = make_subplots(rows=2, cols=2, subplot_titles=(
-        "held-out score", "training tasks consumed", "p̂ on the simulator's tasks (band shaded)",
-        "p̂ on the untrained simulator's tasks (counterfactual)"))
-    panels = [("heldout", 1, 1), ("tasks_consumed", 1, 2), ("p_hat_mean", 2, 1), ("p_hat_reference", 2, 2)]
+    fig = make_subplots(rows=2, cols=3, subplot_titles=[title for *_, title, _, _ in REPORT_PANELS],
+                        horizontal_spacing=0.07, vertical_spacing=0.16)
     palette = ["#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880"]
     for i, label in enumerate(summary["label"].unique() if len(summary) else []):
         part = summary[summary["label"] == label]
         color = palette[i % len(palette)]
-        for metric, row, col in panels:
-            fig.add_scatter(x=part["epoch"], y=part[f"{metric}_mean"],
-                            error_y={"type": "data", "array": part[f"{metric}_std"].fillna(0.0), "visible": True},
-                            mode="lines+markers", name=label, legendgroup=label, showlegend=(metric == "heldout"),
+        for k, (metric, x, _, row, col) in enumerate(REPORT_PANELS):
+            shown = part[part[f"{metric}_mean"].notna()]
+            error = {"type": "data", "array": shown[f"{metric}_std"].fillna(0.0), "visible": True}
+            fig.add_scatter(x=shown[x if x == "epoch" else f"{x}_mean"], y=shown[f"{metric}_mean"], error_y=error,
+                            mode="lines+markers", name=label, legendgroup=label, showlegend=(k == 0),
                             line={"color": color}, row=row, col=col)
     for col in (1, 2):
         fig.add_hrect(y0=alpha - k_min, y1=alpha + k_min, fillcolor="green", opacity=0.1, line_width=0,
                       row=2, col=col)
-    fig.update_xaxes(title_text="epoch")
-    fig.update_layout(template="plotly_white", height=720, title="GenEnv and baselines (mean ± std over seeds)")
+    for _, x, _, row, col in REPORT_PANELS:
+        fig.update_xaxes(title_text="epoch" if x == "epoch" else "training tasks consumed", row=row, col=col)
+    fig.update_layout(template="plotly_white", height=760, title="GenEnv and baselines (mean ± std over seeds)")
     return fig
 
 

@@ -644,10 +644,10 @@ def _first_band(cmp: ComparisonData) -> tuple[float, float]:
 
 
 def comparison_figure(cmp: ComparisonData, *, height: int = 720) -> go.Figure:
-    """:func:`genenv_lab.compare.report_figure` of the runs that exist so far: held-out score, training tasks
-    consumed, p̂ on the simulator's tasks and on the untrained simulator's tasks, per epoch, mean ± std over
-    seeds; or a figure that says why there is nothing to draw."""
-    from ..compare import report_figure
+    """:func:`genenv_lab.compare.report_figure` of the runs that exist so far (held-out score, training tasks
+    consumed, data efficiency, p̂ on the simulator's and on the untrained simulator's tasks, valid fraction;
+    mean ± std over seeds), or a figure that says why there is nothing to draw."""
+    from ..compare import REPORT_PANELS, report_figure
 
     if not len(cmp.table):
         if cmp.status in ("unreadable", "missing"):
@@ -669,7 +669,9 @@ def comparison_figure(cmp: ComparisonData, *, height: int = 720) -> go.Figure:
     fig.update_layout(font=FONT, height=height, title=dict(text=title, x=0.01, xanchor="left", font=dict(size=16)),
                       legend=dict(orientation="h", x=1, xanchor="right", y=1.06, yanchor="bottom"),
                       margin=dict(l=60, r=30, t=110, b=50))
-    fig.update_xaxes(dtick=1, tick0=1)
+    for _, x, _, row, col in REPORT_PANELS:
+        if x == "epoch":
+            fig.update_xaxes(dtick=1, tick0=0, row=row, col=col)
     fig.update_annotations(font_size=12)
     return fig
 
