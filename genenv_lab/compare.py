@@ -222,8 +222,10 @@ def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1
     for col in (1, 2):
         fig.add_hrect(y0=alpha - k_min, y1=alpha + k_min, fillcolor="green", opacity=0.1, line_width=0,
                       row=2, col=col)
-    for _, x, _, row, col in REPORT_PANELS:
+    for metric, x, _, row, col in REPORT_PANELS:
         fig.update_xaxes(title_text="epoch" if x == "epoch" else "training tasks consumed", row=row, col=col)
+        if metric != "tasks_consumed":  # rates and scores: the whole [0, 1], so a flat line reads as flat
+            fig.update_yaxes(range=[-0.03, 1.03], row=row, col=col)
     fig.update_layout(template="plotly_white", height=760, title="GenEnv and baselines (mean ± std over seeds)")
     return fig
 
