@@ -41,6 +41,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .loop import run
     from .runlog import RunDirError
 
+    _interruptible()
     console.print(f"[bold]GenEnv co-evolution[/bold]: preset {cfg.preset}, model {cfg.model.name_or_path}, "
                   f"domain {cfg.loop.domain}, variant {cfg.loop.variant}, {cfg.loop.epochs} epochs → {out}")
     table = Table(title=f"run {out}")
@@ -54,6 +55,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (RunDirError, RuntimeError, FileNotFoundError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 1
+    except KeyboardInterrupt:
+        console.print(table)
+        console.print(f"[yellow]interrupted[/yellow]; continue with: genenv-lab run ... --out {out} --resume")
+        return 130
     console.print(table)
     console.print(f"run directory: {out}  (inspect it with: python app.py --runs {out.parent})")
     return 0
@@ -123,6 +128,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console.print(f"report: {out / 'report.html'}  table: {out / 'comparison.csv'}  "
                   f"summary: {out / 'summary.csv'}  band residence: {out / 'band_residence.csv'}")
     return 0
+
+
+def _interruptible() -> None:
+    """Ctrl-C, and SIGTERM (the lab's stop escalates to it), end a run as ``interrupted`` between two writes.
+
+    Python leaves SIGINT ignored when the process started with it ignored, as every job a non-interactive shell
+    puts in the background does (``cmd &``); a run started that way could not be stopped cleanly."""
+    import signal
+
+    def _stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _stop)
 
 
 def _f(x, digits: int = 2) -> str:

@@ -347,20 +347,33 @@ def test_launcher_only_builds_preset_commands(tmp_path):
     assert not any(p.name != "taken" for p in tmp_path.iterdir())  # nothing was created or started
 
 
-def test_start_and_stop_a_run_from_the_lab(tmp_path):
-    run = launcher.start_run(tmp_path, "tiny", "arith", "from-lab")
+@pytest.mark.parametrize("parent_sigint", ["default", "ignored"])
+def test_start_and_stop_a_run_from_the_lab(tmp_path, parent_sigint):
+    """Stop works even when the lab itself ignores SIGINT (a lab started in the background with ``&``): children
+    inherit an ignored SIGINT, and the run must still end as soon as it is asked to."""
+    import signal
+
+    previous = signal.getsignal(signal.SIGINT)
+    if parent_sigint == "ignored":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        run = launcher.start_run(tmp_path, "tiny", "arith", "from-lab")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    import time
+
     try:
         assert run.path == (tmp_path / "from-lab").resolve() and run.state == "running"
         assert [s.name for s in discover_runs(tmp_path)] == ["from-lab"]  # listed at once (empty → starting)
-        import time
-
         deadline = time.time() + 60
         while time.time() < deadline and not (run.path / "state.json").exists() and run.poll() is None:
             time.sleep(0.2)
         assert (run.path / "state.json").exists(), launcher.log_tail(run)
     finally:
-        code = launcher.stop_run(run)
+        asked = time.time()
+        code = launcher.stop_run(run, grace_s=30.0)
     assert run.poll() is not None and code != 0
+    assert time.time() - asked < 15.0  # SIGINT itself ended it, not the SIGTERM that follows the grace period
     assert run.state.startswith("stopped")
     assert load_run(run.path).status in ("interrupted", "killed")  # killed when the signal lands in model setup
     frame = launcher.launched_frame({run.name: run})
