@@ -1,5 +1,7 @@
 """Decoding function calls from raw outputs: every accepted format, prose, reasoning, and clear no-call results."""
 
+import keyword
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -85,14 +87,18 @@ def test_non_string_input():
     assert not decode_calls(None)
 
 
-_keys = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
-    lambda k: k not in {"if", "in", "is", "or", "and", "as", "def", "del", "for", "not", "try"})
+_keys = st.one_of(st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True), st.sampled_from(keyword.kwlist))
+# "<think>" and "</think>" delimit reasoning, which is stripped before decoding (by design), so values avoid them
+_text = st.text(max_size=12).filter(lambda t: "think>" not in t.lower())
 _scalars = st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False, width=32),
-                     st.booleans(), st.text(max_size=12), st.none())
+                     st.booleans(), _text, st.none())
 _values = st.recursive(_scalars, lambda c: st.one_of(st.lists(c, max_size=3),
                                                       st.dictionaries(st.text(max_size=5), c, max_size=3)),
                        max_leaves=6)
-_calls = st.lists(st.tuples(st.from_regex(r"[a-z][a-z_]{0,8}(\.[a-z][a-z_]{0,8})?", fullmatch=True),
+# function names may be keywords too (``if(``, ``api.import(``); True/False/None() parse as calls of constants
+_names = st.one_of(st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True),
+                   st.sampled_from([k for k in keyword.kwlist if k not in ("True", "False", "None")]))
+_calls = st.lists(st.tuples(st.builds(lambda a, b: a + b, _names, st.one_of(st.just(""), _names.map(".{}".format))),
                             st.dictionaries(_keys, _values, max_size=4)), min_size=1, max_size=3)
 
 

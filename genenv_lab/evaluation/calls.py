@@ -47,7 +47,7 @@ _TAG_BLOCK = re.compile(r"<(" + "|".join(_TAGS) + r")>\s*(.*?)\s*(?:</\1>|(?=<(?
                         re.IGNORECASE | re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_CALL_START = re.compile(r"\[?\s*[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*\s*\(")
+_CALL_START = re.compile(r"(?<![\w.])\[?\s*[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*\s*\(")  # never mid-name
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,12 @@ def _dotted(node: ast.AST) -> str | None:
     if not isinstance(node, ast.Name):
         return None
     parts.append(node.id)
-    return ".".join(reversed(parts))
+    return ".".join(_unescape(p) for p in reversed(parts))
+
+
+def _unescape(name: str) -> str:
+    """A name as written before :func:`_escape_keywords` made it parseable."""
+    return name[: -len(_KW_SUFFIX)] if name.endswith(_KW_SUFFIX) else name
 
 
 def _number(node: ast.AST) -> int | float | None:
@@ -216,19 +221,19 @@ def _call(node: ast.AST) -> FunctionCall:
     for kw in node.keywords:
         if kw.arg is None:
             raise _NotACall("**kwargs in call")
-        name_ = kw.arg[: -len(_KW_SUFFIX)] if kw.arg.endswith(_KW_SUFFIX) else kw.arg
-        args[name_] = _value(kw.value)
+        args[_unescape(kw.arg)] = _value(kw.value)
     return FunctionCall(name=name, arguments=args, positional=tuple(_value(a) for a in node.args))
 
 
 _KW_SUFFIX = "__kw__"
 
 
-def _escape_keyword_args(text: str) -> str:
-    """Rename keyword arguments that are Python keywords (``from=``, ``class=``...) outside string literals."""
+def _escape_keywords(text: str) -> str:
+    """Rename Python keywords used as argument names (``from=``, ``class=``...) or in function names (``if(``,
+    ``api.import(``, ``if.run(``) outside string literals, so that ``ast`` parses the call; :func:`_unescape` undoes it."""
     out, i, quoted = [], 0, quoted_mask(text)
     while i < len(text):
-        m = None if quoted[i] else _KW_ARG.match(text, i)
+        m = None if quoted[i] else _KW_USE.match(text, i)
         if m and (not out or not (out[-1][-1].isalnum() or out[-1][-1] == "_")):
             out.append(m.group(1) + _KW_SUFFIX + m.group(2))
             i = m.end()
@@ -238,24 +243,32 @@ def _escape_keyword_args(text: str) -> str:
     return "".join(out)
 
 
-_KW_ARG = re.compile(r"(" + "|".join(sorted(keyword.kwlist, key=len, reverse=True)) + r")(\s*=)(?!=)")
+_KW_USE = re.compile(r"(" + "|".join(sorted(keyword.kwlist, key=len, reverse=True)) + r")(\s*=(?!=)|\s*\(|\.(?=[A-Za-z_]))")
 
 
 def _python_calls(text: str) -> list[FunctionCall]:
+    """The calls of a Python-style call or list of calls; a text that only parses (or only reads as calls) once
+    keywords in names are escaped (``[if(a=1)]``, ``[not()]``) is read escaped."""
     text = text.strip()
     if text.endswith(";"):
         text = text[:-1]
     try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        escaped = _escape_keyword_args(text)
+        return _calls_of(_parse(text))
+    except _NotACall:
+        escaped = _escape_keywords(text)
         if escaped == text:
-            raise _NotACall("not Python syntax") from None
-        try:
-            tree = ast.parse(escaped, mode="eval")
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            raise _NotACall("not Python syntax") from None
-    body = tree.body
+            raise
+        return _calls_of(_parse(escaped))
+
+
+def _parse(text: str) -> ast.AST:
+    try:
+        return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise _NotACall("not Python syntax") from None
+
+
+def _calls_of(body: ast.AST) -> list[FunctionCall]:
     if isinstance(body, (ast.List, ast.Tuple, ast.Set)):
         if not body.elts:
             raise _NotACall("empty list")
