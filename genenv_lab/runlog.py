@@ -198,9 +198,13 @@ class RunWriter:
                    f"p̂ mean {_fmt(record.p_hat_mean)}, in band {_fmt(record.in_band_frac)}")
 
     def write_baseline(self, scores: dict[str, float]) -> None:
-        """The untrained agent's held-out scores (``eval/*`` keys), written once before epoch 1."""
-        write_baseline(self.dir, scores)
-        self.event("baseline " + " ".join(f"{k}={_fmt(v)}" for k, v in scores.items()))
+        """The untrained agent's held-out scores (``eval/*`` keys), written once before epoch 1; a score that is
+        not a finite number (nothing could be scored) is left out and said in ``events.log``."""
+        finite = {k: v for k, v in scores.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+        write_baseline(self.dir, finite)
+        left = sorted(set(scores) - set(finite))
+        self.event("baseline " + " ".join(f"{k}={_fmt(v)}" for k, v in finite.items())
+                   + (f" (not a number, left out: {', '.join(left)})" if left else ""))
 
     def finish(self, env_version: int, status: str = "finished") -> None:
         self._write_state(status, env_version=env_version)

@@ -72,3 +72,12 @@ def test_prompts_longer_than_the_context_are_counted_not_crashed(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["n"] == 2 and summary["n_prompt_longer_than_context"] + summary["n_predictions"] == 2
+
+
+def test_a_baseline_score_that_is_not_a_number_is_left_out_not_fatal(tiny_cfg, tmp_path):
+    from genenv_lab.runlog import RunWriter, read_baseline
+
+    writer = RunWriter(tmp_path / "r", tiny_cfg)
+    writer.write_baseline({"eval/bfcl": float("nan"), "eval/domain": 0.25})
+    assert read_baseline(tmp_path / "r") == {"eval/domain": 0.25}
+    assert "left out: eval/bfcl" in (tmp_path / "r" / "events.log").read_text()
