@@ -514,24 +514,29 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
     if backend is None:
         check_engine(cfg)
     writer = RunWriter(out, cfg, resume=resume)
-    domain = get_domain(cfg.loop.domain)
-    seeds = domain.seed_tasks()
-    warning = band_warning(cfg.agent.num_generations, cfg.curriculum.alpha, cfg.curriculum.k_min)
-    if warning:
-        writer.event("warning: " + warning)
-        import warnings
+    saved_env_version = int(read_state(writer.dir).get("env_version", 0)) if writer.last_epoch else 0
+    state: LoopState | None = None
+    bar = None
+    try:  # from here on an interrupt (Ctrl-C, the lab's Stop) leaves the run marked "interrupted"
+        domain = get_domain(cfg.loop.domain)
+        seeds = domain.seed_tasks()
+        warning = band_warning(cfg.agent.num_generations, cfg.curriculum.alpha, cfg.curriculum.k_min)
+        if warning:
+            writer.event("warning: " + warning)
+            import warnings
 
-        warnings.warn(warning, stacklevel=2)
-    backend = backend or make_backend(cfg, domain)
-    state = LoopState()
-    if writer.last_epoch:
-        from .runlog import adapter_dir
+            warnings.warn(warning, stacklevel=2)
+        backend = backend or make_backend(cfg, domain)
+        if writer.last_epoch:
+            from .runlog import adapter_dir
 
-        env_version = int(read_state(writer.dir).get("env_version", 0))
-        state = restore_state(writer.dir, writer.last_epoch, env_version, cfg)
-        backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
-    bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch", disable=not progress)
-    try:
+            restored = restore_state(writer.dir, writer.last_epoch, saved_env_version, cfg)
+            backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
+        else:
+            restored = LoopState()
+        state = restored
+        bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
+                   disable=not progress)
         if cfg.loop.eval_every and state.epoch == 0 and not (writer.dir / BASELINE).is_file():
             bar.set_postfix_str(f"epoch 0: eval {cfg.loop.eval_benchmark} (untrained agent)")
             writer.write_baseline(evaluate_epoch(backend, cfg, writer.dir, 0))
@@ -551,10 +556,11 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
             yield result.record
         writer.finish(state.env_version)
     except KeyboardInterrupt:
-        writer.finish(state.env_version, status="interrupted")
+        writer.finish(saved_env_version if state is None else state.env_version, status="interrupted")
         raise
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
 
 
 def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) -> dict[str, float]:

@@ -166,3 +166,23 @@ def test_reference_tasks_measure_the_agent_each_epoch_and_survive_resume(cfg, tm
     assert [r.epoch for r in rest] == [2, 3]
     assert all("p_hat_reference" in r.extra for r in rest)
     assert read_table(out, "reference_tasks")["task_id"].tolist() == ref["task_id"].tolist()
+
+
+def test_an_interrupt_during_setup_marks_the_run_interrupted(cfg, tmp_path, monkeypatch):
+    """Ctrl-C or the lab's Stop while the model loads: the run says "interrupted" (not a dead "running"), and a
+    resumed run keeps its simulator version."""
+    import genenv_lab.loop as loop
+
+    out = tmp_path / "r"
+    list(run(cfg.replace(loop={"epochs": 2}), out, backend=ScriptedBackend(), progress=False))
+    version = read_state(out)["env_version"]
+
+    def interrupted_load(cfg, domain):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop, "make_backend", interrupted_load)
+    with pytest.raises(KeyboardInterrupt):
+        list(run(cfg.replace(loop={"epochs": 3}), out, resume=True, progress=False))
+    state = read_state(out)
+    assert state["status"] == "interrupted" and state["last_complete_epoch"] == 2
+    assert state["env_version"] == version
