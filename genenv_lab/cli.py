@@ -112,13 +112,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.command == "sweep":
             entries = sweep_entries(args.preset, alphas=args.alphas, shapes=args.shapes, epochs=args.epochs,
                                     domain=args.domain, reference_tasks=args.reference_tasks,
-                                    eval_limit=args.eval_limit)
+                                    eval_limit=args.eval_limit, data_dir=args.data_dir or "")
         else:
             entries = variant_entries(args.presets, args.variants, epochs=args.epochs, domain=args.domain,
                                       teacher=args.teacher, teacher_multipliers=args.teacher_multipliers,
-                                      reference_tasks=args.reference_tasks, eval_limit=args.eval_limit)
+                                      reference_tasks=args.reference_tasks, eval_limit=args.eval_limit,
+                                      data_dir=args.data_dir or "")
     except (ConfigError, ValueError) as exc:
         console.print(f"[red]config error:[/red] {exc}")
+        return 2
+    from .loop import check_eval_data
+
+    try:
+        for _, cfg in entries:
+            check_eval_data(cfg)
+    except FileNotFoundError as exc:
+        console.print(f"[red]held-out data missing:[/red] {exc}")
         return 2
     out = Path(args.out)
     table = compare_grid(entries, args.seeds, out)
@@ -191,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--reference-tasks", type=int, default=8,
                        help="tasks of the untrained simulator measured every epoch (the counterfactual)")
         q.add_argument("--eval-limit", type=int, default=20, help="held-out items per evaluation")
+        q.add_argument("--data-dir", help="benchmark data of the held-out score when the domain ships no held-out "
+                                          "set (tools: BFCL; default $GENENV_LAB_DATA/<name> or the cache)")
         q.add_argument("--out", required=True, help="comparison folder (runs/, comparison.csv, report.html)")
         q.set_defaults(func=cmd_compare)
 

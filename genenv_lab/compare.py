@@ -10,9 +10,10 @@ label's own band [α−k_min, α+k_min], whether it stayed, epochs in band) and 
 plotly page the lab also shows).
 
 Columns of the comparison table: ``label, variant, seed, epoch`` (0: the untrained agent, held-out score and
-``tasks_consumed`` = 0 only), ``heldout`` (``eval/domain``, or the first ``eval/<benchmark>`` score), ``p_hat_mean``, ``in_band_frac``, ``p_hat_reference`` (the same epoch's agent on
-the untrained simulator's tasks), ``valid_frac``, ``agent_reward_mean``, ``tasks_consumed`` (distinct non-seed
-tasks the agent has trained on so far), ``wall_s``.
+``tasks_consumed`` = 0 only), ``heldout`` (``eval/domain``, or the first ``eval/<benchmark>`` score),
+``p_hat_mean``, ``in_band_frac``, ``p_hat_reference`` (the same epoch's agent on the untrained simulator's tasks),
+``valid_frac``, ``agent_reward_mean``, ``tasks_consumed`` (distinct non-seed tasks the agent has trained on so far),
+``wall_s``.
 """
 
 from __future__ import annotations
@@ -37,15 +38,15 @@ RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_ep
 def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: int | None = None,
                     domain: str | None = None, teacher: str | None = None,
                     teacher_multipliers: Sequence[float] = (1.8, 3.3), reference_tasks: int = 8,
-                    eval_limit: int = 20) -> list[tuple[str, RunConfig]]:
+                    eval_limit: int = 20, data_dir: str = "") -> list[tuple[str, RunConfig]]:
     """(label, config) for each preset × variant; ``offline_teacher`` expands to one entry per data multiplier."""
     out = []
     for name, variant in itertools.product(presets, variants):
         base = preset(name)
         if domain:
             base = for_domain(base, domain)
-        loop = {"variant": variant, "eval_every": 1, **_heldout(base.loop.domain), "eval_limit": eval_limit,
-                "reference_tasks": reference_tasks}
+        loop = {"variant": variant, "eval_every": 1, **_heldout(base.loop.domain, data_dir),
+                "eval_limit": eval_limit, "reference_tasks": reference_tasks}
         if epochs:
             loop["epochs"] = epochs
         if variant == "offline_teacher":
@@ -61,12 +62,12 @@ def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: 
 
 def sweep_entries(preset_name: str, *, alphas: Sequence[float] = (0.5,), shapes: Sequence[str] = ("gaussian",),
                   epochs: int | None = None, domain: str | None = None, reference_tasks: int = 8,
-                  eval_limit: int = 20) -> list[tuple[str, RunConfig]]:
+                  eval_limit: int = 20, data_dir: str = "") -> list[tuple[str, RunConfig]]:
     """(label, config) for each α × reward shape of the full method (the sweep helper)."""
     base = preset(preset_name)
     if domain:
         base = for_domain(base, domain)
-    loop = {"eval_every": 1, **_heldout(base.loop.domain), "eval_limit": eval_limit,
+    loop = {"eval_every": 1, **_heldout(base.loop.domain, data_dir), "eval_limit": eval_limit,
             "reference_tasks": reference_tasks}
     if epochs:
         loop["epochs"] = epochs
@@ -74,15 +75,16 @@ def sweep_entries(preset_name: str, *, alphas: Sequence[float] = (0.5,), shapes:
             for a, s in itertools.product(alphas, shapes)]
 
 
-def _heldout(domain: str) -> dict[str, str]:
-    """Loop settings of the held-out evaluation: the domain's own held-out set, else its benchmark."""
+def _heldout(domain: str, data_dir: str = "") -> dict[str, str]:
+    """Loop settings of the held-out evaluation: the domain's own held-out set, else its benchmark (read from
+    ``data_dir``, else ``$GENENV_LAB_DATA`` or the cache)."""
     from .domains import get_domain
 
     dom = get_domain(domain)
     if dom.heldout_tasks():
         return {"eval_benchmark": "domain"}
     benchmark, category = dom.heldout_benchmark
-    return {"eval_benchmark": benchmark, "eval_category": category}
+    return {"eval_benchmark": benchmark, "eval_category": category, "eval_data_dir": str(data_dir or "")}
 
 
 def _safe(label: str) -> str:

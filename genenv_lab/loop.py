@@ -456,6 +456,18 @@ def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConf
                      reference=pool_tasks(read_table(run_dir, "reference_tasks")))
 
 
+def check_eval_data(cfg: RunConfig) -> None:
+    """Fail at once (:class:`~genenv_lab.evaluation.common.BenchmarkDataMissing`, naming where it looked and the
+    canonical source) when the held-out evaluation needs benchmark files that are not there, rather than after the
+    model has loaded."""
+    lp = cfg.loop
+    if lp.eval_every and lp.eval_benchmark != "domain":
+        from .evaluation.common import resolve_data_dir
+        from .evaluation.runner import get_benchmark
+
+        resolve_data_dir(get_benchmark(lp.eval_benchmark), lp.eval_data_dir or None)
+
+
 def check_engine(cfg: RunConfig) -> None:
     """Fail at once when the configured engine cannot run here (a GPU engine without CUDA names the CPU presets)."""
     from .config import CPU_PRESETS
@@ -513,6 +525,7 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
 
     if backend is None:
         check_engine(cfg)
+    check_eval_data(cfg)
     writer = RunWriter(out, cfg, resume=resume)
     saved_env_version = int(read_state(writer.dir).get("env_version", 0)) if writer.last_epoch else 0
     state: LoopState | None = None

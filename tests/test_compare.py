@@ -19,8 +19,9 @@ def test_variant_entries_and_validation():
     assert all(cfg.loop.eval_every == 1 and cfg.loop.eval_benchmark == "domain" for _, cfg in entries)
     with pytest.raises(ValueError, match="teacher"):
         variant_entries(["tiny"], ["offline_teacher"])
-    tools = variant_entries(["tiny"], ["genenv"], domain="tools")[0][1].loop  # no held-out set: BFCL simple
+    tools = variant_entries(["tiny"], ["genenv"], domain="tools", data_dir="/data")[0][1].loop  # BFCL simple
     assert (tools.eval_benchmark, tools.eval_category, tools.domain) == ("bfcl", "simple_python", "tools")
+    assert tools.eval_data_dir == "/data"
     sweep = sweep_entries("tiny", alphas=[0.3, 0.5], shapes=["gaussian", "azr"])
     assert len(sweep) == 4 and {c.curriculum.shape for _, c in sweep} == {"gaussian", "azr"}
 
@@ -79,3 +80,13 @@ def test_compare_cli_end_to_end_on_tiny(tmp_path):
     assert len(table) == 4 + 2 and table["heldout"].between(0, 1).all()
     assert sorted(table["epoch"].unique()) == [0, 1, 2]
     assert collect(out).shape[0] == 4 + 2  # the untrained agent's epoch 0 of each run too
+
+
+def test_missing_held_out_benchmark_data_fails_before_any_model_loads(tmp_path):
+    out = tmp_path / "cmp"
+    proc = subprocess.run([sys.executable, "-m", "genenv_lab.cli", "compare", "--presets", "tiny", "--variants",
+                           "genenv", "--domain", "tools", "--seeds", "1", "--data-dir", str(tmp_path / "nowhere"),
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "held-out data missing" in proc.stdout and "nowhere" in proc.stdout and "gorilla" in proc.stdout
+    assert not out.exists()

@@ -81,3 +81,14 @@ def test_a_baseline_score_that_is_not_a_number_is_left_out_not_fatal(tiny_cfg, t
     writer.write_baseline({"eval/bfcl": float("nan"), "eval/domain": 0.25})
     assert read_baseline(tmp_path / "r") == {"eval/domain": 0.25}
     assert "left out: eval/bfcl" in (tmp_path / "r" / "events.log").read_text()
+
+
+def test_a_run_whose_held_out_data_is_missing_fails_before_its_directory_exists(tiny_cfg, tmp_path):
+    from genenv_lab.evaluation.common import BenchmarkDataMissing
+    from genenv_lab.loop import run
+
+    cfg = tiny_cfg.replace(loop={"eval_every": 1, "eval_benchmark": "bamboogle",
+                                 "eval_data_dir": str(tmp_path / "nowhere")})
+    with pytest.raises(BenchmarkDataMissing, match="nowhere"):
+        next(run(cfg, tmp_path / "r", progress=False))
+    assert not (tmp_path / "r").exists()

@@ -230,7 +230,8 @@ _KW_SUFFIX = "__kw__"
 
 def _escape_keywords(text: str) -> str:
     """Rename Python keywords used as argument names (``from=``, ``class=``...) or in function names (``if(``,
-    ``api.import(``, ``if.run(``) outside string literals, so that ``ast`` parses the call; :func:`_unescape` undoes it."""
+    ``api.import(``, ``if.run(``) outside string literals, so that ``ast`` parses the call; :func:`_unescape`
+    undoes it."""
     out, i, quoted = [], 0, quoted_mask(text)
     while i < len(text):
         m = None if quoted[i] else _KW_USE.match(text, i)
@@ -243,7 +244,8 @@ def _escape_keywords(text: str) -> str:
     return "".join(out)
 
 
-_KW_USE = re.compile(r"(" + "|".join(sorted(keyword.kwlist, key=len, reverse=True)) + r")(\s*=(?!=)|\s*\(|\.(?=[A-Za-z_]))")
+_KW_USE = re.compile(r"(" + "|".join(sorted(keyword.kwlist, key=len, reverse=True))
+                     + r")(\s*=(?!=)|\s*\(|\.(?=[A-Za-z_]))")  # keyword=, keyword( and keyword.name
 
 
 def _python_calls(text: str) -> list[FunctionCall]:
