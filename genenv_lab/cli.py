@@ -121,16 +121,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         console.print(f"[red]config error:[/red] {exc}")
         return 2
-    from .loop import check_eval_data
+    from .evaluation.common import BenchmarkDataMissing
 
+    out = Path(args.out)
+    _interruptible()
     try:
-        for _, cfg in entries:
-            check_eval_data(cfg)
-    except FileNotFoundError as exc:
+        table = compare_grid(entries, args.seeds, out)
+    except BenchmarkDataMissing as exc:
         console.print(f"[red]held-out data missing:[/red] {exc}")
         return 2
-    out = Path(args.out)
-    table = compare_grid(entries, args.seeds, out)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/yellow]; the same command continues it (finished runs are skipped)")
+        return 130
     last = table[table["epoch"] == table["epoch"].max()] if len(table) else table
     console.print(summarise(last).to_string(index=False))
     console.print(band_residence(table, bands=bands_of(entries)).to_string(index=False))

@@ -101,9 +101,11 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
 
     ``backend_factory(cfg)`` builds the backend of each run (default: the engine of its config).
     """
-    from .loop import run
+    from .loop import check_eval_data, run
     from .runlog import read_state
 
+    for _, cfg in entries:  # missing benchmark data fails here, before any folder or model
+        check_eval_data(cfg)
     out = Path(out)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     manifest = {"entries": [{"label": lab, "config": cfg.to_dict()} for lab, cfg in entries], "seeds": seed_list}
@@ -113,8 +115,8 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
         run_dir = run_dir_for(out, label, seed)
         cfg_s = cfg.replace(loop={"seed": seed})
         resume = (run_dir / "state.json").is_file()
-        if resume and read_state(run_dir).get("status") == "finished" and \
-                read_state(run_dir).get("last_complete_epoch", 0) >= cfg_s.loop.epochs:
+        state = read_state(run_dir) if resume else {}
+        if state.get("status") == "finished" and state.get("last_complete_epoch", 0) >= cfg_s.loop.epochs:
             continue
         if not resume and run_dir.exists():
             import shutil
@@ -159,8 +161,9 @@ def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], 
     """Rows of the comparison table for one run: epoch 0 from ``baseline`` (held-out score only, no training yet)
     when it has a score, then one row per epoch record."""
     rows = []
-    if baseline and heldout_of(baseline) is not None:
-        rows.append({"label": label, "variant": variant, "seed": seed, "epoch": 0, "heldout": heldout_of(baseline),
+    start = heldout_of(baseline or {})
+    if start is not None:
+        rows.append({"label": label, "variant": variant, "seed": seed, "epoch": 0, "heldout": start,
                      "tasks_consumed": 0})
     for r in records:
         extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}

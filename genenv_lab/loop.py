@@ -540,14 +540,12 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
 
             warnings.warn(warning, stacklevel=2)
         backend = backend or make_backend(cfg, domain)
+        state = restore_state(writer.dir, writer.last_epoch, saved_env_version, cfg) if writer.last_epoch \
+            else LoopState()
         if writer.last_epoch:
             from .runlog import adapter_dir
 
-            restored = restore_state(writer.dir, writer.last_epoch, saved_env_version, cfg)
             backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
-        else:
-            restored = LoopState()
-        state = restored
         bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
                    disable=not progress)
         if cfg.loop.eval_every and state.epoch == 0 and not (writer.dir / BASELINE).is_file():

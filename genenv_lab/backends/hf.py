@@ -114,8 +114,8 @@ class HFBackend:
                 use_cpu=not on_gpu, bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
                 gradient_checkpointing=False, seed=seed, dataloader_num_workers=0,
             )
-            trainer = timed_trainer(GRPOTrainer)(model=self.model, reward_funcs=[grpo_reward(reward_fn)], args=args,
-                                        train_dataset=dataset, processing_class=self.tokenizer)
+            trainer = timed_trainer(GRPOTrainer)(model=self.model, reward_funcs=[grpo_reward(reward_fn)],
+                                                 args=args, train_dataset=dataset, processing_class=self.tokenizer)
             trainer.remove_callback(PrinterCallback)  # metrics go to the run directory, not stdout
             start = time.perf_counter()
             trainer.train()

@@ -352,8 +352,8 @@ class UnslothBackend(HFBackend):
                 bf16=False, fp16=False, use_vllm=self.generator is not None, dataloader_num_workers=0,
             )
             args = GRPOConfig(**_only_known(GRPOConfig, kwargs))
-            trainer = trainer_cls(model=self.model, reward_funcs=[grpo_reward(reward_fn)], args=args, train_dataset=dataset,
-                                  processing_class=self.tokenizer)
+            trainer = trainer_cls(model=self.model, reward_funcs=[grpo_reward(reward_fn)], args=args,
+                                  train_dataset=dataset, processing_class=self.tokenizer)
             trainer.remove_callback(PrinterCallback)
             start = time.perf_counter()
             trainer.train()

@@ -30,11 +30,16 @@ def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int
                                                        disable=not progress) as bar:
         for start in range(0, len(items), batch_size):
             chunk = items[start:start + batch_size]
-            fits = [it for it in chunk if room is None or room(prompt_messages(benchmark, it)) >= max_new_tokens]
-            too_long += [it.id for it in chunk if it not in fits]
-            replies = backend.generate("agent", [prompt_messages(benchmark, it) for it in fits], n=1,
-                                       max_new_tokens=max_new_tokens, temperature=0.0) if fits else []
-            for it, reply in zip(fits, replies):
+            fits = []
+            for it in chunk:
+                messages = prompt_messages(benchmark, it)
+                if room is None or room(messages) >= max_new_tokens:
+                    fits.append((it, messages))
+                else:
+                    too_long.append(it.id)
+            replies = backend.generate("agent", [m for _, m in fits], n=1, max_new_tokens=max_new_tokens,
+                                       temperature=0.0) if fits else []
+            for (it, _), reply in zip(fits, replies):
                 fh.write(json.dumps({"id": it.id, "prediction": reply[0]}, ensure_ascii=False) + "\n")
             bar.update(len(chunk))
     if too_long:  # no prediction: scored as wrong ("no prediction") and counted in the summary

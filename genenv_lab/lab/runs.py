@@ -339,8 +339,8 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
         except Exception:  # noqa: BLE001 - an unknown domain only loses the seed texts
             seeds = {}
     return RunData(name=name, path=path, status=status, config=config, state=state, records=tuple(records),
-                   baseline=baseline, tasks=tasks.reset_index(drop=True), attempts=attempts.reset_index(drop=True), events=events,
-                   seeds=seeds, problems=tuple(problems))
+                   baseline=baseline, tasks=tasks.reset_index(drop=True), attempts=attempts.reset_index(drop=True),
+                   events=events, seeds=seeds, problems=tuple(problems))
 
 
 # --------------------------------------------------------------------------------------------------------- folder
