@@ -60,8 +60,35 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"[yellow]interrupted[/yellow]; continue with: genenv-lab run ... --out {out} --resume")
         return 130
     console.print(table)
-    console.print(f"run directory: {out}  (inspect it with: python app.py --runs {out.parent})")
+    for line in run_summary(out, cfg):
+        console.print(line)
+    console.print(f"run directory: {out}  (inspect it with: python app.py --runs {out.parent}, tab Curriculum: "
+                  f"the p̂ histogram per epoch against the shaded α band)")
     return 0
+
+
+def run_summary(out: Path, cfg) -> list[str]:
+    """Where p̂ went: first and last epoch on the simulator's tasks, on the untrained simulator's tasks, and the
+    held-out score from epoch 0, against the run's band."""
+    from .runlog import read_baseline, read_epochs
+
+    records = read_epochs(out)
+    if not records:
+        return []
+    c = cfg.curriculum
+    first, last = records[0], records[-1]
+    fx, lx = first.get("extra") or {}, last.get("extra") or {}
+    lines = [f"α = {c.alpha:.2f}, band [{c.alpha - c.k_min:.3f}, {c.alpha + c.k_min:.3f}]: p̂ on the simulator's "
+             f"tasks {_f(first['p_hat_mean'])} (epoch {first['epoch']}) → {_f(last['p_hat_mean'])} "
+             f"(epoch {last['epoch']}); in band {_f(first['in_band_frac'])} → {_f(last['in_band_frac'])}"]
+    if "p_hat_reference" in lx:
+        lines.append(f"p̂ of the same agent on the untrained simulator's tasks: "
+                     f"{_f(fx.get('p_hat_reference'))} → {_f(lx.get('p_hat_reference'))}")
+    key = next((k for k in lx if k.startswith("eval/")), None)
+    if key:
+        base = (read_baseline(out) or {}).get(key)
+        lines.append(f"held-out {key[5:]}: {_f(base)} (untrained agent) → {_f(lx[key])} (epoch {last['epoch']})")
+    return lines
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -199,9 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--seeds", type=int, default=3, help="seeds per configuration (default 3)")
         q.add_argument("--epochs", type=int, help="epochs per run (default: the preset's)")
         q.add_argument("--domain", help="task domain (default: the preset's, arith)")
-        q.add_argument("--reference-tasks", type=int, default=8,
-                       help="tasks of the untrained simulator measured every epoch (the counterfactual)")
-        q.add_argument("--eval-limit", type=int, default=20, help="held-out items per evaluation")
+        q.add_argument("--reference-tasks", type=int,
+                       help="tasks of the untrained simulator measured every epoch (the counterfactual; default: "
+                            "the preset's, else 8)")
+        q.add_argument("--eval-limit", type=int,
+                       help="held-out items per evaluation (default: the preset's, else 20; 0: all)")
         q.add_argument("--data-dir", help="benchmark data of the held-out score when the domain ships no held-out "
                                           "set (tools: BFCL; default $GENENV_LAB_DATA/<name> or the cache)")
         q.add_argument("--out", required=True, help="comparison folder (runs/, comparison.csv, report.html)")

@@ -37,16 +37,15 @@ RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_ep
 
 def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: int | None = None,
                     domain: str | None = None, teacher: str | None = None,
-                    teacher_multipliers: Sequence[float] = (1.8, 3.3), reference_tasks: int = 8,
-                    eval_limit: int = 20, data_dir: str = "") -> list[tuple[str, RunConfig]]:
+                    teacher_multipliers: Sequence[float] = (1.8, 3.3), reference_tasks: int | None = None,
+                    eval_limit: int | None = None, data_dir: str = "") -> list[tuple[str, RunConfig]]:
     """(label, config) for each preset × variant; ``offline_teacher`` expands to one entry per data multiplier."""
     out = []
     for name, variant in itertools.product(presets, variants):
         base = preset(name)
         if domain:
             base = for_domain(base, domain)
-        loop = {"variant": variant, "eval_every": 1, **_heldout(base.loop.domain, data_dir),
-                "eval_limit": eval_limit, "reference_tasks": reference_tasks}
+        loop = {"variant": variant, **_measurement(base, reference_tasks, eval_limit, data_dir)}
         if epochs:
             loop["epochs"] = epochs
         if variant == "offline_teacher":
@@ -61,18 +60,31 @@ def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: 
 
 
 def sweep_entries(preset_name: str, *, alphas: Sequence[float] = (0.5,), shapes: Sequence[str] = ("gaussian",),
-                  epochs: int | None = None, domain: str | None = None, reference_tasks: int = 8,
-                  eval_limit: int = 20, data_dir: str = "") -> list[tuple[str, RunConfig]]:
+                  epochs: int | None = None, domain: str | None = None, reference_tasks: int | None = None,
+                  eval_limit: int | None = None, data_dir: str = "") -> list[tuple[str, RunConfig]]:
     """(label, config) for each α × reward shape of the full method (the sweep helper)."""
     base = preset(preset_name)
     if domain:
         base = for_domain(base, domain)
-    loop = {"eval_every": 1, **_heldout(base.loop.domain, data_dir), "eval_limit": eval_limit,
-            "reference_tasks": reference_tasks}
+    loop = _measurement(base, reference_tasks, eval_limit, data_dir)
     if epochs:
         loop["epochs"] = epochs
     return [(f"{preset_name}:alpha={a:g}:{s}", base.replace(loop=loop, curriculum={"alpha": a, "shape": s}))
             for a, s in itertools.product(alphas, shapes)]
+
+
+def _measurement(base: RunConfig, reference_tasks: int | None, eval_limit: int | None,
+                 data_dir: str) -> dict:
+    """Loop settings every run of a comparison measures with: held-out score after every epoch, and the
+    counterfactual set. ``None`` keeps the preset's own choice where it makes one (``cpu-demo``: 32 reference
+    tasks, the whole held-out set), else 8 reference tasks and 20 held-out items."""
+    lp = base.loop
+    if reference_tasks is None:
+        reference_tasks = lp.reference_tasks or 8
+    if eval_limit is None:
+        eval_limit = lp.eval_limit if lp.eval_every else 20
+    return {"eval_every": 1, **_heldout(lp.domain, data_dir), "eval_limit": eval_limit,
+            "reference_tasks": reference_tasks}
 
 
 def _heldout(domain: str, data_dir: str = "") -> dict[str, str]:

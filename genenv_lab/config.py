@@ -71,11 +71,20 @@ class ModelConfig:
     the single-adapter reference of the memory benchmark)."""
     tiny_warmup_steps: int = 300
     """``tiny`` only: steps of format warm-up on the domain's seed texts, so a random model writes parseable tasks."""
+    world_steps: int = 450
+    """``tiny-world`` only: pre-training steps of the agent role on the domain's world (genenv_lab.models.world)."""
+    world_env_steps: int = 200
+    """``tiny-world`` only: then rounds of one simulator batch and one agent batch."""
+    world_hidden_size: int = 128
+    world_layers: int = 3
+    world_seed: int = 0
+    """``tiny-world`` only: seed of the world corpus and the model's initialisation (one model serves every loop
+    seed, so a comparison's seeds differ in the loop only)."""
 
     def __post_init__(self) -> None:
         w = "ModelConfig"
         _require(isinstance(self.name_or_path, str) and self.name_or_path.strip() != "", w, "name_or_path",
-                 self.name_or_path, "'tiny', 'smollm2-135m', a Hugging Face model id or a local directory")
+                 self.name_or_path, "'tiny', 'tiny-world', 'smollm2-135m', a Hugging Face model id or a local directory")
         _require(self.engine in ENGINES, w, "engine", self.engine, f"one of {ENGINES}")
         _require(self.dtype in DTYPES, w, "dtype", self.dtype, f"one of {DTYPES}")
         _in_range(w, "lora_r", self.lora_r, 1, 1024, integer=True)
@@ -85,6 +94,13 @@ class ModelConfig:
         _in_range(w, "max_seq_length", self.max_seq_length, 64, 131072, integer=True)
         _in_range(w, "gpu_memory_utilization", self.gpu_memory_utilization, 0.05, 0.95)
         _in_range(w, "tiny_warmup_steps", self.tiny_warmup_steps, 0, 100000, integer=True)
+        _in_range(w, "world_steps", self.world_steps, 1, 10**6, integer=True)
+        _in_range(w, "world_env_steps", self.world_env_steps, 0, 10**6, integer=True)
+        _in_range(w, "world_hidden_size", self.world_hidden_size, 16, 4096, integer=True)
+        _require(self.world_hidden_size % 4 == 0, w, "world_hidden_size", self.world_hidden_size,
+                 "a multiple of 4 (4 attention heads)")
+        _in_range(w, "world_layers", self.world_layers, 1, 64, integer=True)
+        _in_range(w, "world_seed", self.world_seed, 0, 2**32 - 1, integer=True)
 
 
 @dataclass(frozen=True)
@@ -254,8 +270,15 @@ class RunConfig:
         from .domains import DOMAINS  # late import: domains import config-free modules only
 
         _require(self.loop.domain in DOMAINS, "LoopConfig", "domain", self.loop.domain, f"one of {sorted(DOMAINS)}")
-        _require(not (self.model.name_or_path == "tiny" and self.model.engine != "hf"), "ModelConfig", "engine",
-                 self.model.engine, "'hf' with the tiny test model")
+        _require(not (self.model.name_or_path in ("tiny", "tiny-world") and self.model.engine != "hf"), "ModelConfig",
+                 "engine", self.model.engine, f"'hf' with the locally built model {self.model.name_or_path!r}")
+        if self.model.name_or_path == "tiny-world":
+            from .models.world import world_of
+
+            try:
+                world_of(self.loop.domain)
+            except ValueError as exc:
+                raise ConfigError(f"ModelConfig.name_or_path='tiny-world' is invalid here: {exc}") from None
         _require(self.loop.variant != "offline_teacher" or bool(self.env.teacher_model), "EnvConfig",
                  "teacher_model", self.env.teacher_model, "a model id or directory when loop.variant is "
                  "'offline_teacher'")
@@ -342,8 +365,23 @@ def _tiny() -> RunConfig:
 
 
 def _cpu_demo() -> RunConfig:
+    # The learnable world: a tiny model pre-trained once on the times-tables world (docs/curriculum_cpu.md).
     return RunConfig(
         preset="cpu-demo",
+        model=ModelConfig(name_or_path="tiny-world", lora_r=8, lora_alpha=16, max_seq_length=256),
+        env=EnvConfig(seeds_per_epoch=10, n_variations=4, max_new_tokens=10, temperature=1.0, lr=1e-3,
+                      batch_size=16, max_steps=4, kl_coef=0.2, kl_cap=0.4),
+        agent=AgentConfig(num_generations=8, max_completion_length=6, temperature=1.0, lr=1e-4,
+                          prompts_per_step=8, replay_size=4, base_seeds=4),
+        curriculum=CurriculumConfig(alpha=0.5, k_min=0.125),
+        loop=LoopConfig(epochs=16, domain="times", reference_tasks=32, eval_every=1, eval_benchmark="domain",
+                        eval_limit=0),
+    )
+
+
+def _cpu_smollm2() -> RunConfig:
+    return RunConfig(
+        preset="cpu-smollm2",
         model=ModelConfig(name_or_path="smollm2-135m", lora_r=8, lora_alpha=16, max_seq_length=512),
         env=EnvConfig(seeds_per_epoch=3, n_variations=2, max_new_tokens=48, temperature=0.9, lr=2e-4,
                       batch_size=6, max_steps=2),
@@ -370,6 +408,7 @@ def _gpu(preset: str, model: str, *, four_bit: bool, seeds: int, variations: int
 PRESETS = {
     "tiny": _tiny,
     "cpu-demo": _cpu_demo,
+    "cpu-smollm2": _cpu_smollm2,
     # GPU presets: Unsloth (4-bit or 16-bit base, both LoRA adapters, vLLM fast inference); see docs/gpu.md.
     "colab-t4": lambda: _gpu("colab-t4", "Qwen/Qwen2.5-0.5B-Instruct", four_bit=True, seeds=16, variations=4,
                              g=5, prompts=4, completion=256, mem=0.4),
@@ -378,7 +417,7 @@ PRESETS = {
     "a100": lambda: _gpu("a100", "Qwen/Qwen2.5-3B-Instruct", four_bit=False, seeds=64, variations=4,
                          g=10, prompts=8, completion=512, mem=0.5),
 }
-CPU_PRESETS = ("tiny", "cpu-demo")
+CPU_PRESETS = ("tiny", "cpu-demo", "cpu-smollm2")
 
 
 def for_domain(cfg: RunConfig, domain: str) -> RunConfig:

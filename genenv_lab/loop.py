@@ -203,21 +203,28 @@ def choose_parents(state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig, 
     return out
 
 
-def lineage_stats(state: LoopState, root_id: str, cfg: RunConfig) -> LineageStats:
-    """Successes/rollouts of the last ``stats_window`` epochs of tasks generated in this seed's lineage."""
+def lineage_stats(state: LoopState, root_id: str, cfg: RunConfig, domain: Domain | None = None) -> LineageStats:
+    """Successes/rollouts of the last ``stats_window`` epochs of tasks generated in this seed's lineage, and the
+    difficulty summaries and p̂ of its ``RECENT_SHOWN`` newest measured tasks (with ``domain``)."""
     g = cfg.agent.num_generations
     recent = [t for t in state.pool if t.root_id == root_id and t.epoch > state.epoch - cfg.env.stats_window
               and not math.isnan(t.p_hat)]
     successes = sum(round(t.p_hat * g) for t in recent)
+    shown = tuple((domain.describe(t.spec.features), t.p_hat) for t in recent[-RECENT_SHOWN:]) if domain else ()
     return LineageStats(n_tasks=len(recent), successes=successes, rollouts=len(recent) * g,
-                        recent_p_hats=tuple(t.p_hat for t in recent))
+                        recent_p_hats=tuple(t.p_hat for t in recent), recent=shown)
+
+
+RECENT_SHOWN = 3
+"""Recent tasks of a lineage listed in the simulator's context."""
 
 
 def build_env_contexts(parents, state: LoopState, domain: Domain, cfg: RunConfig) -> list[list[dict[str, str]]]:
     """Seed task + lineage statistics (``filter_only``: no statistics, as in the authors' release)."""
     blind = cfg.loop.variant == "filter_only"
-    return [domain.env_messages(spec, LineageStats() if blind else lineage_stats(state, root, cfg),
-                                cfg.curriculum.alpha) for _, root, spec in parents]
+    c = cfg.curriculum
+    return [domain.env_messages(spec, LineageStats() if blind else lineage_stats(state, root, cfg, domain),
+                                c.alpha, c.k_min) for _, root, spec in parents]
 
 
 def parse_generations(raw: list[list[str]], parents, contexts, domain: Domain, epoch: int,
@@ -382,12 +389,17 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
                  cfg: RunConfig) -> EpochRecord:
     valid = [t for t in tasks if t.valid]
     scored = list(measured.values())
-    extra: dict = {"n_fresh": len(measured)}
+    c = cfg.curriculum
+    extra: dict = {"n_fresh": len(measured),
+                   "p_hat_gap": cur.mean_or_nan(abs(m.p_hat - c.alpha) for m in scored)}
     if reference_p_hats:
-        c = cfg.curriculum
         extra["p_hat_reference"] = cur.mean_or_nan(reference_p_hats)
         extra["in_band_frac_reference"] = cur.mean_or_nan(1.0 if cur.in_band(p, c.alpha, c.k_min) else 0.0
                                                           for p in reference_p_hats)
+        extra["p_hat_gap_reference"] = cur.mean_or_nan(abs(p - c.alpha) for p in reference_p_hats)
+    extra.update({k: v for k, v in agent_update.metrics.items() if k.startswith("grpo/")})
+    extra.update(rwr_metrics(env_update))
+    extra.update(feature_means(valid))
     all_rewards = [r for g in rewards.groups() for r in g]
     reasons: dict[str, int] = {}
     for t in tasks:
@@ -413,6 +425,26 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
         phase_s={k: round(v, 4) for k, v in timer.seconds.items()},
         extra=extra,
     )
+
+
+def rwr_metrics(update) -> dict[str, float]:
+    """``rwr/*``: the env update's loss, KL to the initial simulator, steps and whether the KL cap stopped it
+    (``rwr/ran`` 0 when no generation was in band, the other keys then NaN)."""
+    if update is None:
+        return {"rwr/ran": 0.0, "rwr/loss": math.nan, "rwr/kl": math.nan, "rwr/steps": 0.0,
+                "rwr/kl_capped": math.nan}
+    return {"rwr/ran": 1.0, "rwr/loss": update.loss, "rwr/kl": update.kl, "rwr/steps": float(update.steps),
+            "rwr/kl_capped": 1.0 if update.stopped_by_kl_cap else 0.0}
+
+
+def feature_means(valid: Sequence[GeneratedTask]) -> dict[str, float]:
+    """``features/<name>``: the mean of each numeric (or boolean) difficulty feature over the epoch's valid tasks."""
+    values: dict[str, list[float]] = {}
+    for t in valid:
+        for k, v in t.features.items():
+            if isinstance(v, (int, float)):
+                values.setdefault(k, []).append(float(v))
+    return {f"features/{k}": sum(vs) / len(vs) for k, vs in sorted(values.items())}
 
 
 def _seed_torch(seed: int) -> None:

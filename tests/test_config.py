@@ -70,11 +70,11 @@ def test_gpu_preset_without_gpu_fails_at_once_naming_cpu_presets(tmp_path):
 def test_for_domain_applies_recommendations_without_shrinking():
     from genenv_lab.config import for_domain
 
-    tools = for_domain(preset("cpu-demo"), "tools")
+    tools = for_domain(preset("cpu-smollm2"), "tools")
     assert tools.loop.domain == "tools" and tools.env.max_new_tokens == 512
     qa = for_domain(preset("tiny"), "qa")
     assert qa.agent.success_threshold == 0.5
-    big = preset("cpu-demo").replace(env={"max_new_tokens": 2048})
+    big = preset("cpu-smollm2").replace(env={"max_new_tokens": 2048})
     assert for_domain(big, "tools").env.max_new_tokens == 2048
     with pytest.raises(ConfigError, match="domain"):
         for_domain(preset("tiny"), "chess")

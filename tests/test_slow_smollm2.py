@@ -18,7 +18,7 @@ def test_smollm2_loads_answers_and_one_epoch_runs(tmp_path):
     from genenv_lab.loop import make_backend, run
     from genenv_lab.runlog import read_table
 
-    cfg = preset("cpu-demo").replace(loop={"epochs": 1}, env={"seeds_per_epoch": 2},
+    cfg = preset("cpu-smollm2").replace(loop={"epochs": 1}, env={"seeds_per_epoch": 2},
                                       agent={"replay_size": 0, "base_seeds": 0, "max_completion_length": 16})
     backend = make_backend(cfg, get_domain("arith"))
     torch.manual_seed(0)

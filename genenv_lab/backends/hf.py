@@ -2,15 +2,20 @@
 
 - Generation: ``model.generate`` on the PeftModel with the requested adapter active.
 - Agent update: TRL's ``GRPOTrainer`` on the PeftModel with the ``agent`` adapter active (only its LoRA weights
-  require grad). A fresh trainer (and optimiser) per epoch: one pass over the epoch's batch, G completions per task.
-  With ``kl_beta > 0`` TRL takes the base with adapters disabled as the reference.
+  require grad). A fresh trainer per epoch (one pass over the epoch's batch, G completions per task, constant
+  learning rate) around one AdamW optimiser that lives for the whole run, so Adam's moments carry across epochs.
+  With ``kl_beta > 0`` TRL takes the base with adapters disabled as the reference. TRL's logged metrics are
+  averaged over the epoch's steps and returned as ``grpo/*`` (see :data:`GRPO_METRICS`).
 - Environment update (RWR): written by hand, because no library offers a per-sample weighted NLL with a KL penalty
   to the adapter-disabled base and a KL stopping cap. Loss per mini-batch::
 
       L = mean_i w_i · NLL_i(target | context)  +  kl_coef · mean_tokens KL(π_env ‖ π_base)
 
   where NLL_i is the mean token NLL of example i and the KL is the full-vocabulary KL at each target position.
-  The epoch's env steps stop as soon as the measured KL exceeds ``kl_cap``.
+  The epoch's env steps stop as soon as the measured KL exceeds ``kl_cap``. Its AdamW optimiser also lives for
+  the whole run.
+- Both optimisers' states are saved beside the adapters (``optimizer.pt``) and restored with them on ``--resume``,
+  so a resumed run takes the same next step as an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -27,7 +32,14 @@ import torch.nn.functional as F
 
 from ..config import RunConfig
 from ..models.loading import ADAPTERS, attach_adapters, load_base
+from ..models.world import world_spec
 from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
+
+GRPO_METRICS = ("loss", "reward", "reward_std", "frac_reward_zero_std", "kl", "entropy", "clip_ratio/region_mean",
+                "completions/mean_length", "completions/clipped_ratio", "grad_norm", "learning_rate")
+"""TRL's GRPO log keys kept per epoch (mean over the epoch's optimiser steps) as ``grpo/<key>``; a key TRL did not
+log (``kl`` without ``kl_beta``, clip ratios of a single-iteration update) is ``NaN``."""
+OPTIMIZER_FILE = "optimizer.pt"
 
 
 class HFBackend:
@@ -38,7 +50,9 @@ class HFBackend:
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         base, self.tokenizer = load_base(cfg.model.name_or_path, dtype=cfg.model.dtype, seed=cfg.loop.seed,
                                          format_corpus=format_corpus,
-                                         tiny_warmup_steps=cfg.model.tiny_warmup_steps)
+                                         tiny_warmup_steps=cfg.model.tiny_warmup_steps, world=world_spec(cfg))
+        # LoRA A is drawn at random: seed it here, or it depends on whether the base was just built or cached
+        torch.manual_seed(cfg.loop.seed)
         self.model = attach_adapters(base, r=cfg.model.lora_r, alpha=cfg.model.lora_alpha,
                                      dropout=cfg.model.lora_dropout, target_modules=cfg.model.target_modules,
                                      separate=cfg.model.separate_adapters)
@@ -46,6 +60,7 @@ class HFBackend:
         self.model.to(self.device)
         self.eos_token = self.tokenizer.eos_token
         self._grpo_calls = 0
+        self._optimizers: dict[str, torch.optim.Optimizer] = {}
 
     # ------------------------------------------------------------------------------------------------- helpers
     def _name(self, role: str) -> str:
@@ -65,9 +80,20 @@ class HFBackend:
 
     def next_trainer_seed(self) -> int:
         """A fresh seed per GRPO call: Trainer re-seeds every RNG at construction, and one fixed seed would make
-        every later epoch's generations and rollouts replay the same random stream."""
+        every later epoch's generations and rollouts replay the same random stream. The count is restored with the
+        adapters, so a resumed run continues the same sequence of seeds."""
         self._grpo_calls += 1
         return self.cfg.loop.seed * 100_003 + self._grpo_calls
+
+    def optimizer(self, role: str) -> torch.optim.Optimizer:
+        """The run-long AdamW of the adapter playing ``role`` (created on first use, over that adapter's LoRA
+        weights in a fixed order, so that a saved state maps back onto the same parameters)."""
+        name = self._name(role)
+        if name not in self._optimizers:
+            params = [p for n, p in self.model.named_parameters() if "lora_" in n and f".{name}." in n]
+            lr = self.cfg.agent.lr if role == "agent" else self.cfg.env.lr
+            self._optimizers[name] = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+        return self._optimizers[name]
 
     def prompt_room(self, messages: Messages) -> int:
         """Tokens left for generation after this prompt within the model's context (negative: it does not fit)."""
@@ -112,18 +138,21 @@ class HFBackend:
                 learning_rate=a.lr, num_train_epochs=1, beta=a.kl_beta, temperature=a.temperature,
                 logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
                 use_cpu=not on_gpu, bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
-                gradient_checkpointing=False, seed=seed, dataloader_num_workers=0,
+                gradient_checkpointing=False, seed=seed, dataloader_num_workers=0, lr_scheduler_type="constant",
+                weight_decay=0.0,
             )
             trainer = timed_trainer(GRPOTrainer)(model=self.model, reward_funcs=[grpo_reward(reward_fn)],
-                                                 args=args, train_dataset=dataset, processing_class=self.tokenizer)
+                                                 args=args, train_dataset=dataset, processing_class=self.tokenizer,
+                                                 optimizers=(self.optimizer("agent"), None))
             trainer.remove_callback(PrinterCallback)  # metrics go to the run directory, not stdout
             start = time.perf_counter()
             trainer.train()
             total = time.perf_counter() - start
-        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        metrics = grpo_metrics(trainer.state.log_history)
         self._use("agent")
-        return AgentUpdate(loss=sum(losses) / len(losses) if losses else math.nan, rollout_s=trainer.rollout_s,
-                           update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step)
+        return AgentUpdate(loss=metrics["grpo/loss"], rollout_s=trainer.rollout_s,
+                           update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
+                           metrics=metrics)
 
     # --------------------------------------------------------------------------------------------- env (RWR)
     def _encode(self, ex: EnvExample) -> tuple[list[int], list[int]]:
@@ -173,8 +202,7 @@ class HFBackend:
             return EnvUpdate(steps=0, kl=self.env_kl(examples) if examples else 0.0)
         self._use("env")
         self.model.train()
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        opt = torch.optim.AdamW(params, lr=e.lr, weight_decay=0.0)
+        opt = self.optimizer("env")
         losses, steps, capped = [], 0, False
         order = list(range(len(examples)))
         for step in range(e.max_steps):
@@ -212,9 +240,12 @@ class HFBackend:
 
     # ---------------------------------------------------------------------------------------------- adapters
     def save_adapters(self, directory: Path) -> None:
-        """Standard peft layout: ``directory/agent/`` and ``directory/env/`` (adapter_config + safetensors)."""
+        """Standard peft layout: ``directory/agent/`` and ``directory/env/`` (adapter_config + safetensors), and
+        ``directory/optimizer.pt``: both optimisers' states and the GRPO call count (for an exact resume)."""
         # peft writes each adapter not called "default" into a sub-folder named after it
         self.model.save_pretrained(Path(directory), selected_adapters=list(self.adapters))
+        torch.save({"optimizers": {k: o.state_dict() for k, o in self._optimizers.items()},
+                    "grpo_calls": self._grpo_calls}, Path(directory) / OPTIMIZER_FILE)
 
     def load_adapters(self, directory: Path) -> None:
         from peft import set_peft_model_state_dict
@@ -229,6 +260,17 @@ class HFBackend:
                 raise ValueError(f"{path} does not match this model's {name!r} adapter: "
                                  f"unexpected keys {result.unexpected_keys[:3]}")
         self._use("agent")
+        self.load_optimizers(Path(directory) / OPTIMIZER_FILE)
+
+    def load_optimizers(self, path: Path) -> None:
+        """Restore both optimisers and the GRPO call count saved by :meth:`save_adapters` (a folder written before
+        optimiser states were saved has none: the optimisers then start fresh)."""
+        if not path.is_file():
+            return
+        saved = torch.load(path, map_location=self.device, weights_only=True)
+        for name, state in saved["optimizers"].items():
+            self.optimizer(name).load_state_dict(state)
+        self._grpo_calls = int(saved["grpo_calls"])
 
     def adapter_state(self, adapter: str) -> dict[str, torch.Tensor]:
         from peft import get_peft_model_state_dict
@@ -251,6 +293,16 @@ def grpo_dataset(backend: "HFBackend", prompts: Sequence[AgentPrompt]):
     from datasets import Dataset
 
     return Dataset.from_list([{"prompt": backend.chat_prompt(p.messages), "task_id": p.task_id} for p in prompts])
+
+
+def grpo_metrics(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """``grpo/<key>``: the mean over the logged optimiser steps of each of :data:`GRPO_METRICS` (NaN if absent)."""
+    steps = [h for h in log_history if "loss" in h and "train_runtime" not in h]
+    out = {}
+    for key in GRPO_METRICS:
+        values = [float(h[key]) for h in steps if isinstance(h.get(key), (int, float))]
+        out[f"grpo/{key}"] = sum(values) / len(values) if values else math.nan
+    return out
 
 
 def grpo_reward(reward_fn: RewardFn):

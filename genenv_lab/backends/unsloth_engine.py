@@ -54,7 +54,7 @@ import torch.nn.functional as F
 from ..config import RunConfig
 from ..models.loading import ADAPTERS, resolve_model_dir
 from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
-from .hf import HFBackend, grpo_dataset, grpo_reward, timed_trainer
+from .hf import grpo_metrics, HFBackend, grpo_dataset, grpo_reward, timed_trainer
 from .vllm_engine import VLLMGenerator, supported_lora_rank
 
 SLOT = "default"
@@ -359,10 +359,17 @@ class UnslothBackend(HFBackend):
             trainer.train()
             total = time.perf_counter() - start
         self.tokenizer.padding_side = "left"  # Unsloth's trainer pads on the right
-        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-        return AgentUpdate(loss=sum(losses) / len(losses) if losses else math.nan, rollout_s=trainer.rollout_s,
+        metrics = grpo_metrics(trainer.state.log_history)
+        return AgentUpdate(loss=metrics["grpo/loss"], rollout_s=trainer.rollout_s,
                            update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
-                           metrics={"use_vllm": bool(getattr(args, "use_vllm", False))})
+                           metrics={**metrics, "use_vllm": bool(getattr(args, "use_vllm", False))})
+
+    def optimizer(self, role: str) -> torch.optim.Optimizer:
+        """A fresh AdamW per update: one adapter slot holds every role's weights in place, so Adam's moments cannot
+        be kept per role here (the hf engine keeps them for the whole run)."""
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        return torch.optim.AdamW(params, lr=self.cfg.agent.lr if role == "agent" else self.cfg.env.lr,
+                                 weight_decay=0.0)
 
     # ------------------------------------------------------------------------------------------------ env (RWR)
     def _rwr_losses(self, batch: dict[str, torch.Tensor], grad: bool) -> tuple[torch.Tensor, torch.Tensor]:

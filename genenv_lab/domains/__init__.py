@@ -8,10 +8,11 @@ from __future__ import annotations
 from .base import Domain, LineageStats, ParseResult, SeedTask, get_domain
 from .arith import ArithDomain
 from .qa import QADomain, QAExactDomain
+from .times import TimesDomain
 from .tools import ToolsDomain
 
 DOMAINS: dict[str, type[Domain]] = {"arith": ArithDomain, "tools": ToolsDomain, "qa": QADomain,
-                                    "qa_em": QAExactDomain}
+                                    "qa_em": QAExactDomain, "times": TimesDomain}
 
 __all__ = ["DOMAINS", "Domain", "LineageStats", "ParseResult", "SeedTask", "get_domain", "ArithDomain",
-           "ToolsDomain", "QADomain", "QAExactDomain"]
+           "TimesDomain", "ToolsDomain", "QADomain", "QAExactDomain"]

@@ -38,6 +38,8 @@ class LineageStats:
     successes: int = 0
     rollouts: int = 0
     recent_p_hats: tuple[float, ...] = ()
+    recent: tuple[tuple[str, float], ...] = ()
+    """(difficulty summary, p̂) of the lineage's most recent measured tasks, newest last (shown to the simulator)."""
 
     @property
     def success_rate(self) -> float | None:
@@ -82,14 +84,16 @@ class Domain:
         """The held-out evaluation set ``data/<domain>_heldout.jsonl`` (never trained on); [] when none ships."""
         return self._load(f"{self.name}_heldout.jsonl") if (data_dir() / f"{self.name}_heldout.jsonl").is_file() else []
 
-    def _load(self, filename: str) -> list[SeedTask]:
+    def _load(self, filename: str, parse=None) -> list[SeedTask]:
+        """Tasks of a shipped ``data/`` file, each validated by ``parse`` (default :meth:`parse`)."""
+        parse = parse or self.parse
         path = data_dir() / filename
         seeds = []
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
             if not line.strip():
                 continue
             item = json.loads(line)
-            result = self.parse(item["text"])
+            result = parse(item["text"])
             if not result.valid:
                 raise ValueError(f"{path}:{lineno}: shipped seed task is invalid: {result.reason}")
             seeds.append(SeedTask(seed_id=item["id"], spec=result.spec))
@@ -112,20 +116,29 @@ class Domain:
         """A correct agent reply to ``spec`` after the prefill (what ``score`` gives 1.0)."""
         raise NotImplementedError
 
-    def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float) -> list[dict[str, str]]:
+    def describe(self, features: dict[str, Any]) -> str:
+        """A short difficulty summary of a task from its features, shown to the simulator (``k=v`` pairs)."""
+        return ", ".join(f"{k} {v}" for k, v in features.items())
+
+    def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float,
+                     k_min: float = 0.1) -> list[dict[str, str]]:
         """Chat messages asking the simulator for one variation of ``seed`` given the lineage's statistics.
 
-        The instruction follows the statistics (harder above the band around α, easier below). With an
-        ``env_prefill``, a final assistant message starts the reply; the raw generation the domain parses is that
-        start plus the continuation."""
+        The context states the run's target band [α − k_min, α + k_min], the lineage's success rate and its
+        recent tasks (difficulty summary and p̂), and the instruction follows the rate (harder above the band,
+        easier below, similar inside). With an ``env_prefill``, a final assistant message starts the reply; the
+        raw generation the domain parses is that start plus the continuation."""
         similar, harder, easier = self.difficulty_hints
         rate = stats.success_rate
         if rate is None:
             status, direction = "No attempts on this task family yet.", similar
         else:
+            lo, hi = max(alpha - k_min, 0.0), min(alpha + k_min, 1.0)
             status = (f"The student succeeded on {stats.successes} of {stats.rollouts} recent attempts on this "
-                      f"task family (success rate {rate:.2f}; target {alpha:.2f}).")
-            direction = harder if rate > alpha + 0.1 else easier if rate < alpha - 0.1 else similar
+                      f"task family (success rate {rate:.2f}; target band {lo:.2f}-{hi:.2f}).")
+            if stats.recent:
+                status += "\nRecent tasks: " + "; ".join(f"{d}: {p:.2f}" for d, p in stats.recent) + "."
+            direction = harder if rate > alpha + k_min else easier if rate < alpha - k_min else similar
         messages = [{"role": "system", "content": self.system_prompt_env},
                     {"role": "user", "content": f"Seed task:\n{seed.text}\n\n{status}\n{direction}"}]
         if self.env_prefill:

@@ -78,5 +78,5 @@ def backend_for(model: str, *, preset_name: str | None = None):
         if last:
             backend.load_adapters(adapter_dir(path, last))
         return backend
-    cfg = preset(preset_name or ("tiny" if model == "tiny" else "cpu-demo")).replace(model={"name_or_path": model})
+    cfg = preset(preset_name or ("tiny" if model == "tiny" else "cpu-smollm2")).replace(model={"name_or_path": model})
     return make_backend(cfg, get_domain(cfg.loop.domain))

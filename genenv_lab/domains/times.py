@@ -1,0 +1,190 @@
+"""``times``: the times tables from 2 to 15, a small learnable world for CPU runs.
+
+The simulator writes one line, ``Task: 7 * 8``; the agent completes the prefilled ``7 * 8 =`` with the product.
+Difficulty is the *level* of a task, its larger operand (2..15): the knob the simulator moves. The domain computes
+every product itself; a rejection names its reason (no ``Task:`` line, not ``a * b``, an operand outside the tables,
+or a held-out item: the items of ``data/times_heldout.jsonl`` are never trained on, in either order).
+
+The world (:class:`TimesWorld`) is the generated corpus a tiny model is pre-trained on once per seed
+(:mod:`genenv_lab.models.world`), so that both roles start where a pretrained LLM starts on a skill it half knows:
+
+- **agent role**: the teacher states the right product with probability ``mastery(level)``, a logistic curve that
+  falls from ~1 at level 2 to ~0 at level 15, and otherwise makes one systematic place-value slip: the right
+  digits and one ``0`` too many (``7 * 8 = 560``). The pretrained agent therefore solves easy tasks, fails hard ones
+  and is unsure in between, where GRPO finds groups with both outcomes. The slip is one shared decision (stop after
+  the product, or write a ``0``) rather than a per-fact wrong answer, so what GRPO unlearns on trained facts carries
+  over to held-out facts. (A per-fact slip, ``a * b + a``, was tried first: GRPO then raised p̂ on trained facts,
+  0.60 → 0.79 on the reference tasks over 30 epochs, while greedy held-out accuracy fell 0.40 → 0.17: memorised
+  answers interfere, they do not transfer.)
+- **env role**: given the domain's real simulator prompt (seed task, lineage statistics, band, hint), the teacher
+  writes a variation whose level follows the hint only loosely (similar ±1, harder +0..3, easier −0..3) and a
+  quarter of the time at a uniformly random level, so the untrained simulator writes well-formed tasks of many
+  difficulties and the α-Curriculum Reward has something to select.
+
+Nothing in the loop knows about this world: the run uses the same backend, verifier and run directory as any other.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from functools import lru_cache
+from typing import Any
+
+from ..types import TaskSpec
+from .arith import extract_answer
+from .base import Domain, LineageStats, ParseResult, SeedTask, data_dir
+
+LOWEST, HIGHEST = 2, 15
+"""The world's tables: both operands in [LOWEST, HIGHEST]."""
+
+_TASK = re.compile(r"^\s*task\s*[:：]\s*(.*?)\s*$", re.IGNORECASE)
+_PRODUCT = re.compile(r"^(-?\d{1,6})\s*[*x×]\s*(-?\d{1,6})\s*[.?!]?$")
+
+
+def level(a: int, b: int) -> int:
+    """A task's difficulty: its larger operand.
+
+    >>> level(7, 12), level(3, 2)
+    (12, 3)
+    """
+    return max(a, b)
+
+
+@lru_cache(maxsize=1)
+def heldout_pairs() -> frozenset[tuple[int, int]]:
+    """The unordered operand pairs of ``data/times_heldout.jsonl`` (kept out of training in either order)."""
+    pairs = set()
+    for line in (data_dir() / "times_heldout.jsonl").read_text().splitlines():
+        if line.strip():
+            m = _PRODUCT.match(_TASK.match(__import__("json").loads(line)["text"]).group(1))
+            a, b = int(m.group(1)), int(m.group(2))
+            pairs.add((min(a, b), max(a, b)))
+    return frozenset(pairs)
+
+
+class TimesDomain(Domain):
+    name = "times"
+    system_prompt_env = "You write multiplication practice tasks. Reply with one line: Task: <a> * <b>"
+    system_prompt_agent = "Multiply. Reply with the product."
+    env_prefill = "Task:"
+    difficulty_hints = ("Write a variation of similar difficulty.",
+                        "Write a harder variation: a larger number.",
+                        "Write an easier variation: a smaller number.")
+    recommended = {"agent": {"max_completion_length": 6}}
+
+    def parse(self, text: str) -> ParseResult:
+        return self._parse(text, decontaminate=True)
+
+    def _parse(self, text: str, decontaminate: bool) -> ParseResult:
+        """Parse ``Task: a * b``; the product is computed here, never taken from the text."""
+        body = next((m.group(1) for m in map(_TASK.match, text.splitlines()) if m), None)
+        if body is None:
+            return ParseResult(reason="missing 'Task:' line")
+        m = _PRODUCT.match(body)
+        if not m:
+            return ParseResult(reason="not of the form 'a * b'")
+        a, b = int(m.group(1)), int(m.group(2))
+        if not (LOWEST <= a <= HIGHEST and LOWEST <= b <= HIGHEST):
+            return ParseResult(reason=f"operand outside the tables {LOWEST}-{HIGHEST}")
+        if decontaminate and (min(a, b), max(a, b)) in heldout_pairs():
+            return ParseResult(reason="held-out item (never trained on)")
+        features = {"level": level(a, b), "smaller": min(a, b), "product_digits": len(str(a * b))}
+        return ParseResult(spec=TaskSpec(question=f"What is {a} * {b}?", answer=str(a * b),
+                                         text=f"Task: {a} * {b}", features=features))
+
+    def heldout_tasks(self) -> list[SeedTask]:
+        return self._load("times_heldout.jsonl", parse=lambda text: self._parse(text, decontaminate=False))
+
+    def describe(self, features: dict[str, Any]) -> str:
+        return f"level {features.get('level', '?')}"
+
+    def agent_messages(self, spec: TaskSpec) -> list[dict[str, str]]:
+        expression = spec.text.split(":", 1)[1].strip()
+        return [{"role": "system", "content": self.system_prompt_agent}, {"role": "user", "content": spec.question},
+                {"role": "assistant", "content": f"{expression} ="}]
+
+    def reference_solution(self, spec: TaskSpec) -> str:
+        return f" {spec.answer}"
+
+    def score(self, spec: TaskSpec, completion: str) -> float:
+        """1.0 when the first number of the completion is the product, else 0.0.
+
+        >>> d = TimesDomain(); spec = d.parse("Task: 3 * 7").spec
+        >>> d.score(spec, " 21"), d.score(spec, " 210"), d.score(spec, " the answer")
+        (1.0, 0.0, 0.0)
+        """
+        got = extract_answer(completion)
+        return 1.0 if got is not None and got.lstrip("-").isdigit() and int(got) == int(spec.answer) else 0.0
+
+
+class TimesWorld:
+    """The generated pre-training corpus of the ``times`` world (see the module docstring): both roles, one stream.
+
+    ``midpoint`` and ``spread`` shape ``mastery(level) = 1 / (1 + exp((level − midpoint) / spread))``.
+    """
+
+    def __init__(self, midpoint: float = 8.5, spread: float = 2.0, env_share: float = 0.25,
+                 random_level_share: float = 0.25):
+        self.domain = TimesDomain()
+        self.midpoint, self.spread = midpoint, spread
+        self.env_share, self.random_level_share = env_share, random_level_share
+        self.train_pairs = [(a, b) for a in range(LOWEST, HIGHEST + 1) for b in range(LOWEST, HIGHEST + 1)
+                            if (min(a, b), max(a, b)) not in heldout_pairs()]
+        self.all_pairs = [(a, b) for a in range(LOWEST, HIGHEST + 1) for b in range(LOWEST, HIGHEST + 1)]
+
+    def mastery(self, lvl: int) -> float:
+        """Probability that the teacher states the right product at this level.
+
+        >>> w = TimesWorld(); round(w.mastery(2), 2), round(w.mastery(15), 2)
+        (0.96, 0.04)
+        """
+        return 1.0 / (1.0 + math.exp((lvl - self.midpoint) / self.spread))
+
+    @staticmethod
+    def slip(a: int, b: int) -> int:
+        """The teacher's one systematic mistake: a place-value slip, one ``0`` too many."""
+        return a * b * 10
+
+    def example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
+        """One (messages, reply) pair of either role; a final assistant message is the reply's prefilled start."""
+        return self.env_example(rng) if rng.random() < self.env_share else self.agent_example(rng)
+
+    def agent_example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
+        a, b = rng.choice(self.all_pairs)  # the agent has seen every fact, held-out ones included (noisily)
+        value = a * b if rng.random() < self.mastery(level(a, b)) else self.slip(a, b)
+        return self.domain.agent_messages(self.domain._parse(f"Task: {a} * {b}", False).spec), f" {value}"
+
+    def env_example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
+        a, b = rng.choice(self.train_pairs)
+        seed = self.domain.parse(f"Task: {a} * {b}").spec
+        alpha = rng.choice((0.3, 0.4, 0.5, 0.5, 0.5, 0.6, 0.7))
+        k_min = rng.choice((0.1, 0.125, 0.15))
+        stats = LineageStats()
+        if rng.random() < 0.8:
+            n = rng.randint(1, 4)
+            g = rng.choice((4, 5, 8))
+            p_hats = [rng.randint(0, g) / g for _ in range(n)]
+            recent = tuple((f"level {rng.randint(LOWEST, HIGHEST)}", p) for p in p_hats[-3:])
+            stats = LineageStats(n_tasks=n, successes=int(round(sum(p_hats) * g)), rollouts=n * g,
+                                 recent_p_hats=tuple(p_hats), recent=recent)
+        messages = self.domain.env_messages(seed, stats, alpha, k_min)
+        rate = stats.success_rate
+        if rng.random() < self.random_level_share:
+            target = rng.randint(LOWEST, HIGHEST)
+        else:
+            if rate is None or abs(rate - alpha) <= k_min:
+                shift = rng.choice((-1, 0, 0, 1))
+            elif rate > alpha:
+                shift = rng.choice((0, 1, 1, 2, 2, 3))
+            else:
+                shift = -rng.choice((0, 1, 1, 2, 2, 3))
+            target = min(max(level(a, b) + shift, LOWEST), HIGHEST)
+        return messages, " " + self.task_at(rng, target)[len("Task: "):]
+
+    def task_at(self, rng: random.Random, lvl: int) -> str:
+        """A training (non-held-out) task of level ``lvl``, operands in random order."""
+        choices = [(x, y) for x, y in self.train_pairs if level(x, y) == lvl]
+        a, b = rng.choice(choices)
+        return f"Task: {a} * {b}"

@@ -1,0 +1,132 @@
+"""The ``times`` world: domain parse/score/decontamination, the world's generator, the world model builder."""
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genenv_lab.domains import LineageStats, get_domain
+from genenv_lab.domains.times import HIGHEST, LOWEST, TimesWorld, heldout_pairs, level
+
+D = get_domain("times")
+
+
+def test_parse_computes_the_product_and_features():
+    spec = D.parse("Task: 3 * 7").spec
+    assert spec.answer == "21" and spec.text == "Task: 3 * 7"
+    assert spec.features == {"level": 7, "smaller": 3, "product_digits": 2}
+    assert D.parse("  task: 4x10 ").spec.answer == "40"
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("7 * 8", "missing 'Task:' line"),
+    ("Task: 7 + 8", "not of the form 'a * b'"),
+    ("Task: 7 * 8 * 2", "not of the form 'a * b'"),
+    ("Task: 16 * 2", "operand outside the tables 2-15"),
+    ("Task: 1 * 9", "operand outside the tables 2-15"),
+])
+def test_rejections_name_their_reason(text, reason):
+    assert D.parse(text).reason == reason
+
+
+def test_heldout_items_are_rejected_in_either_order_but_load_for_evaluation():
+    held = D.heldout_tasks()
+    assert len(held) == 30
+    for item in held:
+        a, b = (int(x) for x in item.spec.text.split(":")[1].split("*"))
+        assert D.parse(f"Task: {a} * {b}").reason == "held-out item (never trained on)"
+        assert D.parse(f"Task: {b} * {a}").reason == "held-out item (never trained on)"
+    seeds = {tuple(sorted(int(x) for x in s.spec.text.split(":")[1].split("*"))) for s in D.seed_tasks()}
+    assert not seeds & heldout_pairs()
+
+
+def test_score_is_exact_on_the_first_number():
+    spec = D.parse("Task: 3 * 7").spec
+    assert D.score(spec, " 21") == 1.0
+    assert D.score(spec, " 210") == 0.0  # the world's place-value slip is wrong, not half right
+    assert D.score(spec, " 5 6") == 0.0 and D.score(spec, "") == 0.0
+
+
+@given(st.integers(0, 10**6))
+@settings(max_examples=60, deadline=None)
+def test_world_agent_replies_are_the_product_or_the_slip(seed):
+    w = TimesWorld()
+    messages, reply = w.agent_example(random.Random(seed))
+    spec = D._parse("Task: " + messages[-1]["content"].rstrip(" ="), False).spec
+    a, b = (int(x) for x in spec.text.split(":")[1].split("*"))
+    assert int(reply) in (a * b, w.slip(a, b))
+
+
+@given(st.integers(0, 10**6))
+@settings(max_examples=60, deadline=None)
+def test_world_env_replies_are_valid_training_tasks_in_the_domains_prompt(seed):
+    w = TimesWorld()
+    messages, reply = w.env_example(random.Random(seed))
+    assert messages[-1] == {"role": "assistant", "content": "Task:"}
+    assert messages[0]["content"] == D.system_prompt_env
+    assert D.parse("Task:" + reply).valid  # never a held-out item, always inside the tables
+
+
+def test_world_mastery_falls_with_level_and_is_calibrated_in_the_corpus():
+    w = TimesWorld()
+    assert all(w.mastery(lv) > w.mastery(lv + 1) for lv in range(LOWEST, HIGHEST))
+    rng = random.Random(0)
+    right = {lv: [0, 0] for lv in range(LOWEST, HIGHEST + 1)}
+    for _ in range(6000):
+        messages, reply = w.agent_example(rng)
+        a, b = (int(x) for x in messages[-1]["content"].rstrip(" =").split("*"))
+        right[level(a, b)][0] += int(reply) == a * b
+        right[level(a, b)][1] += 1
+    for lv in (4, 8, 12):
+        assert abs(right[lv][0] / right[lv][1] - w.mastery(lv)) < 0.08
+
+
+def test_world_env_levels_follow_the_hint_loosely():
+    w = TimesWorld()
+    rng = random.Random(1)
+    shifts = {"harder": [], "easier": []}
+    for _ in range(3000):
+        messages, reply = w.env_example(rng)
+        user = messages[1]["content"]
+        kind = "harder" if "harder" in user else "easier" if "easier" in user else None
+        if kind:
+            seed = D.parse(user.split("\n")[1]).spec
+            shifts[kind].append(D.parse("Task:" + reply).spec.features["level"] - seed.features["level"])
+    mean = {k: sum(v) / len(v) for k, v in shifts.items()}
+    assert mean["harder"] > 0.15 and mean["easier"] < -0.15  # loosely: clamped at the tables, a quarter random
+
+
+def test_env_context_states_the_runs_band_and_recent_tasks():
+    seed = D.seed_tasks()[5].spec
+    stats = LineageStats(n_tasks=2, successes=9, rollouts=16, recent_p_hats=(0.5, 0.62),
+                         recent=(("level 7", 0.5), ("level 9", 0.62)))
+    user = D.env_messages(seed, stats, alpha=0.5, k_min=0.125)[1]["content"]
+    assert "target band 0.38-0.62" in user and "Recent tasks: level 7: 0.50; level 9: 0.62." in user
+    assert "similar" in user
+    # the same rate is above a narrower band: the instruction follows the run's k_min
+    assert "harder" in D.env_messages(seed, stats, alpha=0.5, k_min=0.05)[1]["content"]
+
+
+def test_world_model_builds_loads_and_writes_tasks(tmp_path):
+    from genenv_lab.config import preset
+    from genenv_lab.loop import make_backend
+
+    cfg = preset("cpu-demo").replace(model={"world_steps": 3, "world_env_steps": 2, "world_hidden_size": 32,
+                                            "world_layers": 1})
+    backend = make_backend(cfg, D)
+    outs = backend.generate("env", [D.env_messages(D.seed_tasks()[0].spec, LineageStats(), 0.5, 0.125)], n=2,
+                            max_new_tokens=8, temperature=1.0)
+    assert len(outs) == 1 and len(outs[0]) == 2
+    from genenv_lab.models.loading import cache_dir
+    from genenv_lab.models.world import world_spec
+
+    marker = cache_dir() / world_spec(cfg).cache_name() / "genenv_world.json"
+    assert marker.is_file() and '"domain": "times"' in marker.read_text()
+
+
+def test_world_model_needs_a_domain_with_a_world():
+    from genenv_lab.config import ConfigError, for_domain, preset
+
+    with pytest.raises(ConfigError, match="tiny-world"):
+        for_domain(preset("cpu-demo"), "arith")
