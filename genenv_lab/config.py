@@ -1,6 +1,6 @@
 """Configuration: one frozen dataclass per component, validated at construction, and presets by name.
 
-Every default of ``../shared/design/method.md`` where the paper is silent is a field here, so it appears in the run's
+Every default of ``docs/method.md`` where the paper is silent is a field here, so it appears in the run's
 ``config.json``. Invalid values raise :class:`ConfigError` naming the field, the value and the accepted range,
 before any model is loaded.
 """
@@ -273,10 +273,10 @@ class RunConfig:
         _require(not (self.model.name_or_path in ("tiny", "tiny-world") and self.model.engine != "hf"), "ModelConfig",
                  "engine", self.model.engine, f"'hf' with the locally built model {self.model.name_or_path!r}")
         if self.model.name_or_path == "tiny-world":
-            from .models.world import world_of
+            from .models.world import world_class
 
             try:
-                world_of(self.loop.domain)
+                world_class(self.loop.domain)
             except ValueError as exc:
                 raise ConfigError(f"ModelConfig.name_or_path='tiny-world' is invalid here: {exc}") from None
         _require(self.loop.variant != "offline_teacher" or bool(self.env.teacher_model), "EnvConfig",

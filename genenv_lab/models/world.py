@@ -57,15 +57,15 @@ def world_spec(cfg) -> WorldModelSpec | None:
                           hidden_size=m.world_hidden_size, num_layers=m.world_layers)
 
 
-def world_of(domain_name: str):
-    """The domain's world (an object with ``example(rng) -> (messages, reply)``)."""
+def world_class(domain_name: str):
+    """The class of the domain's world (whose instances offer ``agent_example``/``env_example(rng)``)."""
     from ..domains.times import TimesWorld
 
     worlds = {"times": TimesWorld}
     if domain_name not in worlds:
         raise ValueError(f"model 'tiny-world' needs a domain with a world to pre-train on; {domain_name!r} has none "
                          f"(domains with one: {sorted(worlds)}). Use --domain times, or another model.")
-    return worlds[domain_name]()
+    return worlds[domain_name]
 
 
 def _prompt_and_full(messages, reply) -> tuple[str, str]:
@@ -81,7 +81,7 @@ def build_world_model(out_dir: str | Path, spec: WorldModelSpec, progress: bool 
     out = Path(out_dir)
     if (out / MARKER).is_file():
         return out
-    world = world_of(spec.domain)
+    world = world_class(spec.domain)()
     rng = random.Random(spec.seed)
     torch.manual_seed(spec.seed)
     tokenizer = build_tokenizer([_prompt_and_full(*world.example(rng))[1] for _ in range(2000)])
