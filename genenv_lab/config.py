@@ -354,7 +354,7 @@ def _tiny() -> RunConfig:
     # so that the env update runs and the machinery is exercised. Numbers from this preset mean nothing.
     return RunConfig(
         preset="tiny",
-        model=ModelConfig(name_or_path="tiny", lora_r=4, lora_alpha=8, max_seq_length=256),
+        model=ModelConfig(name_or_path="tiny", lora_r=4, lora_alpha=8, max_seq_length=1024),
         env=EnvConfig(seeds_per_epoch=2, n_variations=3, max_new_tokens=32, lr=5e-3, batch_size=4, max_steps=2,
                       kl_cap=5.0),
         agent=AgentConfig(num_generations=4, max_completion_length=12, lr=1e-3, prompts_per_step=2,

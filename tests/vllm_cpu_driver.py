@@ -84,8 +84,8 @@ def main(spec_path: str, out_path: str) -> None:
 
     timings = {}
     start = time.perf_counter()
-    gen = VLLMGenerator(spec["model_dir"], dtype="float32", max_model_len=256, max_lora_rank=spec["lora_r"],
-                        seed=0, **cpu_engine_kwargs())
+    gen = VLLMGenerator(spec["model_dir"], dtype="float32", max_model_len=preset("tiny").model.max_seq_length,
+                        max_lora_rank=spec["lora_r"], seed=0, **cpu_engine_kwargs())
     timings["engine_init_s"] = time.perf_counter() - start
 
     prompts, k = spec["prompts"], spec["max_new_tokens"]
