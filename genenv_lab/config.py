@@ -370,7 +370,7 @@ def _cpu_demo() -> RunConfig:
         preset="cpu-demo",
         model=ModelConfig(name_or_path="tiny-world", lora_r=8, lora_alpha=16, max_seq_length=256),
         env=EnvConfig(seeds_per_epoch=10, n_variations=4, max_new_tokens=10, temperature=1.0, lr=1e-3,
-                      batch_size=16, max_steps=4, kl_coef=0.2, kl_cap=0.4),
+                      batch_size=16, max_steps=4, kl_coef=1.0, kl_cap=0.4),
         agent=AgentConfig(num_generations=8, max_completion_length=6, temperature=1.0, lr=1e-4,
                           prompts_per_step=8, replay_size=4, base_seeds=4),
         curriculum=CurriculumConfig(alpha=0.5, k_min=0.125),

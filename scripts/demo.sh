@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up (see setup.sh) and run a short co-evolution on CPU with SmolLM2-135M-Instruct.
+# Set up (see setup.sh) and run the cpu-demo co-evolution on CPU (the times-tables world, docs/curriculum_cpu.md).
 # Extra arguments go to `genenv-lab run` (e.g. --epochs 6 --out runs/demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."

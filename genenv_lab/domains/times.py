@@ -16,10 +16,14 @@ The world (:class:`TimesWorld`) is the generated corpus a tiny model is pre-trai
   over to held-out facts. (A per-fact slip, ``a * b + a``, was tried first: GRPO then raised p̂ on trained facts,
   0.60 → 0.79 on the reference tasks over 30 epochs, while greedy held-out accuracy fell 0.40 → 0.17: memorised
   answers interfere, they do not transfer.)
-- **env role**: given the domain's real simulator prompt (seed task, lineage statistics, band, hint), the teacher
-  writes a variation whose level follows the hint only loosely (similar ±1, harder +0..3, easier −0..3) and a
-  quarter of the time at a uniformly random level, so the untrained simulator writes well-formed tasks of many
-  difficulties and the α-Curriculum Reward has something to select.
+- **env role**: given the domain's real simulator prompt (seed task, lineage statistics, band, recent tasks with
+  their p̂, hint), the teacher writes a variation whose level starts from the newest recent task's level (the seed's
+  when the lineage has none) and follows the hint only loosely (similar ±1, harder +0..3, easier −0..3), a quarter
+  of the time at a uniformly random level, the larger operand first. So the untrained simulator writes well-formed
+  tasks of many difficulties, the α-Curriculum Reward has something to select, and it reads its feedback as an
+  instruction-tuned LLM would. (Anchoring on the seed's level was tried first: the 0.5 M-parameter model never
+  learnt it, mean level 9.4 for a level-5 seed and 10.3 for a level-14 one; anchored on the newest recent task it
+  follows, weakly: docs/curriculum_cpu.md.)
 
 Nothing in the loop knows about this world: the run uses the same backend, verifier and run directory as any other.
 """
@@ -155,14 +159,16 @@ class TimesWorld:
         seed = self.domain.parse(f"Task: {a} * {b}").spec
         alpha = rng.choice((0.3, 0.4, 0.5, 0.5, 0.5, 0.6, 0.7))
         k_min = rng.choice((0.1, 0.125, 0.15))
-        stats = LineageStats()
+        stats, anchor = LineageStats(), level(a, b)
         if rng.random() < 0.8:
             n = rng.randint(1, 4)
             g = rng.choice((4, 5, 8))
             p_hats = [rng.randint(0, g) / g for _ in range(n)]
-            recent = tuple((f"level {rng.randint(LOWEST, HIGHEST)}", p) for p in p_hats[-3:])
+            levels = [rng.randint(LOWEST, HIGHEST) for _ in p_hats]
+            recent = tuple((self.domain.describe({"level": lv}), p) for lv, p in zip(levels, p_hats))[-3:]
             stats = LineageStats(n_tasks=n, successes=int(round(sum(p_hats) * g)), rollouts=n * g,
                                  recent_p_hats=tuple(p_hats), recent=recent)
+            anchor = levels[-1]
         messages = self.domain.env_messages(seed, stats, alpha, k_min)
         rate = stats.success_rate
         if rng.random() < self.random_level_share:
@@ -174,11 +180,12 @@ class TimesWorld:
                 shift = rng.choice((0, 1, 1, 2, 2, 3))
             else:
                 shift = -rng.choice((0, 1, 1, 2, 2, 3))
-            target = min(max(level(a, b) + shift, LOWEST), HIGHEST)
+            target = min(max(anchor + shift, LOWEST), HIGHEST)
         return messages, " " + self.task_at(rng, target)[len("Task: "):]
 
     def task_at(self, rng: random.Random, lvl: int) -> str:
-        """A training (non-held-out) task of level ``lvl``, operands in random order."""
-        choices = [(x, y) for x, y in self.train_pairs if level(x, y) == lvl]
+        """A training (non-held-out) task of level ``lvl``, the larger operand first (its level is then the first
+        number the simulator writes)."""
+        choices = [(x, y) for x, y in self.train_pairs if level(x, y) == lvl and x >= y]
         a, b = rng.choice(choices)
         return f"Task: {a} * {b}"

@@ -25,7 +25,7 @@ import torch
 
 from .tiny import build_tokenizer, chatml, new_model, save_model
 
-WORLDS_VERSION = 2
+WORLDS_VERSION = 4
 """Bump when a world's corpus changes meaning, so cached models are rebuilt."""
 MARKER = "genenv_world.json"
 
