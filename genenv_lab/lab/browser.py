@@ -1,9 +1,9 @@
 """Headless Chromium driven over the DevTools protocol, for screenshots of the lab and of comparison reports.
 
-Used by the browser test (``tests/test_app_browser.py``) and by ``scripts/docs_figures.py``. Chromium is started with
-``--remote-debugging-pipe``: NUL-terminated JSON messages on file descriptors 3 (commands) and 4 (replies), so no
-extra package (selenium, playwright) is needed. Written by hand because the DevTools client libraries all bring a
-browser download or an async framework, and the four calls used here are small.
+Used by the browser test (``tests/test_app_browser.py``). Chromium is started with ``--remote-debugging-pipe``:
+NUL-terminated JSON messages on file descriptors 3 (commands) and 4 (replies), so no extra package (selenium,
+playwright) is needed. Written by hand because the DevTools client libraries all bring a browser download or an
+async framework, and the few calls used here are small.
 """
 
 from __future__ import annotations
