@@ -32,14 +32,15 @@ MARKER = "genenv_world.json"
 
 @dataclass(frozen=True)
 class WorldModelSpec:
-    """What the prepared model is: its domain's world, seed, size and training steps."""
+    """What the prepared model is: its domain's world, seed, size and training steps (their defaults are the
+    ``world_*`` fields of :class:`~genenv_lab.config.ModelConfig`; :func:`world_spec` builds this from a config)."""
 
     domain: str
-    seed: int = 0
-    steps: int = 450
-    env_steps: int = 200
-    hidden_size: int = 128
-    num_layers: int = 3
+    seed: int
+    steps: int
+    env_steps: int
+    hidden_size: int
+    num_layers: int
     batch_size: int = 64
     lr: float = 2e-3
 
