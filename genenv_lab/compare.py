@@ -254,7 +254,10 @@ def write_report(table: pd.DataFrame, out: str | Path,
     table.to_parquet(out / "comparison.parquet", index=False)
     summarise(table).to_csv(out / "summary.csv", index=False)
     band_residence(table, bands=bands).to_csv(out / "band_residence.csv", index=False)
-    report_figure(table).write_html(out / "report.html", include_plotlyjs=True, full_html=True)
+    # the band shaded is the runs' own (the first label's when presets differ, as the lab's Comparisons tab does)
+    alpha, k_min = next(iter(bands.values())) if bands else (0.5, 0.1)
+    report_figure(table, alpha=alpha, k_min=k_min).write_html(out / "report.html", include_plotlyjs=True,
+                                                               full_html=True)
     return out / "report.html"
 
 

@@ -154,7 +154,8 @@ def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: 
         parents, n = choose_parents(state, seeds, cfg, rng), cfg.env.n_variations
     contexts = build_env_contexts(parents, state, domain, cfg)
     raw = generator.generate("env", contexts, n=n, max_new_tokens=cfg.env.max_new_tokens,
-                             temperature=cfg.env.temperature, top_p=cfg.env.top_p)
+                             temperature=cfg.env.temperature, top_p=cfg.env.top_p, stop=domain.env_stop,
+                             alphabet=domain.env_alphabet)
     return parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
 
 
@@ -170,7 +171,8 @@ def generate_reference(state: LoopState, backend: Backend, domain: Domain, seeds
                (list(seeds) * (cfg.loop.reference_tasks // len(seeds) + 1))][: math.ceil(cfg.loop.reference_tasks / n)]
     contexts = build_env_contexts(parents, LoopState(), domain, cfg)
     raw = backend.generate("env", contexts, n=n, max_new_tokens=cfg.env.max_new_tokens,
-                           temperature=cfg.env.temperature, top_p=cfg.env.top_p)
+                           temperature=cfg.env.temperature, top_p=cfg.env.top_p, stop=domain.env_stop,
+                             alphabet=domain.env_alphabet)
     tasks = parse_generations(raw, parents, contexts, domain, epoch, 0)[: cfg.loop.reference_tasks]
     for t in tasks:
         t.task_id = "ref-" + t.task_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from genenv_lab.backends.base import AgentUpdate, EnvUpdate
+from genenv_lab.backends.base import AgentUpdate, EnvUpdate, cut_at_stop
 from genenv_lab.domains.arith import evaluate
 
 
@@ -30,7 +30,7 @@ class ScriptedBackend:
         k = n if n_ops < self.skill else (n // 2 if n_ops == self.skill else 0)
         return [f" {value if i < k else value + 1}" for i in range(n)]
 
-    def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0):
+    def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0, stop=()):
         if adapter == "agent":
             return [self._solve(m, n) for m in prompts]
         self.calls["generate"] += 1
@@ -46,7 +46,7 @@ class ScriptedBackend:
                 else:
                     extra = " + 1" * ((self.version + j) % 3)
                     gens.append(f" {expr}{extra}\nQuestion: scripted variation {j}")
-            out.append(gens)
+            out.append([cut_at_stop(g, stop) for g in gens])
         return out
 
     def grpo_step(self, prompts, reward_fn):

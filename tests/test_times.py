@@ -122,6 +122,13 @@ def test_world_model_builds_loads_and_writes_tasks(tmp_path):
     outs = backend.generate("env", [D.env_messages(D.seed_tasks()[0].spec, LineageStats(), 0.5, 0.125)], n=2,
                             max_new_tokens=8, temperature=1.0)
     assert len(outs) == 1 and len(outs[0]) == 2
+    # the loop's format constraint: only the task's alphabet is sampled, and the text ends before a stop string
+    prompts = [D.env_messages(s.spec, LineageStats(), 0.5, 0.125) for s in D.seed_tasks()[:4]]
+    constrained = backend.generate("env", prompts, n=4, max_new_tokens=8, temperature=1.5, stop=D.env_stop,
+                                   alphabet=D.env_alphabet)
+    texts = [t for row in constrained for t in row]
+    assert len(texts) == 16 and all(set(t) <= set(D.env_alphabet) for t in texts)
+    assert not any(s in t for s in D.env_stop for t in texts)
     from genenv_lab.models.loading import cache_dir
     from genenv_lab.models.world import world_spec
 

@@ -126,6 +126,12 @@ def test_sampling_returns_n_per_prompt(vllm_run):
     assert all(isinstance(t, str) for s in out["sampled"] for t in s)
 
 
+def test_constrained_sampling_keeps_to_the_alphabet_and_cuts_at_the_stop(vllm_run):
+    out = vllm_run["out"]["constrained"]
+    assert [len(s) for s in out] == [3] * len(PROMPTS)
+    assert all(set(t) <= set("0123456789 *\n") and "7" not in t for s in out for t in s)
+
+
 def test_rewritten_adapter_is_served_afresh(vllm_run):
     out, _ = vllm_run
     first, second = out["ids"]

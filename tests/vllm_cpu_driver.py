@@ -103,6 +103,9 @@ def main(spec_path: str, out_path: str) -> None:
                                      for i in range(len(prompts))], prompts, **greedy),
         "named": gen.generate(gen.add_adapter("env", spec["perturbed_adapter"]), prompts, **greedy),
         "sampled": gen.generate(spec["perturbed_adapter"], prompts, n=3, max_new_tokens=k, temperature=1.0),
+        # format-constrained sampling: vLLM's allowed_token_ids and stop (what TimesDomain's simulator uses)
+        "constrained": gen.generate(spec["perturbed_adapter"], prompts, n=3, max_new_tokens=k, temperature=1.0,
+                                    stop=["7"], alphabet="0123456789 *\n"),
     }
     first_id = gen.lora_request(spec["perturbed_adapter"]).lora_int_id
     time.sleep(0.01)

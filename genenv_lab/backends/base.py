@@ -52,13 +52,41 @@ class EnvUpdate:
     stopped_by_kl_cap: bool = False
 
 
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """``text`` up to (not including) the earliest occurrence of any of the ``stop`` strings.
+
+    >>> cut_at_stop(" 7 * 8 = 56\\nmore", ("\\n", "=")), cut_at_stop(" 7 * 8", ("=",))
+    (' 7 * 8 ', ' 7 * 8')
+    """
+    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return text[:min(cuts)] if cuts else text
+
+
+def alphabet_token_ids(tokenizer: Any, alphabet: str, vocab_size: int) -> list[int]:
+    """The token ids a generation restricted to ``alphabet`` may sample: every token of the ``vocab_size`` ids whose
+    text is made of the alphabet's characters, and the end-of-sequence token. Backends pass them to the library's
+    own constraint (transformers' ``suppress_tokens`` takes the complement, vLLM's ``allowed_token_ids`` these).
+    """
+    chars = set(alphabet)
+    allowed = [i for i in range(min(vocab_size, len(tokenizer)))
+               if (text := tokenizer.decode([i])) and set(text) <= chars]
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in allowed:
+        allowed.append(tokenizer.eos_token_id)
+    if not allowed:
+        raise ValueError(f"no token of the vocabulary is spelt with the characters {alphabet!r}")
+    return allowed
+
+
 class Backend(Protocol):
     def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
-                 temperature: float, top_p: float = 1.0) -> list[list[str]]:
+                 temperature: float, top_p: float = 1.0, stop: Sequence[str] = (),
+                 alphabet: str = "") -> list[list[str]]:
         """``n`` samples per prompt from the base with ``adapter`` active (``temperature=0``: greedy).
 
         A prompt ending with an assistant message is continued (the domain prefilled the reply's start); the
-        returned text is the continuation only."""
+        returned text is the continuation only. A sample ends at the first of the ``stop`` strings, which is not
+        part of the returned text (vLLM's ``stop``; see :func:`cut_at_stop`). A non-empty ``alphabet`` restricts
+        sampling to the tokens spelt with its characters (and end of sequence; see :func:`alphabet_token_ids`)."""
 
     def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
         """One pass of GRPO over ``prompts`` (G completions each) on the ``agent`` adapter."""

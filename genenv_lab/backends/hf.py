@@ -33,7 +33,8 @@ import torch.nn.functional as F
 from ..config import RunConfig
 from ..models.loading import ADAPTERS, attach_adapters, load_base
 from ..models.world import world_spec
-from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
+from .base import (AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn, alphabet_token_ids,
+                   cut_at_stop)
 
 GRPO_METRICS = ("loss", "reward", "reward_std", "frac_reward_zero_std", "kl", "entropy", "clip_ratio/region_mean",
                 "completions/mean_length", "completions/clipped_ratio", "grad_norm", "learning_rate")
@@ -61,6 +62,7 @@ class HFBackend:
         self.eos_token = self.tokenizer.eos_token
         self._grpo_calls = 0
         self._optimizers: dict[str, torch.optim.Optimizer] = {}
+        self._outside: dict[str, list[int]] = {}  # alphabet -> token ids it must not sample
 
     # ------------------------------------------------------------------------------------------------- helpers
     def _name(self, role: str) -> str:
@@ -100,10 +102,19 @@ class HFBackend:
         limit = getattr(self.model.config, "max_position_embeddings", None) or self.cfg.model.max_seq_length
         return int(limit) - len(self.tokenizer(self.chat_prompt(messages), add_special_tokens=False)["input_ids"])
 
+    def tokens_outside(self, alphabet: str) -> list[int]:
+        """The ids a generation restricted to ``alphabet`` must not sample (computed once per alphabet)."""
+        if alphabet not in self._outside:
+            vocab = self.model.get_input_embeddings().num_embeddings
+            allowed = set(alphabet_token_ids(self.tokenizer, alphabet, vocab))
+            self._outside[alphabet] = [i for i in range(vocab) if i not in allowed]
+        return self._outside[alphabet]
+
     # ---------------------------------------------------------------------------------------------- generation
     @torch.no_grad()
     def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
-                 temperature: float, top_p: float = 1.0, chunk: int = 16) -> list[list[str]]:
+                 temperature: float, top_p: float = 1.0, stop: Sequence[str] = (), alphabet: str = "",
+                 chunk: int = 16) -> list[list[str]]:
         self._use(adapter)
         self.model.eval()
         out: list[list[str]] = []
@@ -112,10 +123,14 @@ class HFBackend:
             enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
             sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p} if temperature > 0 \
                 else {"do_sample": False}  # temperature 0: greedy (evaluation)
+            if stop:  # transformers stops each sequence at a stop string (it stays in the text: cut below)
+                sampling.update(stop_strings=list(stop), tokenizer=self.tokenizer)
+            if alphabet:
+                sampling["suppress_tokens"] = self.tokens_outside(alphabet)
             seqs = self.model.generate(**enc, **sampling, max_new_tokens=max_new_tokens, num_return_sequences=n,
                                        pad_token_id=self.tokenizer.pad_token_id)
             new = seqs[:, enc["input_ids"].shape[1]:]  # (len(texts) * n, new_tokens)
-            decoded = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+            decoded = [cut_at_stop(t, stop) for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
             out.extend(decoded[i * n:(i + 1) * n] for i in range(len(texts)))
         self._use("agent")
         return out

@@ -310,13 +310,15 @@ class UnslothBackend(HFBackend):
     # ----------------------------------------------------------------------------------------------- generation
     @torch.no_grad()
     def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
-                 temperature: float, top_p: float = 1.0, chunk: int = 16) -> list[list[str]]:
+                 temperature: float, top_p: float = 1.0, stop: Sequence[str] = (), alphabet: str = "",
+                 chunk: int = 16) -> list[list[str]]:
         if self.generator is not None:
             try:
                 self._use(adapter)
                 request = self.model.load_lora(self._lora_dir.name, load_tensors=True)
                 return self.generator.generate(request, prompts, n=n, max_new_tokens=max_new_tokens,
-                                               temperature=temperature, top_p=top_p)
+                                               temperature=temperature, top_p=top_p, stop=stop,
+                                               alphabet=alphabet)
             except Exception as exc:  # noqa: BLE001 - keep the run going on the slower path, say why once
                 warnings.warn(f"generation through Unsloth's vLLM engine failed ({type(exc).__name__}: {exc}); "
                               "using transformers generation from now on", stacklevel=2)
@@ -327,7 +329,7 @@ class UnslothBackend(HFBackend):
         self.tokenizer.padding_side = "left"
         try:
             return super().generate(adapter, prompts, n=n, max_new_tokens=max_new_tokens, temperature=temperature,
-                                    top_p=top_p, chunk=chunk)
+                                    top_p=top_p, stop=stop, alphabet=alphabet, chunk=chunk)
         finally:
             self.FastLanguageModel.for_training(self.model)
 

@@ -35,6 +35,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, Union
 
+from .base import alphabet_token_ids
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..config import RunConfig
     from ..domains import Domain, SeedTask
@@ -121,6 +123,7 @@ class VLLMGenerator:
         self._names: dict[str, str] = {}  # registered name -> adapter folder
         self._requests: dict[str, tuple[tuple[int, int], Any]] = {}  # folder -> (fingerprint, LoRARequest)
         self._next_id = 1
+        self._allowed: dict[str, list[int]] = {}  # alphabet -> token ids it may sample
 
     @classmethod
     def from_llm(cls, llm: Any, tokenizer: Any = None) -> "VLLMGenerator":
@@ -179,13 +182,23 @@ class VLLMGenerator:
             except Exception:  # noqa: BLE001 - an id vLLM never loaded (or already evicted) is fine to forget
                 pass
 
+    def allowed_tokens(self, alphabet: str) -> list[int]:
+        """The ids a generation restricted to ``alphabet`` may sample (computed once per alphabet)."""
+        if alphabet not in self._allowed:
+            vocab = self.llm.llm_engine.model_config.get_vocab_size()
+            self._allowed[alphabet] = alphabet_token_ids(self.tokenizer, alphabet, vocab)
+        return self._allowed[alphabet]
+
     # ---------------------------------------------------------------------------------------------- generation
     def generate(self, adapter: Any, prompts: Sequence[Prompt], *, n: int = 1, max_new_tokens: int = 64,
-                 temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None) -> list[list[str]]:
-        """``n`` continuations per prompt (text only), in prompt order.
+                 temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None,
+                 stop: Sequence[str] = (), alphabet: str = "") -> list[list[str]]:
+        """``n`` continuations per prompt (text only, each ending before the first of the ``stop`` strings), in
+        prompt order.
 
         ``adapter``: None (base), a name, a folder, a LoRARequest, or a list of those with one entry per prompt.
-        ``temperature == 0`` is greedy decoding (its ``n`` samples are one sample repeated).
+        ``temperature == 0`` is greedy decoding (its ``n`` samples are one sample repeated). A non-empty
+        ``alphabet`` restricts sampling through vLLM's ``allowed_token_ids``.
         """
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
@@ -201,7 +214,8 @@ class VLLMGenerator:
         greedy = temperature <= 0.0
         params = SamplingParams(n=1 if greedy else n, temperature=0.0 if greedy else temperature,
                                 top_p=1.0 if greedy else top_p, max_tokens=max_new_tokens, seed=seed,
-                                skip_special_tokens=True)
+                                stop=list(stop) or None, skip_special_tokens=True,
+                                allowed_token_ids=self.allowed_tokens(alphabet) if alphabet else None)
         inputs = [TokensPrompt(prompt_token_ids=self.tokenizer(render_prompt(self.tokenizer, p),
                                                               add_special_tokens=False)["input_ids"])
                   for p in prompts]
@@ -248,7 +262,8 @@ def env_generation_step(generator: VLLMGenerator, env_adapter: Any, state: "Loop
     parents = choose_parents(state, seeds, cfg, rng)
     contexts = build_env_contexts(parents, state, domain, cfg)
     raw = generator.generate(env_adapter, contexts, n=cfg.env.n_variations, max_new_tokens=cfg.env.max_new_tokens,
-                             temperature=cfg.env.temperature, top_p=cfg.env.top_p)
+                             temperature=cfg.env.temperature, top_p=cfg.env.top_p, stop=domain.env_stop,
+                             alphabet=domain.env_alphabet)
     tasks = parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
     return contexts, raw, tasks
 
@@ -303,9 +318,10 @@ def _vllm_backend_class():
             return folder
 
         def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
-                     temperature: float, top_p: float = 1.0, chunk: int = 16) -> list[list[str]]:
+                     temperature: float, top_p: float = 1.0, stop: Sequence[str] = (), alphabet: str = "",
+                     chunk: int = 16) -> list[list[str]]:
             return self.generator.generate(self.adapter_folder(adapter), prompts, n=n, max_new_tokens=max_new_tokens,
-                                           temperature=temperature, top_p=top_p)
+                                           temperature=temperature, top_p=top_p, stop=stop, alphabet=alphabet)
 
         def grpo_step(self, prompts, reward_fn):
             self._stale.add(self._name("agent"))

@@ -66,6 +66,12 @@ class Domain:
     system_prompt_agent: ClassVar[str] = ""
     env_prefill: ClassVar[str] = ""
     """Start of the simulator's reply, prefilled as a final assistant message (the generation continues it)."""
+    env_stop: ClassVar[tuple[str, ...]] = ()
+    """Stop strings of the simulator's generation: where the task format ends (format-constrained decoding; the
+    stop string is not part of the recorded output)."""
+    env_alphabet: ClassVar[str] = ""
+    """The characters a task may be written with: the simulator samples only tokens spelt with them (and the end of
+    sequence); empty for free text. Include the stop strings' characters so that a generation can end on them."""
     difficulty_hints: ClassVar[tuple[str, str, str]] = (
         "Write a variation of similar difficulty.", "Write a harder variation.", "Write an easier variation.")
     """The instruction when the lineage's success rate is near α, above the band, below it."""

@@ -67,6 +67,12 @@ class TimesDomain(Domain):
     system_prompt_env = "You write multiplication practice tasks. Reply with one line: Task: <a> * <b>"
     system_prompt_agent = "Multiply. Reply with the product."
     env_prefill = "Task:"
+    env_stop = ("\n", "=")
+    """The task is one line ``a * b``: a simulator that goes on to state the product (``= 56``) or to explain is
+    stopped where the task ends."""
+    env_alphabet = "0123456789 *\n="
+    """Digits, spaces and ``*`` (with the stop characters): the simulator cannot write words, other operators or
+    markup; what it writes is still checked in full by :meth:`parse`."""
     difficulty_hints = ("Write a variation of similar difficulty.",
                         "Write a harder variation: a larger number.",
                         "Write an easier variation: a smaller number.")

@@ -1,6 +1,7 @@
 """Headless Chromium driven over the DevTools protocol, for screenshots of the lab and of comparison reports.
 
-Used by the browser test (``tests/test_app_browser.py``). Chromium is started with ``--remote-debugging-pipe``:
+Used by the browser test (``tests/test_app_browser.py``) and by :mod:`genenv_lab.lab.snapshots` (the docs'
+figures). Chromium is started with ``--remote-debugging-pipe``:
 NUL-terminated JSON messages on file descriptors 3 (commands) and 4 (replies), so no extra package (selenium,
 playwright) is needed. Written by hand because the DevTools client libraries all bring a browser download or an
 async framework, and the few calls used here are small.
@@ -104,6 +105,24 @@ class Chromium:
             params.update(captureBeyondViewport=True,
                           clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1})
         Path(path).write_bytes(base64.b64decode(self.call("Page.captureScreenshot", page=True, **params)["data"]))
+        return Path(path)
+
+    def screenshot_element(self, element: str, path: Path, margin: int = 8) -> Path:
+        """Save a PNG of one element, given as a JavaScript expression that evaluates to it (scrolled into view;
+        the clip is in page coordinates, so an element below the fold is taken whole)."""
+        rect = self.evaluate(f"""(() => {{
+  const el = {element};
+  if (!el) return null;
+  el.scrollIntoView({{block: 'start'}});
+  const r = el.getBoundingClientRect();
+  return {{x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height}};
+}})()""")
+        if not rect or rect["width"] <= 0 or rect["height"] <= 0:
+            raise RuntimeError(f"no visible element for {element!r}")
+        clip = {"x": max(rect["x"] - margin, 0), "y": max(rect["y"] - margin, 0),
+                "width": rect["width"] + 2 * margin, "height": rect["height"] + 2 * margin, "scale": 1}
+        data = self.call("Page.captureScreenshot", page=True, format="png", captureBeyondViewport=True, clip=clip)
+        Path(path).write_bytes(base64.b64decode(data["data"]))
         return Path(path)
 
     def close(self) -> None:

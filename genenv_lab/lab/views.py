@@ -51,6 +51,17 @@ CURVES = (
 )
 """(key of epochs.jsonl, panel title, fixed y range) of the per-epoch curves, in panel order."""
 
+SIGNALS = (
+    ("p̂ on the untrained simulator's tasks", ("p_hat_reference",), (0, 1)),
+    ("|p̂ − α|: generated (solid) · untrained (dot)", ("p_hat_gap", "p_hat_gap_reference"), (0, 1)),
+    ("mean difficulty of valid tasks (features/*)", ("features/",), None),
+    ("GRPO (TRL): reward_std · kl (dot)", ("grpo/reward_std", "grpo/kl"), None),
+)
+"""The third row of the curves: (panel title, keys of a record's ``extra``, fixed y range). A key ending in ``/``
+takes every numeric key with that prefix. The first key of a panel is drawn solid, the others dotted. These are the
+signals the method depends on: the counterfactual (the same agent on the untrained simulator's tasks), the distance
+of each from α, the difficulty the simulator writes, and GRPO's own health (docs/run_directory.md)."""
+
 
 # ------------------------------------------------------------------------------------------------------- helpers
 
@@ -269,23 +280,33 @@ def curves_frame(run: RunData) -> pd.DataFrame:
     for r in run.records:
         row = {"epoch": r["epoch"]} | {key: _num(r.get(key)) for key, _, _ in CURVES}
         extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
-        row |= {k: _num(v) for k, v in extra.items() if isinstance(k, str) and k.startswith("eval/")}
+        row |= {k: _num(v) for k, v in extra.items() if isinstance(k, str) and isinstance(v, (int, float))
+                and not isinstance(v, bool)}
         rows.append(row)
     return pd.DataFrame(rows, columns=None if rows else ["epoch"] + [k for k, _, _ in CURVES])
 
 
-def curves_figure(runs: Sequence[RunData], *, height: int = 560) -> go.Figure:
+def _signal_keys(frame: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """The frame's columns named by a :data:`SIGNALS` panel (a key ending in ``/``: every column with that
+    prefix), those with at least one number."""
+    cols = [c for k in keys for c in (sorted(c for c in frame.columns if c.startswith(k)) if k.endswith("/")
+                                      else [k] if k in frame.columns else [])]
+    return [c for c in cols if frame[c].notna().any()]
+
+
+def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
     """The per-epoch curves of one or more runs, overlaid (one color per run) in a grid of panels: p̂ mean with
     the α band, in-band, valid and zero-std fractions, env and agent reward, env KL, and validation scores
-    (``eval/*`` keys of a record's ``extra``) when a run has them."""
+    (``eval/*`` keys of a record's ``extra``) when a run has them; a third row holds the method's signals
+    (:data:`SIGNALS`: the counterfactual p̂, |p̂ − α|, task difficulty, GRPO metrics) where the records have them."""
     runs = [r for r in runs if r is not None]
     frames = [curves_frame(r) for r in runs]
     if not any(len(f) for f in frames):
         names = ", ".join(r.name for r in runs) or "no run selected"
         return message_figure(f"No committed epoch yet ({names}): the curves appear after the first epoch.",
                               height=height)
-    titles = [t for _, t, _ in CURVES] + ["validation (extra eval/*)"]
-    fig = make_subplots(rows=2, cols=4, subplot_titles=titles, horizontal_spacing=0.06, vertical_spacing=0.17)
+    titles = [t for _, t, _ in CURVES] + ["validation (extra eval/*)"] + [t for t, _, _ in SIGNALS]
+    fig = make_subplots(rows=3, cols=4, subplot_titles=titles, horizontal_spacing=0.06, vertical_spacing=0.11)
     has_eval = False
     for i, (run, frame) in enumerate(zip(runs, frames)):
         color = RUN_COLORS[i % len(RUN_COLORS)]
@@ -305,11 +326,19 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 560) -> go.Figure:
                             legendgroup=run.name, showlegend=False, line=dict(color=color, width=2, dash="dot"),
                             marker=dict(size=8, symbol=symbols[k % len(symbols)]), row=2, col=4,
                             hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
+        for col, (_, keys, _) in enumerate(SIGNALS, start=1):
+            for k, key in enumerate(_signal_keys(trained, keys)):
+                fig.add_scatter(x=trained["epoch"], y=trained[key], mode="lines+markers", name=f"{run.name} {key}",
+                                legendgroup=run.name, showlegend=False, marker=dict(size=5),
+                                line=dict(color=color, width=2, dash="solid" if k == 0 else "dot"), row=3, col=col,
+                                hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
     bands = {(r.alpha, r.k_min) for r in runs if r.alpha is not None and r.k_min is not None}
     for alpha, k_min in sorted(bands):
         fig.add_hrect(y0=max(0.0, alpha - k_min), y1=min(1.0, alpha + k_min), fillcolor=BAND_FILL, line_width=0,
                       layer="below", row=1, col=1)
         fig.add_hline(y=alpha, line=dict(color="#2b8a3e", width=1.5, dash="dash"), row=1, col=1)
+        fig.add_hrect(y0=max(0.0, alpha - k_min), y1=min(1.0, alpha + k_min), fillcolor=BAND_FILL, line_width=0,
+                      layer="below", row=3, col=1)
     if not has_eval:  # an empty trace anchors the panel's axes, so that the note lands in it
         fig.add_scatter(x=[None], y=[None], showlegend=False, hoverinfo="skip", row=2, col=4)
         fig.add_annotation(text="no eval/* scores<br>in the records' extra", xref="x domain", yref="y domain",
@@ -320,9 +349,12 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 560) -> go.Figure:
     for j, (_, _, fixed) in enumerate(CURVES):
         if fixed:
             fig.update_yaxes(range=[fixed[0] - 0.03, fixed[1] + 0.03], row=j // 4 + 1, col=j % 4 + 1)
+    for col, (_, _, fixed) in enumerate(SIGNALS, start=1):
+        if fixed:
+            fig.update_yaxes(range=[fixed[0] - 0.03, fixed[1] + 0.03], row=3, col=col)
     few = max(len(f) for f in frames) <= 12
     fig.update_xaxes(dtick=1 if few else None, tick0=1)
-    fig.update_xaxes(title_text="epoch", row=2)
+    fig.update_xaxes(title_text="epoch", row=3)
     fig.update_annotations(font_size=12)
     fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=1.09, yanchor="bottom"),
                       hovermode="closest")

@@ -1,0 +1,137 @@
+"""PNG snapshots of what a user sees: a comparison report and the lab's difficulty histogram of one run.
+
+    python -m genenv_lab.lab.snapshots --compare runs/cmp-demo --run cpu-demo_genenv-s0 --out docs/figures
+
+writes ``<out>/<compare>-report.png`` (the report's six panels) and ``<out>/<run>-difficulty.png`` plus
+``<out>/<run>-curves.png`` (the lab's "Difficulty of generated tasks" and "Per-epoch curves" figures, taken from
+``app.py`` serving a copy of the run in a temporary runs folder). Both are drawn by headless Chromium
+(:mod:`genenv_lab.lab.browser`), so the PNG is the page a browser shows, not a re-rendering; plotly's own PNG export
+(kaleido) would need a second browser download. The docs' figures are made this way (docs/curriculum_cpu.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from .browser import Chromium
+
+APP = Path(__file__).resolve().parent.parent.parent / "app.py"
+
+
+def _plot_with(title: str) -> str:
+    """JavaScript: the first rendered plotly figure whose text holds ``title`` (or null)."""
+    return (f"[...document.querySelectorAll('.js-plotly-plot')].find(p => p.textContent.includes({json.dumps(title)}))"
+            " || null")
+
+
+def report_png(report_html: Path, out: Path, *, width: int = 1500, timeout: float = 120) -> Path:
+    """A PNG of a comparison's ``report.html`` (its figure, whole)."""
+    report_html = Path(report_html).resolve()
+    if not report_html.is_file():
+        raise FileNotFoundError(f"{report_html} is missing: run `genenv-lab compare --out DIR` first")
+    with tempfile.TemporaryDirectory(prefix="genenv-snap-") as tmp:
+        browser = Chromium(Path(tmp) / "profile", width=width, height=900)
+        try:
+            browser.navigate(report_html.as_uri())
+            if not browser.wait_for("document.querySelectorAll('.js-plotly-plot .main-svg').length > 0", timeout):
+                raise TimeoutError(f"{report_html} did not render its figure within {timeout:.0f} s")
+            time.sleep(1.0)  # plotly lays out its subplots after the first SVG appears
+            return browser.screenshot_element("document.querySelector('.js-plotly-plot')", Path(out))
+        finally:
+            browser.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, server: subprocess.Popen, timeout: float) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"app.py exited with code {server.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"the lab did not answer at {url} within {timeout:.0f} s")
+
+
+def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float = 180) -> list[Path]:
+    """PNGs of the lab's difficulty histogram and per-epoch curves of ``run_dir`` (served from a copy, so the
+    lab sees this run alone and selects it)."""
+    run_dir = Path(run_dir).resolve()
+    if not (run_dir / "epochs.jsonl").is_file():
+        raise FileNotFoundError(f"{run_dir} is not a run directory with committed epochs (no epochs.jsonl)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = run_dir.name
+    with tempfile.TemporaryDirectory(prefix="genenv-snap-") as tmp:
+        runs = Path(tmp) / "runs"
+        shutil.copytree(run_dir, runs / name, ignore=shutil.ignore_patterns("adapters"))
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}/"
+        with open(Path(tmp) / "app.log", "w") as log:
+            server = subprocess.Popen([sys.executable, str(APP), "--runs", str(runs), "--port", str(port)],
+                                      stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+            browser = None
+            try:
+                _wait_http(url, server, timeout)
+                browser = Chromium(Path(tmp) / "profile", width=width, height=1000)
+                browser.navigate(url)
+                shots = []
+                for title, suffix in (("Difficulty of generated tasks", "difficulty"), ("Per-epoch curves", "curves")):
+                    found = f"({_plot_with(title + ' · ' + name)}) !== null"
+                    if not browser.wait_for(found, timeout):
+                        raise TimeoutError(f"the lab did not draw '{title}' for {name} within {timeout:.0f} s "
+                                           f"(log: {Path(tmp) / 'app.log'})")
+                    time.sleep(1.0)
+                    shots.append(browser.screenshot_element(_plot_with(title + " · " + name),
+                                                            out_dir / f"{name}-{suffix}.png"))
+                return shots
+            finally:
+                if browser is not None:
+                    browser.close()
+                server.terminate()
+                server.wait(timeout=30)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="PNG snapshots of a comparison report and of the lab on one run.")
+    parser.add_argument("--compare", help="comparison folder (genenv-lab compare --out DIR): its report.html")
+    parser.add_argument("--run", help="run directory, or a run's name inside --compare's runs/")
+    parser.add_argument("--out", required=True, help="folder of the PNGs")
+    args = parser.parse_args(argv)
+    if not args.compare and not args.run:
+        parser.error("give --compare, --run or both")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if args.compare:
+        compare = Path(args.compare)
+        written.append(report_png(compare / "report.html", out / f"{compare.resolve().name}-report.png"))
+    if args.run:
+        run = Path(args.run)
+        if not run.is_dir() and args.compare:
+            run = Path(args.compare) / "runs" / args.run
+        written.extend(lab_pngs(run, out))
+    for path in written:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

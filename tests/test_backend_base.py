@@ -1,0 +1,44 @@
+"""The backend interface's pure helpers: stop strings and the task alphabet (format-constrained generation)."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from genenv_lab.backends.base import alphabet_token_ids, cut_at_stop
+
+
+@given(st.text(max_size=40), st.lists(st.text(min_size=1, max_size=3), max_size=3))
+def test_cut_at_stop_is_the_longest_prefix_without_a_stop_string(text, stop):
+    cut = cut_at_stop(text, stop)
+    assert text.startswith(cut)
+    assert not any(s in cut for s in stop)
+    if cut != text:  # it ended because a stop string begins right there
+        assert any(text[len(cut):].startswith(s) for s in stop)
+
+
+def test_cut_at_stop_takes_the_earliest_stop_and_ignores_empty_ones():
+    assert cut_at_stop(" 7 * 8 = 56\nnext", ("\n", "=")) == " 7 * 8 "
+    assert cut_at_stop(" 7 * 8", ("", "=")) == " 7 * 8"
+    assert cut_at_stop("abc", ()) == "abc"
+
+
+class _Vocab:
+    """A tokenizer stand-in: id -> text, with an end-of-sequence id."""
+
+    def __init__(self, pieces, eos):
+        self.pieces, self.eos_token_id = pieces, eos
+
+    def __len__(self):
+        return len(self.pieces)
+
+    def decode(self, ids):
+        return "".join(self.pieces[i] for i in ids)
+
+
+def test_alphabet_keeps_tokens_spelt_with_it_and_the_end_of_sequence():
+    vocab = _Vocab([" 7", " *", "12", "the", " =", "</s>", "", "x"], eos=5)
+    assert alphabet_token_ids(vocab, "0123456789 *", vocab_size=8) == [0, 1, 2, 5]
+    # ids past the tokenizer (a padded embedding) are never allowed
+    assert alphabet_token_ids(vocab, "0123456789 *", vocab_size=20) == [0, 1, 2, 5]
+    with pytest.raises(ValueError, match="no token"):
+        alphabet_token_ids(_Vocab(["ab"], eos=None), "0", vocab_size=1)
