@@ -9,13 +9,16 @@ arXiv 2512.19682.
   ``learnability`` 4p(1-p), ``min`` 2·min(p, 1-p), ``azr`` 1-p with 0 at p ∈ {0, 1}.
 - ``in_band`` / ``band_values``: the band filter |p̂ - α| ≤ k_min that keeps a generation in the environment
   update. p̂ has resolution 1/G, so ``band_values`` tells which values can pass at all.
+- ``in_band_probability``: P(p̂ in band) for a task of true success probability p (binomial sampling of G
+  rollouts): what the band filter can keep at best, used to explain a run's in-band fraction
+  (:mod:`genenv_lab.diagnostics`).
 - ``rwr_weights``: reward-weighted regression weights ∝ exp(λ · R_env), normalised to mean 1 over the batch.
 - ``group_advantages``: GRPO's group-relative advantage (r - mean_group) / (std_group + eps), as TRL computes it
   with ``scale_rewards="group"``; recorded for inspection (TRL computes its own for the update).
 - ``frac_zero_std``: the fraction of groups whose rewards are all equal (no GRPO signal), as TRL logs
   ``frac_reward_zero_std``.
 
-Deliberate deviation: ``band_values`` and ``band_warning`` are ours; the paper uses G = 8 with k_min = 0.1,
+Deliberate deviation: ``band_values``, ``band_warning`` and ``in_band_probability`` are ours; the paper uses G = 8 with k_min = 0.1,
 where only p̂ = 0.5 passes.
 """
 
@@ -94,6 +97,22 @@ def band_values(num_generations: int, alpha: float = 0.5, k_min: float = 0.1) ->
     if num_generations < 1:
         raise ValueError("num_generations must be ≥ 1")
     return [k / num_generations for k in range(num_generations + 1) if in_band(k / num_generations, alpha, k_min)]
+
+
+def in_band_probability(p: float, num_generations: int, alpha: float = 0.5, k_min: float = 0.1) -> float:
+    """Probability that a task the agent solves with probability ``p`` is *measured* in the band: p̂ = k/G with
+    k ~ Binomial(G, p) and |p̂ − α| ≤ k_min. The ceiling that G's sampling noise puts on the in-band fraction.
+
+    >>> round(in_band_probability(0.5, 8, 0.5, 0.125), 3)   # a task exactly at α is in [3/8, 5/8] 71 % of the time
+    0.711
+    >>> in_band_probability(1.0, 8, 0.5, 0.125), in_band_probability(0.0, 8, 0.5, 0.125)
+    (0.0, 0.0)
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p}")
+    g = num_generations
+    return sum(math.comb(g, k) * p**k * (1.0 - p) ** (g - k)
+               for k in range(g + 1) if in_band(k / g, alpha, k_min))
 
 
 def band_warning(num_generations: int, alpha: float = 0.5, k_min: float = 0.1) -> str | None:

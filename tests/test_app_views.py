@@ -75,7 +75,10 @@ def make_run(run_dir: Path, epochs: int = 3, finish: bool = True, eval_scores: b
             env_reward_mean=sum(t.env_reward for t in valid) / len(valid), frac_zero_std=0.5,
             agent_reward_mean=0.4, env_kl=0.01 * epoch, wall_s=1.0, env_version=epoch,
             reject_reasons={"missing 'Question:' line": 1},
-            extra={"eval/arith_test": 0.1 * epoch} if eval_scores else {})
+            extra=({"eval/arith_test": 0.1 * epoch} if eval_scores else {})
+            | {"p_hat_reference": 0.5 + 0.1 * epoch, "p_hat_gap_reference": 0.1 * epoch,
+               "p_hat_gap": abs(sum(t.p_hat for t in valid) / len(valid) - 0.5), "features/n_operands": 2 + epoch,
+               "features/max_digits": 1, "grpo/reward_std": 0.3, "rwr/kl_capped": True})
         writer.commit_epoch(record, tasks, attempts)
     if finish:
         writer.finish(env_version=epochs)
@@ -268,6 +271,22 @@ def test_curves_figure_overlays_runs_and_shows_eval_scores(tmp_path, run_dir):
     assert list(frame["eval/arith_test"]) == pytest.approx([0.05, 0.1, 0.2, 0.3])
     evals = [t for t in fig.data if t.name == "syn eval/arith_test"]
     assert list(evals[0].x) == [0, 1, 2, 3]
+
+
+def test_curves_figure_shows_the_methods_signals_in_a_third_row(run_dir):
+    fig = views.curves_figure([load_run(run_dir)])
+    names = {t.name for t in fig.data}
+    # the counterfactual, both distances from α, every features/* key and the GRPO metric the records hold
+    assert {"syn p_hat_reference", "syn p_hat_gap", "syn p_hat_gap_reference", "syn features/n_operands",
+            "syn features/max_digits", "syn grpo/reward_std"} <= names
+    assert "syn grpo/kl" not in names  # a key the records lack draws nothing
+    assert not any("kl_capped" in n for n in names)  # booleans are not curves
+    ref = next(t for t in fig.data if t.name == "syn p_hat_reference")
+    assert list(ref.y) == pytest.approx([0.6, 0.7, 0.8]) and ref.xaxis == "x9"  # row 3, column 1
+    gap_ref = next(t for t in fig.data if t.name == "syn p_hat_gap_reference")
+    assert gap_ref.line.dash == "dot"
+    titles = [a.text for a in fig.layout.annotations]
+    assert any("untrained simulator" in t for t in titles) and any("features/*" in t for t in titles)
 
 
 def test_corrupt_baseline_is_a_problem_not_a_crash(run_dir):

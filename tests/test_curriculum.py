@@ -106,3 +106,24 @@ def test_band_values_are_exactly_the_in_band_grid(g, alpha, k):
     vals = cur.band_values(g, alpha, k)
     assert all(abs(v - alpha) <= k + 1e-9 for v in vals)
     assert (cur.band_warning(g, alpha, k) is None) == (len(vals) >= 2)
+
+
+def test_in_band_probability_hand_values():
+    # G = 8, band [3/8, 5/8]: C(8,3)+C(8,4)+C(8,5) = 182 of 256 outcomes at p = 0.5
+    assert cur.in_band_probability(0.5, 8, 0.5, 0.125) == pytest.approx(182 / 256)
+    # G = 2, band {0.5}: 2 p (1 - p)
+    assert cur.in_band_probability(0.3, 2, 0.5, 0.1) == pytest.approx(2 * 0.3 * 0.7)
+    with pytest.raises(ValueError, match="probability"):
+        cur.in_band_probability(1.5, 8)
+
+
+@given(st.floats(0, 1), st.integers(1, 24), st.floats(0.05, 0.95), st.floats(0.01, 0.5))
+def test_in_band_probability_is_the_binomial_mass_on_the_band_values(p, g, alpha, k):
+    prob = cur.in_band_probability(p, g, alpha, k)
+    assert -1e-12 <= prob <= 1 + 1e-12
+    kept = cur.band_values(g, alpha, k)
+    if not kept:
+        assert prob == 0.0
+    # the probability of the complementary outcomes makes up the rest
+    rest = sum(math.comb(g, j) * p**j * (1 - p) ** (g - j) for j in range(g + 1) if j / g not in kept)
+    assert prob + rest == pytest.approx(1.0)
