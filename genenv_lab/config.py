@@ -428,12 +428,16 @@ CPU_PRESETS = ("tiny", "cpu-demo", "cpu-smollm2")
 
 def for_domain(cfg: RunConfig, domain: str) -> RunConfig:
     """``cfg`` switched to ``domain``, with the domain's recommended settings (a field only grows, e.g. token
-    budgets, or takes the domain's success threshold)."""
+    budgets, or takes the domain's success threshold). A per-epoch held-out score on the domain's own set
+    (``eval_benchmark="domain"``) is turned off when the new domain ships none (``tools``, ``qa``); choose a
+    benchmark with ``--eval-every N --eval-benchmark NAME`` instead."""
     from .domains import DOMAINS
 
     if domain not in DOMAINS:
         raise ConfigError(f"LoopConfig.domain={domain!r} is invalid: accepted one of {sorted(DOMAINS)}.")
     changes: dict[str, dict[str, Any]] = {"loop": {"domain": domain}}
+    if cfg.loop.eval_every and cfg.loop.eval_benchmark == "domain" and not DOMAINS[domain]().heldout_tasks():
+        changes["loop"]["eval_every"] = 0
     for section, fields in DOMAINS[domain].recommended.items():
         current = getattr(cfg, section)
         for name, value in fields.items():

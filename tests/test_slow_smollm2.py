@@ -18,17 +18,22 @@ def test_smollm2_loads_answers_and_one_epoch_runs(tmp_path):
     from genenv_lab.loop import make_backend, run
     from genenv_lab.runlog import read_table
 
-    cfg = preset("cpu-smollm2").replace(loop={"epochs": 1}, env={"seeds_per_epoch": 2},
+    cfg = preset("cpu-smollm2").replace(loop={"epochs": 1, "reference_tasks": 0, "eval_every": 0},
+                                      env={"seeds_per_epoch": 2},
                                       agent={"replay_size": 0, "base_seeds": 0, "max_completion_length": 16})
-    backend = make_backend(cfg, get_domain("arith"))
+    domain = get_domain(cfg.loop.domain)
+    backend = make_backend(cfg, domain)
     torch.manual_seed(0)
     reply = backend.generate("agent", [[{"role": "user", "content": "What is 3 + 4?"}]], n=1, max_new_tokens=12,
                              temperature=0.01)[0][0]
     assert "7" in reply  # the dequantised model is a real instruct model
     env0 = backend.adapter_state("env")
     records = list(run(cfg, tmp_path / "r", backend=backend, progress=False))
-    assert len(records) == 1 and records[0].n_generated == 4
+    assert len(records) == 1 and records[0].n_generated == 8
     tasks = read_table(tmp_path / "r", "tasks")
-    assert len(tasks) == 4 and tasks["raw"].str.startswith("Expression:").all()
+    # format-constrained: the prefill, then only the task alphabet, cut before the first stop string
+    assert len(tasks) == 8 and tasks["raw"].str.startswith("Task:").all()
+    bodies = [raw[len("Task:"):] for raw in tasks["raw"]]
+    assert all(set(b) <= set(domain.env_alphabet) and not any(s in b for s in domain.env_stop) for b in bodies)
     if records[0].n_env_steps:
         assert any(not torch.equal(v, backend.adapter_state("env")[k]) for k, v in env0.items())
