@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from .config import PRESETS, VARIANTS, ConfigError, RunConfig, for_domain, preset
+from .domains import DOMAINS
 
 
 def _run_config(args: argparse.Namespace) -> RunConfig:
@@ -187,14 +188,19 @@ def _f(x, digits: int = 2) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="genenv-lab", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="genenv-lab",
+        description="GenEnv co-evolution of an LLM agent and an LLM environment simulator (two LoRA adapters on one "
+                    "base model): run it, score models on the paper's benchmarks, compare against baselines.",
+        epilog="Start with: genenv-lab run --preset cpu-demo (CPU, minutes). Then: python app.py (the lab).")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run GenEnv co-evolution and write a run directory")
     p.add_argument("--preset", default="tiny", choices=sorted(PRESETS), help="configuration preset (default tiny)")
     p.add_argument("--model", help="override the base model: a Hugging Face id, a local directory, 'tiny' or "
                                    "'smollm2-135m'")
     p.add_argument("--engine", choices=["hf", "unsloth", "vllm"], help="override the engine")
-    p.add_argument("--domain", help="task domain (default: the preset's, arith)")
+    p.add_argument("--domain", choices=sorted(DOMAINS),
+                   help="task domain (default: the preset's: times for cpu-demo and cpu-smollm2, else arith)")
     p.add_argument("--epochs", type=int, help="number of epochs")
     p.add_argument("--seed", type=int, help="random seed")
     p.add_argument("--variant", choices=VARIANTS, help="genenv (default) or a baseline")
@@ -225,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     def grid_options(q: argparse.ArgumentParser) -> None:
         q.add_argument("--seeds", type=int, default=3, help="seeds per configuration (default 3)")
         q.add_argument("--epochs", type=int, help="epochs per run (default: the preset's)")
-        q.add_argument("--domain", help="task domain (default: the preset's, arith)")
+        q.add_argument("--domain", choices=sorted(DOMAINS),
+                       help="task domain (default: the preset's: times for cpu-demo and cpu-smollm2, else arith)")
         q.add_argument("--reference-tasks", type=int,
                        help="tasks of the untrained simulator measured every epoch (the counterfactual; default: "
                             "the preset's, else 8)")
