@@ -28,11 +28,17 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
     return cfg.replace(**changes) if changes else cfg
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _console():
+    """rich's console; written to a file or a pipe it keeps 120 columns (its default of 80 cuts the table)."""
     from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 120)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    console = Console()
+    console = _console()
     try:
         cfg = _run_config(args)  # validated before any model loads
     except ConfigError as exc:
@@ -45,7 +51,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     _interruptible()
     console.print(f"[bold]GenEnv co-evolution[/bold]: preset {cfg.preset}, model {cfg.model.name_or_path}, "
                   f"domain {cfg.loop.domain}, variant {cfg.loop.variant}, {cfg.loop.epochs} epochs → {out}")
-    table = Table(title=f"run {out}")
+    c = cfg.curriculum
+    table = Table(title=f"run {out}", caption=(
+        f"valid: valid generations / generated · p̂ mean: the agent's success rate over G = "
+        f"{cfg.agent.num_generations} attempts, averaged over the epoch's tasks · in band: share of them with "
+        f"|p̂ − α| ≤ {c.k_min} (α = {c.alpha}) · R_env: mean α-Curriculum Reward · agent reward: mean GRPO reward · "
+        f"zero-std: GRPO groups whose G rewards are all equal (no signal) · env KL: the simulator's KL to its "
+        f"untrained self after this epoch's RWR update (0 when no task was in band to train on)"))
     for col in ("epoch", "valid", "p̂ mean", "in band", "R_env", "agent reward", "zero-std", "env KL", "wall s"):
         table.add_column(col, justify="right")
     try:
@@ -95,11 +107,9 @@ def run_summary(out: Path, cfg) -> list[str]:
 def cmd_eval(args: argparse.Namespace) -> int:
     import json
 
-    from rich.console import Console
-
     from .evaluation import BenchmarkDataMissing, gold_predictions, score_predictions
 
-    console = Console()
+    console = _console()
     category = args.category or None
     out = Path(args.out) if args.out else Path("runs") / "eval" / f"{args.benchmark}-{time.strftime('%Y%m%d-%H%M%S')}"
     try:
@@ -131,11 +141,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from .compare import band_residence, bands_of, compare_grid, summarise, sweep_entries, variant_entries
 
-    console = Console()
+    console = _console()
     try:
         if args.command == "sweep":
             entries = sweep_entries(args.preset, alphas=args.alphas, shapes=args.shapes, epochs=args.epochs,
