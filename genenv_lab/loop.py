@@ -236,7 +236,7 @@ def parse_generations(raw: list[list[str]], parents, contexts, domain: Domain, e
     for i, ((parent_id, root_id, _), context, outs) in enumerate(zip(parents, contexts, raw)):
         for j, text in enumerate(outs):
             text = prefill(context) + text
-            parsed = domain.parse(text)
+            parsed = domain.safe_parse(text)
             task = GeneratedTask(task_id=f"e{epoch:03d}-s{i:02d}-v{j:02d}", epoch=epoch, env_version=env_version,
                                  parent_id=parent_id, root_id=root_id, context=json.dumps(context), raw=text,
                                  valid=parsed.valid, reject_reason=parsed.reason)
@@ -283,11 +283,14 @@ class RewardLog:
         self.sources = {task_id: source for task_id, _, source in batch}
         self.prompts = {task_id: _render(domain.agent_messages(spec)) for task_id, spec, _ in batch}
         self.records: dict[str, list[tuple[str, float]]] = {t: [] for t in self.specs}
+        self.score_errors = 0
+        """Completions whose scorer raised (or returned a reward outside [0, 1]): scored 0, counted."""
 
     def __call__(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[float]:
         rewards = []
         for task_id, completion in zip(task_ids, completions):
-            reward = float(self.domain.score(self.specs[task_id], completion))
+            reward, error = self.domain.safe_score(self.specs[task_id], completion)
+            self.score_errors += bool(error)
             self.records[task_id].append((completion, reward))
             rewards.append(reward)
         return rewards
@@ -382,7 +385,7 @@ def measure_reference(backend: Backend, domain: Domain, reference: Sequence[Pool
     a = cfg.agent
     outs = backend.generate("agent", [domain.agent_messages(t.spec) for t in reference], n=a.num_generations,
                             max_new_tokens=a.max_completion_length, temperature=a.temperature)
-    return [cur.success_rate([domain.score(t.spec, o) for o in group], a.success_threshold)
+    return [cur.success_rate([domain.safe_score(t.spec, o)[0] for o in group], a.success_threshold)
             for t, group in zip(reference, outs)]
 
 
@@ -392,7 +395,7 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
     valid = [t for t in tasks if t.valid]
     scored = list(measured.values())
     c = cfg.curriculum
-    extra: dict = {"n_fresh": len(measured),
+    extra: dict = {"n_fresh": len(measured), "score_errors": rewards.score_errors,
                    "p_hat_gap": cur.mean_or_nan(abs(m.p_hat - c.alpha) for m in scored)}
     if reference_p_hats:
         extra["p_hat_reference"] = cur.mean_or_nan(reference_p_hats)
@@ -633,7 +636,7 @@ def heldout_score(backend: Backend, domain: Domain, cfg: RunConfig) -> float:
     items = items[: cfg.loop.eval_limit or None]
     outs = backend.generate("agent", [domain.agent_messages(s.spec) for s in items], n=1,
                             max_new_tokens=cfg.agent.max_completion_length, temperature=0.0)
-    return cur.mean_or_nan(domain.score(s.spec, o[0]) for s, o in zip(items, outs))
+    return cur.mean_or_nan(domain.safe_score(s.spec, o[0])[0] for s, o in zip(items, outs))
 
 
 def _f(x: float) -> str:

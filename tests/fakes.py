@@ -30,7 +30,7 @@ class ScriptedBackend:
         k = n if n_ops < self.skill else (n // 2 if n_ops == self.skill else 0)
         return [f" {value if i < k else value + 1}" for i in range(n)]
 
-    def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0, stop=()):
+    def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0, stop=(), alphabet=""):
         if adapter == "agent":
             return [self._solve(m, n) for m in prompts]
         self.calls["generate"] += 1

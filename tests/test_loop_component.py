@@ -186,3 +186,44 @@ def test_an_interrupt_during_setup_marks_the_run_interrupted(cfg, tmp_path, monk
     state = read_state(out)
     assert state["status"] == "interrupted" and state["last_complete_epoch"] == 2
     assert state["env_version"] == version
+
+
+def test_hostile_outputs_are_counted_never_fatal(cfg, tmp_path, monkeypatch):
+    """A parser that raises on a generation makes it a counted rejection; a scorer that raises on a completion
+    scores it 0 and counts it (``extra.score_errors``); the run completes."""
+    from genenv_lab.domains.arith import ArithDomain
+
+    parse, score = ArithDomain.parse, ArithDomain.score
+
+    def hostile_parse(self, text):
+        if "+ 1 + 1" in text:  # the scripted simulator's deepest variations
+            raise RecursionError("maximum recursion depth exceeded")
+        return parse(self, text)
+
+    def hostile_score(self, spec, completion):
+        if completion.strip() != spec.answer:  # every wrong answer blows up the scorer
+            raise OverflowError("int too large to convert to float")
+        return score(self, spec, completion)
+
+    monkeypatch.setattr(ArithDomain, "parse", hostile_parse)
+    monkeypatch.setattr(ArithDomain, "score", hostile_score)
+    records = list(run(cfg.replace(loop={"epochs": 2}), tmp_path / "r", backend=ScriptedBackend(num_generations=4),
+                       progress=False))
+    assert [r.epoch for r in records] == [1, 2]
+    assert any(r.reject_reasons.get("unparseable generation (RecursionError)") for r in records)
+    attempts = read_table(tmp_path / "r", "attempts")
+    wrong = int((attempts["reward"] == 0).sum())
+    assert wrong > 0 and sum(r.extra["score_errors"] for r in records) == wrong
+    assert read_state(tmp_path / "r")["status"] == "finished"
+
+
+def test_safe_score_rejects_rewards_outside_the_unit_interval(monkeypatch):
+    from genenv_lab.domains.arith import ArithDomain
+
+    d = ArithDomain()
+    spec = d.parse("Expression: 2 + 3\nQuestion: q").spec
+    assert d.safe_score(spec, " 5") == (1.0, "") and d.safe_score(spec, " 6") == (0.0, "")
+    monkeypatch.setattr(ArithDomain, "score", lambda self, spec, completion: float("nan"))
+    assert d.safe_score(spec, " 5") == (0.0, "reward outside [0, 1]")
+    monkeypatch.setattr(ArithDomain, "parse", lambda self, text: 1 / 0)
+    assert d.safe_parse("Expression: 1").reason == "unparseable generation (ZeroDivisionError)"

@@ -155,6 +155,26 @@ class Domain:
         """Parse and validate a generation; a rejection carries a short reason (counted in ``epochs.jsonl``)."""
         raise NotImplementedError
 
+    def safe_parse(self, text: str) -> ParseResult:
+        """:meth:`parse` for model output: whatever the parser raises on a hostile generation (nesting deep enough
+        for a RecursionError, a number too large to convert) becomes a rejection naming the exception, counted
+        like any other, instead of aborting the run."""
+        try:
+            return self.parse(text)
+        except Exception as exc:  # noqa: BLE001 - a model wrote the text; no output may stop training
+            return ParseResult(reason=f"unparseable generation ({type(exc).__name__})")
+
+    def safe_score(self, spec: TaskSpec, completion: str) -> tuple[float, str]:
+        """:meth:`score` for model output: (reward, "") or, when the scorer raises on the completion or returns
+        something outside [0, 1], (0.0, what went wrong). The loop counts these (``extra.score_errors``)."""
+        try:
+            reward = float(self.score(spec, completion))
+        except Exception as exc:  # noqa: BLE001 - a model wrote the completion; no output may stop training
+            return 0.0, type(exc).__name__
+        if not 0.0 <= reward <= 1.0:  # NaN fails this too
+            return 0.0, "reward outside [0, 1]"
+        return reward, ""
+
     def agent_messages(self, spec: TaskSpec) -> list[dict[str, str]]:
         """Chat messages that pose the task to the agent (a final assistant message prefills its reply)."""
         raise NotImplementedError
