@@ -137,7 +137,9 @@ class RunWriter:
                 frame = pd.read_parquet(path)
                 _atomic_write_parquet(path, frame[frame["epoch"] <= last])
         for folder in (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []:
-            if int(folder.name.split("_")[1]) > last or folder.name.endswith(".partial"):
+            # a save cut short (kill, full disk) leaves epoch_NNN.partial: never complete, always discarded
+            number = folder.name.split("_", 1)[1]
+            if folder.name.endswith(".partial") or (number.isdigit() and int(number) > last):
                 shutil.rmtree(folder)
         if last == 0 and (self.dir / REFERENCE).is_file():
             (self.dir / REFERENCE).unlink()  # written by an epoch 1 that never completed

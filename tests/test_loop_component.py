@@ -91,8 +91,12 @@ def test_resume_after_interruption_and_torn_writes(cfg, tmp_path):
     pd.concat([pd.read_parquet(out / "tasks.parquet"), torn]).to_parquet(out / "tasks.parquet", index=False)
     with open(out / "epochs.jsonl", "a") as fh:
         fh.write('{"epoch": 3, "n_gener')
+    partial = out / "adapters" / "epoch_003.partial"  # an adapter save cut short by the kill
+    partial.mkdir(parents=True)
+    (partial / "agent.safetensors").write_bytes(b"torn")
     records = list(run(cfg, out, resume=True, backend=ScriptedBackend(), progress=False))
     assert [r.epoch for r in records] == [3]
+    assert not partial.exists()
     assert [r["epoch"] for r in read_epochs(out)] == [1, 2, 3]
     tasks = read_table(out, "tasks")
     assert tasks["task_id"].is_unique and sorted(tasks["epoch"].unique()) == [1, 2, 3]
