@@ -400,3 +400,17 @@ def test_start_and_stop_a_run_from_the_lab(tmp_path, parent_sigint):
     assert frame.loc[0, "run"] == "from-lab" and frame.loc[0, "state"].startswith("stopped")
     assert not pid_alive(run.pid)
     os.unlink(run.log_path)
+
+
+@pytest.mark.parametrize("bad", [1e20, float("nan"), float("inf"), -5, True, "yesterday"])
+def test_an_implausible_updated_at_cannot_break_the_runs_table(tmp_path, bad):
+    good = make_run(tmp_path / "runs" / "good", epochs=1)
+    other = make_run(tmp_path / "runs" / "odd", epochs=1)
+    state = json.loads((other / "state.json").read_text())
+    state["updated_at"] = bad
+    (other / "state.json").write_text(json.dumps(state))  # json.dumps writes NaN and Infinity as Python reads them
+    summaries = discover_runs(tmp_path / "runs")
+    assert {s.name for s in summaries} == {"good", "odd"}
+    assert all(0 < s.updated_at < 4_102_444_800 for s in summaries)
+    frame = views.runs_frame(summaries)
+    assert len(frame) == 2 and good.name in set(frame["run"])

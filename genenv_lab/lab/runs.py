@@ -387,7 +387,9 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
     if isinstance(last, int) and not isinstance(last, bool):
         records = [r for r in records if r["epoch"] <= last]
     updated = state.get("updated_at")
-    if not isinstance(updated, (int, float)):
+    # a timestamp that is not a number, or not a plausible one (NaN, inf, 1e20: time.localtime would raise), is
+    # replaced by the folder's own time, so one bad state.json cannot break the runs table for everyone
+    if not isinstance(updated, (int, float)) or isinstance(updated, bool) or not 0 <= updated < 4_102_444_800:
         try:
             updated = path.stat().st_mtime
         except OSError:
