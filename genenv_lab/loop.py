@@ -607,6 +607,7 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         writer.finish(saved_env_version if state is None else state.env_version, status="interrupted")
         raise
     finally:
+        writer.release()
         if bar is not None:
             bar.close()
 

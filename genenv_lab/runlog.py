@@ -11,6 +11,7 @@ Layout::
     baseline.json        with held-out evaluation on: the untrained agent's scores (epoch 0), before epoch 1
     adapters/epoch_NNN/  agent/ and env/ LoRA adapters (peft format) after epoch NNN
     events.log           human-readable progress lines
+    .writer.lock         flock'ed by the one process writing the run (a second --resume is refused while it runs)
 
 Commit protocol of one epoch (each write atomic: temp file + ``os.replace``):
 tables rewritten with the epoch's rows → adapters into ``adapters/epoch_NNN`` → one line appended to
@@ -41,6 +42,7 @@ EPOCHS = "epochs.jsonl"
 TASKS = "tasks.parquet"
 ATTEMPTS = "attempts.parquet"
 REFERENCE = "reference_tasks.parquet"
+LOCK = ".writer.lock"
 ADAPTERS = "adapters"
 EVENTS = "events.log"
 BASELINE = "baseline.json"
@@ -97,16 +99,51 @@ class RunWriter:
     def __init__(self, run_dir: str | Path, cfg: RunConfig, *, resume: bool = False):
         self.dir = Path(run_dir)
         self.cfg = cfg
-        if resume:
-            self.last_epoch = self._prepare_resume()
-        else:
-            if self.dir.exists() and any(self.dir.iterdir()):
-                raise RunDirError(f"{self.dir} is not empty; pass --resume to continue that run or choose a new --out")
-            self.dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(self.dir / CONFIG, cfg.to_dict())
-            self.last_epoch = 0
-            self._write_state("running", env_version=0)
+        self._lock_fd: int | None = None
+        try:
+            if resume:
+                if self.dir.is_dir():
+                    self._lock()  # before anything is truncated: a run still being written is refused untouched
+                self.last_epoch = self._prepare_resume()
+            else:
+                if self.dir.exists() and any(self.dir.iterdir()):
+                    raise RunDirError(f"{self.dir} is not empty; pass --resume to continue that run or choose a new "
+                                      "--out")
+                self.dir.mkdir(parents=True, exist_ok=True)
+                self._lock()
+                atomic_write_json(self.dir / CONFIG, cfg.to_dict())
+                self.last_epoch = 0
+                self._write_state("running", env_version=0)
+        except BaseException:
+            self.release()
+            raise
         self.event(f"{'resumed after epoch ' + str(self.last_epoch) if resume else 'started'} (pid {os.getpid()})")
+
+    # ---------------------------------------------------------------------------------------------- the lock
+    def _lock(self) -> None:
+        """One writer per run directory: an exclusive ``flock`` on ``.writer.lock``, held until :meth:`release`
+        (or the process ends, which a kill included releases it). A second ``--resume`` of a run that is still
+        being written is refused instead of interleaving two writers' epochs."""
+        import fcntl
+
+        fd = os.open(self.dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            try:
+                pid = read_state(self.dir).get("pid", "?")
+            except Exception:  # noqa: BLE001 - the message is what matters here
+                pid = "?"
+            raise RunDirError(f"{self.dir} is being written by another process (pid {pid}); wait for it to finish "
+                              "or stop it, then --resume") from None
+        self._lock_fd = fd
+
+    def release(self) -> None:
+        """Give up the writer lock (idempotent); the loop calls it however the run ends."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     # ------------------------------------------------------------------------------------------------- resume
     def _prepare_resume(self) -> int:

@@ -231,3 +231,20 @@ def test_safe_score_rejects_rewards_outside_the_unit_interval(monkeypatch):
     assert d.safe_score(spec, " 5") == (0.0, "reward outside [0, 1]")
     monkeypatch.setattr(ArithDomain, "parse", lambda self, text: 1 / 0)
     assert d.safe_parse("Expression: 1").reason == "unparseable generation (ZeroDivisionError)"
+
+
+def test_one_writer_per_run_directory(cfg, tmp_path):
+    """While a run is being written, a --resume of it is refused and changes nothing; once the writer has let go
+    (finished, stopped or killed), resuming works."""
+    out = tmp_path / "r"
+    gen = run(cfg.replace(loop={"epochs": 3}), out, backend=ScriptedBackend(), progress=False)
+    next(gen)  # epoch 1 committed; the writer is alive and holds the lock
+    before = (out / "epochs.jsonl").read_text()
+    with pytest.raises(RunDirError, match="being written by another process"):
+        next(run(cfg.replace(loop={"epochs": 3}), out, resume=True, backend=ScriptedBackend(), progress=False))
+    assert (out / "epochs.jsonl").read_text() == before
+    gen.close()  # the writer stops
+    records = list(run(cfg.replace(loop={"epochs": 3}), out, resume=True, backend=ScriptedBackend(),
+                       progress=False))
+    assert [r.epoch for r in records] == [2, 3]
+    assert [r["epoch"] for r in read_epochs(out)] == [1, 2, 3]
