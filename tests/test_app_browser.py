@@ -14,16 +14,15 @@ page before the data arrived.)
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from genenv_lab.lab.browser import CHROMIUM, Chromium
+from genenv_lab.lab.snapshots import free_port, wait_http
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="the browser test needs Debian's headless chromium "
                                                             "at /usr/bin/chromium (apt-get install -y chromium)")
@@ -31,26 +30,6 @@ pytest.importorskip("gradio", reason="the lab needs the app extra: pip install -
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = "tiny-e2e"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_http(url: str, server: subprocess.Popen, timeout: float) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"app.py exited with code {server.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    pytest.fail(f"the lab did not answer at {url} within {timeout:.0f} s")
 
 
 def _card_and_figure(run: str, card_text: str) -> str:
@@ -68,14 +47,14 @@ def test_the_lab_shows_a_tiny_run_live_in_chromium(tmp_path):
     on the page with no reload (``gr.Timer``)."""
     runs = tmp_path / "runs"
     runs.mkdir()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/"
     log = open(tmp_path / "app.log", "w")
     server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--runs", str(runs), "--port", str(port)],
                               stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     browser = run = None
     try:
-        _wait_http(url, server, timeout=120)
+        wait_http(url, server, timeout=120)
         browser = Chromium(tmp_path / "profile")
         browser.navigate(url)
         assert browser.wait_for("document.body.textContent.includes('No run in')", 60), "the empty lab did not load"
@@ -109,3 +88,23 @@ def test_the_lab_shows_a_tiny_run_live_in_chromium(tmp_path):
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+def test_snapshots_of_a_comparison_report_and_of_the_lab(tmp_path):
+    """``python -m genenv_lab.lab.snapshots`` (the docs' figures): the report's figure and the lab's difficulty
+    histogram and curves of one run, as PNGs of what Chromium shows, on a comparison made with the scripted fake."""
+    from PIL import Image
+
+    from genenv_lab.compare import compare_grid, variant_entries
+    from genenv_lab.lab.snapshots import main
+
+    from fakes import ScriptedBackend
+
+    cmp = tmp_path / "cmp"
+    compare_grid(variant_entries(["tiny"], ["genenv"], epochs=2, reference_tasks=3), 1, cmp, progress=False,
+                 backend_factory=lambda cfg: ScriptedBackend(num_generations=cfg.agent.num_generations))
+    run_name = next((cmp / "runs").iterdir()).name
+    assert main(["--compare", str(cmp), "--run", run_name, "--out", str(tmp_path / "png")]) == 0
+    shots = {p.name: Image.open(p).size for p in (tmp_path / "png").glob("*.png")}
+    assert set(shots) == {"cmp-report.png", f"{run_name}-difficulty.png", f"{run_name}-curves.png"}
+    assert all(w > 600 and h > 300 for w, h in shots.values())  # whole figures, not a blank strip

@@ -50,13 +50,15 @@ def report_png(report_html: Path, out: Path, *, width: int = 1500, timeout: floa
             browser.close()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for the lab's server)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _wait_http(url: str, server: subprocess.Popen, timeout: float) -> None:
+def wait_http(url: str, server: subprocess.Popen, timeout: float) -> None:
+    """Wait until ``url`` answers 200; fail if ``server`` exits first or ``timeout`` s pass."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if server.poll() is not None:
@@ -82,14 +84,14 @@ def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float 
     with tempfile.TemporaryDirectory(prefix="genenv-snap-") as tmp:
         runs = Path(tmp) / "runs"
         shutil.copytree(run_dir, runs / name, ignore=shutil.ignore_patterns("adapters"))
-        port = _free_port()
+        port = free_port()
         url = f"http://127.0.0.1:{port}/"
         with open(Path(tmp) / "app.log", "w") as log:
             server = subprocess.Popen([sys.executable, str(APP), "--runs", str(runs), "--port", str(port)],
                                       stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
             browser = None
             try:
-                _wait_http(url, server, timeout)
+                wait_http(url, server, timeout)
                 browser = Chromium(Path(tmp) / "profile", width=width, height=1000)
                 browser.navigate(url)
                 shots = []
