@@ -25,7 +25,32 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
         value = getattr(args, key)
         if value is not None:
             changes.setdefault("loop", {})[key] = value
+    for item in getattr(args, "set", None) or []:
+        section, field, value = parse_setting(item)
+        changes.setdefault(section, {})[field] = value
     return cfg.replace(**changes) if changes else cfg
+
+
+def parse_setting(item: str) -> tuple[str, str, object]:
+    """``SECTION.FIELD=VALUE`` of ``--set`` → (section, field, value); the value is read as JSON when it is JSON
+    (numbers, true/false, lists), else kept as text. Whether the field exists and the value is allowed is checked
+    by the config itself.
+
+    >>> parse_setting("curriculum.alpha=0.3"), parse_setting("model.name_or_path=HuggingFaceTB/x")
+    (('curriculum', 'alpha', 0.3), ('model', 'name_or_path', 'HuggingFaceTB/x'))
+    """
+    import json
+
+    key, sep, raw = item.partition("=")
+    section, dot, field = key.strip().partition(".")
+    if not sep or not dot or not section or not field:
+        raise ConfigError(f"--set {item!r}: write SECTION.FIELD=VALUE, e.g. --set curriculum.alpha=0.3 or --set "
+                          "env.kl_coef=1.0 (sections: model, env, agent, curriculum, loop)")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return section, field.strip(), value
 
 
 def _console():
@@ -218,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-benchmark", help="held-out benchmark for --eval-every (default bamboogle)")
     p.add_argument("--eval-limit", type=int, help="items per category in each evaluation (default 20)")
     p.add_argument("--eval-data-dir", help="benchmark data folder for --eval-every")
+    p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
+                   help="any config field, repeatable: --set curriculum.alpha=0.3 --set env.kl_coef=1.0 (every field "
+                        "with its meaning: genenv_lab/config.py; validated like the presets)")
     p.set_defaults(func=cmd_run)
 
     from .evaluation.runner import BENCHMARKS
