@@ -414,3 +414,12 @@ def test_an_implausible_updated_at_cannot_break_the_runs_table(tmp_path, bad):
     assert all(0 < s.updated_at < 4_102_444_800 for s in summaries)
     frame = views.runs_frame(summaries)
     assert len(frame) == 2 and good.name in set(frame["run"])
+
+
+def test_run_card_shows_html_in_config_strings_as_text(tmp_path):
+    run_dir = make_run(tmp_path / "runs" / "syn", epochs=1)
+    cfg = json.loads((run_dir / "config.json").read_text())
+    cfg["model"]["name_or_path"] = "<img src=x onerror=alert(1)>"
+    (run_dir / "config.json").write_text(json.dumps(cfg))
+    card = views.run_card(load_run(run_dir))
+    assert "<img" not in card and "&lt;img src=x onerror=alert(1)&gt;" in card

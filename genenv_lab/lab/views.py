@@ -141,8 +141,9 @@ def runs_frame(summaries: Iterable[RunSummary]) -> pd.DataFrame:
 def run_card(run: RunData) -> str:
     """Markdown header of one run: status, what it is, its curriculum settings, and any problem found."""
     planned = "?" if run.epochs_planned is None else run.epochs_planned
-    parts = [f"preset **{run.preset}**", f"model **{run.model}**", f"domain **{run.domain}**",
-             f"variant {run.variant}", f"epochs **{run.epochs_done} / {planned}**"]
+    esc = lambda value: html.escape(str(value))  # noqa: E731 - names and config strings come from run folders
+    parts = [f"preset **{esc(run.preset)}**", f"model **{esc(run.model)}**", f"domain **{esc(run.domain)}**",
+             f"variant {esc(run.variant)}", f"epochs **{esc(run.epochs_done)} / {esc(planned)}**"]
     if run.alpha is not None:
         parts.append(f"α = {run.alpha:g}")
     if run.k_min is not None:
@@ -151,7 +152,7 @@ def run_card(run: RunData) -> str:
         parts.append(f"G = {run.num_generations}")
     if isinstance(run.state.get("env_version"), int):
         parts.append(f"env updates {run.state['env_version']}")
-    lines = [f"### {run.name} · {STATUS_BADGE.get(run.status, run.status)}", " · ".join(parts)]
+    lines = [f"### {esc(run.name)} · {STATUS_BADGE.get(run.status, esc(run.status))}", " · ".join(parts)]
     if run.records:
         last = run.records[-1]
         lines.append(f"last epoch {last['epoch']}: valid {last.get('n_valid', '?')}/{last.get('n_generated', '?')}, "
@@ -159,7 +160,7 @@ def run_card(run: RunData) -> str:
                      f"agent reward {_fmt(last.get('agent_reward_mean'))}, env KL {_fmt(last.get('env_kl'), 4)}, "
                      f"{_fmt(last.get('wall_s'), 1)} s")
     for problem in run.problems:
-        lines.append(f"> ⚠ {problem}")
+        lines.append(f"> ⚠ {esc(problem)}")
     return "\n\n".join(lines)
 
 
