@@ -220,6 +220,27 @@ def _f(x, digits: int = 2) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+def _count(minimum: int):
+    """argparse type: an integer ≥ ``minimum`` (a value that cannot be right is refused, not ignored)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+        return value
+    parse.__name__ = f"integer ≥ {minimum}"
+    return parse
+
+
+def _nonempty(text: str) -> str:
+    """argparse type: a non-blank string (``--model ""`` is refused)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty value names nothing")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="genenv-lab",
@@ -229,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run GenEnv co-evolution and write a run directory")
     p.add_argument("--preset", default="tiny", choices=sorted(PRESETS), help="configuration preset (default tiny)")
-    p.add_argument("--model", help="override the base model: a Hugging Face id, a local directory, 'tiny' or "
+    p.add_argument("--model", type=_nonempty, help="override the base model: a Hugging Face id, a local directory, 'tiny' or "
                                    "'smollm2-135m'")
     p.add_argument("--engine", choices=["hf", "unsloth", "vllm"], help="override the engine")
     p.add_argument("--domain", choices=sorted(DOMAINS),
@@ -253,26 +274,26 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="score a model or a predictions file on a benchmark (official metric)")
     e.add_argument("--benchmark", required=True, choices=sorted(BENCHMARKS) + ["api_bank"])
     src = e.add_mutually_exclusive_group()
-    src.add_argument("--model", help="a Hugging Face id, a local model directory, 'tiny', 'smollm2-135m', or a run "
+    src.add_argument("--model", type=_nonempty, help="a Hugging Face id, a local model directory, 'tiny', 'smollm2-135m', or a run "
                                      "directory (its last epoch's agent adapter)")
     src.add_argument("--predictions", help="JSONL of {\"id\": ..., \"prediction\": \"<raw output>\"} to score")
     src.add_argument("--gold", metavar="OUT.jsonl", help="write the answer keys as predictions (sanity check)")
     e.add_argument("--category", action="append", help="benchmark category (repeatable; default: all covered)")
-    e.add_argument("--limit", type=int, help="first N items of each category")
+    e.add_argument("--limit", type=_count(1), help="first N items of each category")
     e.add_argument("--data-dir", help="benchmark data folder (default: $GENENV_LAB_DATA/<name> or the cache)")
-    e.add_argument("--max-new-tokens", type=int, default=128, help="generation budget per item (--model)")
+    e.add_argument("--max-new-tokens", type=_count(1), default=128, help="generation budget per item (--model)")
     e.add_argument("--out", help="output folder (default runs/eval/<benchmark>-<time>)")
     e.set_defaults(func=cmd_eval)
 
     def grid_options(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--seeds", type=int, default=3, help="seeds per configuration (default 3)")
-        q.add_argument("--epochs", type=int, help="epochs per run (default: the preset's)")
+        q.add_argument("--seeds", type=_count(1), default=3, help="seeds per configuration (default 3)")
+        q.add_argument("--epochs", type=_count(1), help="epochs per run (default: the preset's)")
         q.add_argument("--domain", choices=sorted(DOMAINS),
                        help="task domain (default: the preset's: times for cpu-demo and cpu-smollm2, else arith)")
-        q.add_argument("--reference-tasks", type=int,
+        q.add_argument("--reference-tasks", type=_count(0),
                        help="tasks of the untrained simulator measured every epoch (the counterfactual; default: "
                             "the preset's, else 8)")
-        q.add_argument("--eval-limit", type=int,
+        q.add_argument("--eval-limit", type=_count(0),
                        help="held-out items per evaluation (default: the preset's, else 20; 0: all)")
         q.add_argument("--data-dir", help="benchmark data of the held-out score when the domain ships no held-out "
                                           "set (tools: BFCL; default $GENENV_LAB_DATA/<name> or the cache)")

@@ -94,3 +94,19 @@ def test_cli_set_reaches_any_field_and_is_validated():
                          ("alpha=0.3", "SECTION.FIELD=VALUE")):
         with pytest.raises(ConfigError, match=message):
             _run_config(parse(["run", "--set", bad]))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compare", "--presets", "tiny", "--epochs", "0", "--out", "x"], "--epochs: 0 is below 1"),
+    (["compare", "--presets", "tiny", "--seeds", "0", "--out", "x"], "--seeds: 0 is below 1"),
+    (["compare", "--presets", "tiny", "--seeds", "-1", "--out", "x"], "--seeds: -1 is below 1"),
+    (["eval", "--benchmark", "bfcl", "--limit", "-1"], "--limit: -1 is below 1"),
+    (["run", "--model", ""], "--model: an empty value names nothing"),
+    (["eval", "--benchmark", "bfcl", "--model", " "], "--model: an empty value names nothing"),
+])
+def test_cli_refuses_values_that_cannot_be_right(argv, message, capsys):
+    from genenv_lab.cli import build_parser
+
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
