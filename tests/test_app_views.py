@@ -423,3 +423,12 @@ def test_run_card_shows_html_in_config_strings_as_text(tmp_path):
     (run_dir / "config.json").write_text(json.dumps(cfg))
     card = views.run_card(load_run(run_dir))
     assert "<img" not in card and "&lt;img src=x onerror=alert(1)&gt;" in card
+
+
+def test_the_lab_starts_no_run_beyond_the_cap(tmp_path):
+    for name in ("a", "b"):
+        make_run(tmp_path / name, epochs=1, finish=False)  # status running, this (live) process as writer
+    assert sorted(launcher.running_runs(tmp_path)) == ["a", "b"]
+    with pytest.raises(LabError, match="2 runs are already running here"):
+        launcher.start_run(tmp_path, "tiny", "arith", "c")
+    assert not (tmp_path / "c").exists()

@@ -94,12 +94,30 @@ def build_command(preset: str, domain: str, out: Path) -> tuple[str, ...]:
             "--out", str(out))
 
 
-def start_run(runs_root: str | Path, preset: str, domain: str, name: str | None = None) -> LaunchedRun:
-    """Start preset ``preset`` on ``domain`` into ``runs_root/name`` (a fresh name by default) as a process."""
+MAX_RUNNING = 2
+"""Runs (of any user, and started anywhere) that may be running under one runs folder when the lab starts another:
+a CPU run takes the machine's cores and about 0.5 GB, so more would only slow them all down."""
+
+
+def running_runs(runs_root: str | Path) -> list[str]:
+    """Names of the runs under ``runs_root`` whose writer is alive (status ``running`` and a live pid)."""
+    from .runs import discover_runs
+
+    return [s.name for s in discover_runs(runs_root) if s.status == "running"]
+
+
+def start_run(runs_root: str | Path, preset: str, domain: str, name: str | None = None,
+              max_running: int = MAX_RUNNING) -> LaunchedRun:
+    """Start preset ``preset`` on ``domain`` into ``runs_root/name`` (a fresh name by default) as a process;
+    refused (:class:`LabError`) while ``max_running`` runs are already running under ``runs_root``."""
     name = (name or "").strip() or default_run_name(preset, domain)
     validate_run_name(name)
     root = Path(runs_root).expanduser()
     root.mkdir(parents=True, exist_ok=True)
+    busy = running_runs(root)
+    if len(busy) >= max_running:
+        raise LabError(f"{len(busy)} runs are already running here ({', '.join(sorted(busy))}); wait for one to "
+                       f"finish or stop it (at most {max_running} at a time)")
     path = resolve_run(root, name)
     command = build_command(preset, domain, path)
     try:
