@@ -80,7 +80,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     table = Table(title=f"run {out}", caption=(
         f"valid: valid generations / generated · p̂ mean: the agent's success rate over G = "
         f"{cfg.agent.num_generations} attempts, averaged over the epoch's tasks · in band: share of them with "
-        f"|p̂ − α| ≤ {c.k_min} (α = {c.alpha}) · R_env: mean α-Curriculum Reward · agent reward: mean GRPO reward · "
+        f"|p̂ − α| ≤ {c.k_min} (α = {c.alpha}) · R_env: mean α-Curriculum Reward · "
+        f"agent reward: mean GRPO reward · "
         f"zero-std: GRPO groups whose G rewards are all equal (no signal) · env KL: the simulator's KL to its "
         f"untrained self after this epoch's RWR update (0 when no task was in band to train on)"))
     for col in ("epoch", "valid", "p̂ mean", "in band", "R_env", "agent reward", "zero-std", "env KL", "wall s"):
@@ -250,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run GenEnv co-evolution and write a run directory")
     p.add_argument("--preset", default="tiny", choices=sorted(PRESETS), help="configuration preset (default tiny)")
-    p.add_argument("--model", type=_nonempty, help="override the base model: a Hugging Face id, a local directory, 'tiny' or "
+    p.add_argument("--model", type=_nonempty,
+                   help="override the base model: a Hugging Face id, a local directory, 'tiny' or "
                                    "'smollm2-135m'")
     p.add_argument("--engine", choices=["hf", "unsloth", "vllm"], help="override the engine")
     p.add_argument("--domain", choices=sorted(DOMAINS),
@@ -274,8 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="score a model or a predictions file on a benchmark (official metric)")
     e.add_argument("--benchmark", required=True, choices=sorted(BENCHMARKS) + ["api_bank"])
     src = e.add_mutually_exclusive_group()
-    src.add_argument("--model", type=_nonempty, help="a Hugging Face id, a local model directory, 'tiny', 'smollm2-135m', or a run "
-                                     "directory (its last epoch's agent adapter)")
+    src.add_argument("--model", type=_nonempty,
+                     help="a Hugging Face id, a local model directory, 'tiny', 'smollm2-135m', or a run "
+                          "directory (its last epoch's agent adapter)")
     src.add_argument("--predictions", help="JSONL of {\"id\": ..., \"prediction\": \"<raw output>\"} to score")
     src.add_argument("--gold", metavar="OUT.jsonl", help="write the answer keys as predictions (sanity check)")
     e.add_argument("--category", action="append", help="benchmark category (repeatable; default: all covered)")

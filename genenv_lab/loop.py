@@ -606,6 +606,9 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
     except KeyboardInterrupt:
         writer.finish(saved_env_version if state is None else state.env_version, status="interrupted")
         raise
+    except Exception as exc:
+        writer.fail(exc, saved_env_version if state is None else state.env_version)
+        raise
     finally:
         writer.release()
         if bar is not None:

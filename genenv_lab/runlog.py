@@ -100,6 +100,7 @@ class RunWriter:
         self.dir = Path(run_dir)
         self.cfg = cfg
         self._lock_fd: int | None = None
+        self._state_before: bytes | None = None
         try:
             if resume:
                 if self.dir.is_dir():
@@ -161,6 +162,7 @@ class RunWriter:
             raise RunDirError(f"{self.dir} was started with another configuration; resume it with the same preset "
                               f"and options (see its {CONFIG}), or start a new --out")
         state = read_state(self.dir)
+        self._state_before = (self.dir / STATE).read_bytes()  # restored if this resume fails before an epoch
         last = int(state.get("last_complete_epoch", 0))
         # Discard everything past the last committed epoch.
         records = [r for r in read_epochs(self.dir) if r["epoch"] <= last]
@@ -233,6 +235,7 @@ class RunWriter:
             os.fsync(fh.fileno())
         self.last_epoch = record.epoch
         self._write_state("running", env_version=record.env_version)
+        self._state_before = None  # an epoch committed: from now on a failure is this run's, not the resume's
         self.event(f"epoch {record.epoch} complete: valid {record.n_valid}/{record.n_generated}, "
                    f"p̂ mean {_fmt(record.p_hat_mean)}, in band {_fmt(record.in_band_frac)}")
 
@@ -247,7 +250,18 @@ class RunWriter:
 
     def finish(self, env_version: int, status: str = "finished") -> None:
         self._write_state(status, env_version=env_version)
+        self._state_before = None  # the run moved on: nothing to restore any more
         self.event(status)
+
+    def fail(self, exc: BaseException, env_version: int) -> None:
+        """The run stopped on an error: a resume that failed before committing an epoch leaves ``state.json`` as it
+        was (a finished run stays finished); otherwise the status becomes ``failed``. The error goes to
+        ``events.log``."""
+        if self._state_before is not None:
+            _atomic_write_bytes(self.dir / STATE, self._state_before)
+        else:
+            self._write_state("failed", env_version=env_version)
+        self.event(f"failed: {type(exc).__name__}: {exc}")
 
 
 def _fmt(x: float) -> str:

@@ -89,7 +89,8 @@ def test_cli_set_reaches_any_field_and_is_validated():
     parse = build_parser().parse_args
     cfg = _run_config(parse(["run", "--preset", "cpu-demo", "--set", "curriculum.alpha=0.3", "--set",
                              "env.kl_coef=2", "--set", "model.target_modules=[\"q_proj\"]", "--epochs", "4"]))
-    assert (cfg.curriculum.alpha, cfg.env.kl_coef, cfg.model.target_modules, cfg.loop.epochs) == (0.3, 2, ("q_proj",), 4)
+    assert (cfg.curriculum.alpha, cfg.env.kl_coef, cfg.model.target_modules, cfg.loop.epochs) == \
+        (0.3, 2, ("q_proj",), 4)
     for bad, message in (("curriculum.alpha=1.5", "alpha"), ("env.nope=1", "no field"), ("foo.bar=1", "section"),
                          ("alpha=0.3", "SECTION.FIELD=VALUE")):
         with pytest.raises(ConfigError, match=message):

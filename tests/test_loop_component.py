@@ -248,3 +248,31 @@ def test_one_writer_per_run_directory(cfg, tmp_path):
                        progress=False))
     assert [r.epoch for r in records] == [2, 3]
     assert [r["epoch"] for r in read_epochs(out)] == [1, 2, 3]
+
+
+class _Exploding(ScriptedBackend):
+    """Fails in the agent update of its ``at``-th call."""
+
+    def __init__(self, at: int, **kw):
+        super().__init__(**kw)
+        self.at = at
+
+    def grpo_step(self, prompts, reward_fn):
+        if self.calls["grpo"] + 1 >= self.at:
+            raise RuntimeError("device lost")
+        return super().grpo_step(prompts, reward_fn)
+
+
+def test_a_failed_run_says_failed_and_a_failed_resume_leaves_the_state_as_it_was(cfg, tmp_path):
+    out = tmp_path / "r"
+    with pytest.raises(RuntimeError, match="device lost"):
+        list(run(cfg.replace(loop={"epochs": 3}), out, backend=_Exploding(at=2), progress=False))
+    assert read_state(out)["status"] == "failed" and read_state(out)["last_complete_epoch"] == 1
+    assert "failed: RuntimeError: device lost" in (out / "events.log").read_text()
+
+    done = tmp_path / "done"
+    list(run(cfg.replace(loop={"epochs": 1}), done, backend=ScriptedBackend(), progress=False))
+    before = (done / "state.json").read_bytes()
+    with pytest.raises(RuntimeError, match="device lost"):
+        list(run(cfg.replace(loop={"epochs": 2}), done, resume=True, backend=_Exploding(at=1), progress=False))
+    assert (done / "state.json").read_bytes() == before and read_state(done)["status"] == "finished"

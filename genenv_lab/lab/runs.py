@@ -38,7 +38,7 @@ from ..runlog import (ATTEMPTS, CONFIG, EPOCHS, EVENTS, STATE, TASKS, RunDirErro
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """What a run name may be: a single path component that is neither hidden nor ``.``/``..``."""
 
-STATUSES = ("running", "finished", "killed", "interrupted", "starting", "empty", "unreadable", "missing")
+STATUSES = ("running", "finished", "killed", "interrupted", "failed", "starting", "empty", "unreadable", "missing")
 """``killed``: ``state.json`` says running but its writer's pid is not alive (on this machine).
 ``starting``: ``config.json`` but no ``state.json`` yet. ``empty``: nothing in the directory yet.
 ``unreadable``: ``state.json`` is corrupt. ``missing``: the directory is gone."""

@@ -36,7 +36,8 @@ BAND_LINE = "#0ca678"
 TEMPLATE = "plotly_white"
 FONT = dict(family="Inter, system-ui, -apple-system, Segoe UI, sans-serif", size=13, color="#343a40")
 STATUS_BADGE = {"running": "● running", "finished": "✔ finished", "killed": "✖ killed",
-                "interrupted": "‖ interrupted", "starting": "… starting", "empty": "○ empty",
+                "interrupted": "‖ interrupted", "failed": "✖ failed", "starting": "… starting",
+                "empty": "○ empty",
                 "unreadable": "⚠ unreadable", "missing": "? missing"}
 """Status as shown (symbols that common fonts, DejaVu included, have; no emoji font needed)."""
 
@@ -299,7 +300,8 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
     """The per-epoch curves of one or more runs, overlaid (one color per run) in a grid of panels: p̂ mean with
     the α band, in-band, valid and zero-std fractions, env and agent reward, env KL, and validation scores
     (``eval/*`` keys of a record's ``extra``) when a run has them; a third row holds the method's signals
-    (:data:`SIGNALS`: the counterfactual p̂, |p̂ − α|, task difficulty, GRPO metrics) where the records have them."""
+    (:data:`SIGNALS`: the counterfactual p̂, |p̂ − α|, task difficulty, GRPO metrics) where the records have
+    them."""
     runs = [r for r in runs if r is not None]
     frames = [curves_frame(r) for r in runs]
     if not any(len(f) for f in frames):
