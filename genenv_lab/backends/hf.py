@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from ..config import RunConfig
 from ..models.loading import ADAPTERS, attach_adapters, load_base
 from ..models.world import world_spec
+from ..rwr import rwr_losses, target_positions
 from .base import (AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn, alphabet_token_ids,
                    cut_at_stop)
 
@@ -194,22 +195,20 @@ class HFBackend:
                 "target_mask": target_mask.to(self.device), "weights": weights.to(self.device)}
 
     def _rwr_losses(self, batch: dict[str, torch.Tensor], grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """(weighted NLL, mean per-token KL to the adapter-disabled base) of one batch."""
-        ids, attn, mask, w = batch["input_ids"], batch["attention_mask"], batch["target_mask"], batch["weights"]
+        """(weighted NLL, mean per-token KL to the adapter-disabled base) of one batch (:func:`genenv_lab.rwr.
+        rwr_losses` on the log-probabilities at the target positions)."""
+        ids, attn, w = batch["input_ids"], batch["attention_mask"], batch["weights"]
+        pos, labels, rows = target_positions(ids, batch["target_mask"])
+
+        def target_logp() -> torch.Tensor:
+            logits = self.model(input_ids=ids, attention_mask=attn).logits[:, :-1]  # (B, T-1, V)
+            return F.log_softmax(logits[pos].float(), dim=-1)  # (N, V)
+
         with torch.no_grad(), self.model.disable_adapter():
-            ref_logits = self.model(input_ids=ids, attention_mask=attn).logits[:, :-1].float()  # (B, T-1, V)
+            ref_logp = target_logp()
         with nullcontext() if grad else torch.no_grad():
-            logits = self.model(input_ids=ids, attention_mask=attn).logits[:, :-1].float()  # (B, T-1, V)
-        labels = ids[:, 1:]  # (B, T-1)
-        pos = mask[:, 1:].float()  # (B, T-1): positions predicting a target token
-        logp = F.log_softmax(logits, dim=-1)
-        nll = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)  # (B, T-1)
-        nll_per_example = (nll * pos).sum(1) / pos.sum(1).clamp(min=1)  # (B,)
-        weighted_nll = (w * nll_per_example).mean()
-        ref_logp = F.log_softmax(ref_logits, dim=-1)
-        kl_tok = (logp.exp() * (logp - ref_logp)).sum(-1)  # (B, T-1)
-        kl = (kl_tok * pos).sum() / pos.sum().clamp(min=1)
-        return weighted_nll, kl
+            logp = target_logp()
+        return rwr_losses(logp, ref_logp, labels, rows, w)
 
     def rwr_step(self, examples: Sequence[EnvExample]) -> EnvUpdate:
         e = self.cfg.env

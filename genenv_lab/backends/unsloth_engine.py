@@ -53,6 +53,7 @@ import torch.nn.functional as F
 
 from ..config import RunConfig
 from ..models.loading import ADAPTERS, resolve_model_dir
+from ..rwr import rwr_losses, target_positions
 from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
 from .hf import grpo_metrics, HFBackend, grpo_dataset, grpo_reward, timed_trainer
 from .vllm_engine import VLLMGenerator, supported_lora_rank
@@ -148,18 +149,17 @@ def _has_plain_lm_head(model) -> bool:
 def target_rwr_losses(model, batch: dict[str, torch.Tensor], grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """(weighted NLL, mean per-token KL to the adapter-disabled base): the hf engine's RWR loss, lean in memory.
 
-    Same quantities as ``HFBackend._rwr_losses``: NLL_i is example i's mean target-token NLL, the weighted NLL is
-    mean_i w_i · NLL_i, the KL is the full-vocabulary KL(π_env ‖ π_base) averaged over target tokens. The logits
+    The same :func:`genenv_lab.rwr.rwr_losses` as ``HFBackend._rwr_losses`` (NLL_i is example i's mean target-token
+    NLL, the weighted NLL is mean_i w_i · NLL_i, the KL is the full-vocabulary KL(π_env ‖ π_base) averaged over
+    target tokens), with the log-probabilities computed differently: the logits
     are computed only at the N positions that predict a target token (lm_head on the decoder's last hidden
     state there), so memory is N × V instead of B × T × V in float32. ``model`` is the PeftModel; the LM head must
     be a plain linear map of the last hidden state (true of Qwen2/Llama/Mistral; see ``_has_plain_lm_head``).
     """
-    ids, attn, mask, w = batch["input_ids"], batch["attention_mask"], batch["target_mask"], batch["weights"]
+    ids, attn, w = batch["input_ids"], batch["attention_mask"], batch["weights"]
     causal_lm = model.get_base_model()
     decoder, head = causal_lm.model, causal_lm.get_output_embeddings()
-    pos = mask[:, 1:]  # (B, T-1): positions whose next token is a target token
-    labels = ids[:, 1:][pos]  # (N,)
-    rows = pos.nonzero()[:, 0]  # (N,): the example of each target token
+    pos, labels, rows = target_positions(ids, batch["target_mask"])
 
     def target_logp() -> torch.Tensor:
         hidden = decoder(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1]  # (B, T-1, H)
@@ -169,13 +169,7 @@ def target_rwr_losses(model, batch: dict[str, torch.Tensor], grad: bool) -> tupl
         ref_logp = target_logp()
     with nullcontext() if grad else torch.no_grad():
         logp = target_logp()
-    nll = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)  # (N,)
-    counts = torch.bincount(rows, minlength=ids.shape[0]).clamp(min=1)  # (B,)
-    nll_per_example = torch.zeros(ids.shape[0], device=nll.device, dtype=nll.dtype).index_add(0, rows, nll) / counts
-    weighted_nll = (w * nll_per_example).mean()
-    kl_tok = (logp.exp() * (logp - ref_logp)).sum(-1)  # (N,)
-    kl = kl_tok.mean() if kl_tok.numel() else kl_tok.sum()
-    return weighted_nll, kl
+    return rwr_losses(logp, ref_logp, labels, rows, w)
 
 
 @contextlib.contextmanager
