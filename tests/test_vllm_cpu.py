@@ -127,7 +127,7 @@ def test_sampling_returns_n_per_prompt(vllm_run):
 
 
 def test_constrained_sampling_keeps_to_the_alphabet_and_cuts_at_the_stop(vllm_run):
-    out = vllm_run["out"]["constrained"]
+    out = vllm_run[0]["constrained"]
     assert [len(s) for s in out] == [3] * len(PROMPTS)
     assert all(set(t) <= set("0123456789 *\n") and "7" not in t for s in out for t in s)
 
