@@ -153,10 +153,16 @@ def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: 
     else:
         parents, n = choose_parents(state, seeds, cfg, rng), cfg.env.n_variations
     contexts = build_env_contexts(parents, state, domain, cfg)
-    raw = generator.generate("env", contexts, n=n, max_new_tokens=cfg.env.max_new_tokens,
-                             temperature=cfg.env.temperature, top_p=cfg.env.top_p, stop=domain.env_stop,
-                             alphabet=domain.env_alphabet)
+    raw = generator.generate("env", contexts, n=n, **env_sampling(cfg, domain))
     return parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
+
+
+def env_sampling(cfg: RunConfig, domain: Domain) -> dict:
+    """The simulator's sampling settings for ``generate``: the config's budget and temperature, and the domain's
+    format constraint (stop strings, task alphabet)."""
+    e = cfg.env
+    return {"max_new_tokens": e.max_new_tokens, "temperature": e.temperature, "top_p": e.top_p,
+            "stop": domain.env_stop, "alphabet": domain.env_alphabet}
 
 
 def generate_reference(state: LoopState, backend: Backend, domain: Domain, seeds: Sequence[SeedTask],
@@ -170,9 +176,7 @@ def generate_reference(state: LoopState, backend: Backend, domain: Domain, seeds
     parents = [(s.seed_id, s.seed_id, s.spec) for s in
                (list(seeds) * (cfg.loop.reference_tasks // len(seeds) + 1))][: math.ceil(cfg.loop.reference_tasks / n)]
     contexts = build_env_contexts(parents, LoopState(), domain, cfg)
-    raw = backend.generate("env", contexts, n=n, max_new_tokens=cfg.env.max_new_tokens,
-                           temperature=cfg.env.temperature, top_p=cfg.env.top_p, stop=domain.env_stop,
-                             alphabet=domain.env_alphabet)
+    raw = backend.generate("env", contexts, n=n, **env_sampling(cfg, domain))
     tasks = parse_generations(raw, parents, contexts, domain, epoch, 0)[: cfg.loop.reference_tasks]
     for t in tasks:
         t.task_id = "ref-" + t.task_id

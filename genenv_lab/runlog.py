@@ -252,6 +252,7 @@ class RunWriter:
         self._write_state(status, env_version=env_version)
         self._state_before = None  # the run moved on: nothing to restore any more
         self.event(status)
+        self.release()
 
     def fail(self, exc: BaseException, env_version: int) -> None:
         """The run stopped on an error: a resume that failed before committing an epoch leaves ``state.json`` as it
@@ -262,6 +263,7 @@ class RunWriter:
         else:
             self._write_state("failed", env_version=env_version)
         self.event(f"failed: {type(exc).__name__}: {exc}")
+        self.release()
 
 
 def _fmt(x: float) -> str:

@@ -255,15 +255,13 @@ def env_generation_step(generator: VLLMGenerator, env_adapter: Any, state: "Loop
     Returns (contexts, raw generations, tasks). The same named steps as ``loop.run_epoch``; only the sampling call
     goes to ``generator`` with ``env_adapter`` (a folder, name or LoRARequest; None samples the initial simulator).
     """
-    from ..loop import build_env_contexts, choose_parents, parse_generations
+    from ..loop import build_env_contexts, choose_parents, env_sampling, parse_generations
 
     epoch = state.epoch + 1
     rng = rng or random.Random(cfg.loop.seed * 1_000_003 + epoch)
     parents = choose_parents(state, seeds, cfg, rng)
     contexts = build_env_contexts(parents, state, domain, cfg)
-    raw = generator.generate(env_adapter, contexts, n=cfg.env.n_variations, max_new_tokens=cfg.env.max_new_tokens,
-                             temperature=cfg.env.temperature, top_p=cfg.env.top_p, stop=domain.env_stop,
-                             alphabet=domain.env_alphabet)
+    raw = generator.generate(env_adapter, contexts, n=cfg.env.n_variations, **env_sampling(cfg, domain))
     tasks = parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
     return contexts, raw, tasks
 
