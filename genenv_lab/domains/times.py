@@ -130,10 +130,12 @@ class TimesWorld:
     """
 
     def __init__(self, midpoint: float = 8.5, spread: float = 2.0, env_share: float = 0.25,
-                 random_level_share: float = 0.25):
+                 random_level_share: float = 0.25, similar_shifts: tuple[int, ...] = (-1, 0, 0, 1),
+                 harder_shifts: tuple[int, ...] = (0, 1, 1, 2, 2, 3)):
         self.domain = TimesDomain()
         self.midpoint, self.spread = midpoint, spread
         self.env_share, self.random_level_share = env_share, random_level_share
+        self.similar_shifts, self.harder_shifts = tuple(similar_shifts), tuple(harder_shifts)
         self.train_pairs = [(a, b) for a in range(LOWEST, HIGHEST + 1) for b in range(LOWEST, HIGHEST + 1)
                             if (min(a, b), max(a, b)) not in heldout_pairs()]
         self.all_pairs = [(a, b) for a in range(LOWEST, HIGHEST + 1) for b in range(LOWEST, HIGHEST + 1)]
@@ -176,18 +178,27 @@ class TimesWorld:
                                  recent_p_hats=tuple(p_hats), recent=recent)
             anchor = levels[-1]
         messages = self.domain.env_messages(seed, stats, alpha, k_min)
-        rate = stats.success_rate
-        if rng.random() < self.random_level_share:
-            target = rng.randint(LOWEST, HIGHEST)
-        else:
-            if rate is None or abs(rate - alpha) <= k_min:
-                shift = rng.choice((-1, 0, 0, 1))
-            elif rate > alpha:
-                shift = rng.choice((0, 1, 1, 2, 2, 3))
-            else:
-                shift = -rng.choice((0, 1, 1, 2, 2, 3))
-            target = min(max(anchor + shift, LOWEST), HIGHEST)
+        target = self.target_level(rng, anchor, stats.success_rate, alpha, k_min)
         return messages, " " + self.task_at(rng, target)[len("Task: "):]
+
+    def target_level(self, rng: random.Random, anchor: int, rate: float | None, alpha: float, k_min: float) -> int:
+        """The level the teacher writes next: ``random_level_share`` of the time a uniformly random level, else
+        ``anchor`` (the newest recent task's level, the seed's when there is none) moved by one of the shifts of
+        the hint the context states (``similar_shifts`` inside the band or without statistics, ``harder_shifts``
+        above it, their negatives below it).
+
+        >>> TimesWorld(random_level_share=0.0, harder_shifts=(1,)).target_level(random.Random(0), 9, 0.9, 0.5, 0.1)
+        10
+        """
+        if rng.random() < self.random_level_share:
+            return rng.randint(LOWEST, HIGHEST)
+        if rate is None or abs(rate - alpha) <= k_min:
+            shift = rng.choice(self.similar_shifts)
+        elif rate > alpha:
+            shift = rng.choice(self.harder_shifts)
+        else:
+            shift = -rng.choice(self.harder_shifts)
+        return min(max(anchor + shift, LOWEST), HIGHEST)
 
     def task_at(self, rng: random.Random, lvl: int) -> str:
         """A training (non-held-out) task of level ``lvl``, the larger operand first (its level is then the first
