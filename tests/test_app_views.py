@@ -238,7 +238,15 @@ def test_difficulty_figure_bars_per_epoch_and_band_from_config(run_dir):
     assert list(fig.data[0].x) == [0, 0.25, 0.5, 0.75, 1.0]  # the p̂ levels k/G
     assert sum(fig.data[0].y) == pytest.approx(1.0)  # shares of the epoch's valid tasks
     rect = [s for s in fig.layout.shapes if s.type == "rect"][0]
-    assert (rect.x0, rect.x1) == (ALPHA - K_MIN, ALPHA + K_MIN)
+    # the shading spans whole bar groups: every bar of an in-band p̂ level inside it, every other bar outside
+    step, half_group = 1 / G, (1 - fig.layout.bargap) / G / 2
+    for level in fig.data[0].x:
+        left, right = level - half_group, level + half_group
+        if abs(level - ALPHA) <= K_MIN:
+            assert rect.x0 <= left and right <= rect.x1
+        else:
+            assert right <= rect.x0 or rect.x1 <= left
+    assert rect.x0 == pytest.approx(ALPHA - K_MIN - step / 2) and rect.x1 == pytest.approx(ALPHA + K_MIN + step / 2)
     assert any(s.type == "line" and s.x0 == ALPHA for s in fig.layout.shapes)
     assert "α = 0.5" in fig.layout.annotations[0].text
     assert len(fig.layout.sliders[0].steps) == 4  # all + one per epoch

@@ -192,11 +192,27 @@ def _difficulty_bars(run: RunData) -> tuple[list[float], list[tuple[int, list[in
     return levels, out
 
 
+def band_span(levels: Sequence[float], alpha: float, k_min: float, step: float) -> tuple[float, float]:
+    """The x-range shaded as the band on the difficulty histogram: from half a bar group left of the lowest p̂
+    level inside [α − k_min, α + k_min] to half a group right of the highest one, so that every epoch's bar of an
+    in-band p̂ (bars of one level sit side by side across its group) lies inside the shading and no other bar does.
+    Without such a level (or levels), the band's own edges.
+
+    >>> band_span([0, .125, .25, .375, .5, .625, .75, .875, 1], 0.5, 0.125, 0.125)
+    (0.3125, 0.6875)
+    """
+    inside = [v for v in levels if abs(v - alpha) <= k_min + 1e-9]
+    if not inside:
+        return max(0.0, alpha - k_min), min(1.0, alpha + k_min)
+    return min(inside) - step / 2, max(inside) + step / 2
+
+
 def difficulty_figure(runs: RunData | Sequence[RunData], *, height: int = 440) -> go.Figure:
     """Where the generated tasks' p̂ falls, epoch by epoch, against the α target and the ±k_min band.
 
     One bar group per p̂ level k/G; within it one bar per epoch (light = early, dark = late), as the share of that
-    epoch's valid tasks. A slider shows one epoch at a time. Mass moving into the shaded band is the curriculum
+    epoch's valid tasks. A slider shows one epoch at a time. The shading covers the whole bar groups of the p̂ levels
+    inside the band (:func:`band_span`). Mass moving into the shaded band is the curriculum
     working. Given two runs, their distributions are drawn side by side (same epoch colors, one band each).
     """
     runs = [runs] if isinstance(runs, RunData) else [r for r in runs if r is not None]
@@ -244,7 +260,7 @@ def difficulty_figure(runs: RunData | Sequence[RunData], *, height: int = 440) -
                          tickformat=".2f", zeroline=False, row=1, col=col,
                          title_text="p̂ (agent success rate over G rollouts)")
         if run.alpha is not None and run.k_min is not None:
-            lo, hi = max(0.0, run.alpha - run.k_min), min(1.0, run.alpha + run.k_min)
+            lo, hi = band_span(levels, run.alpha, run.k_min, step)
             fig.add_vrect(x0=lo, x1=hi, fillcolor=BAND_FILL, line_width=0, layer="below", row=1, col=col)
             for edge in sorted({lo, hi}):
                 fig.add_vline(x=edge, line=dict(color=BAND_LINE, width=1, dash="dot"), row=1, col=col)
