@@ -92,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                           _f(r.env_reward_mean), _f(r.agent_reward_mean), _f(r.frac_zero_std), _f(r.env_kl, 4),
                           f"{r.wall_s:.1f}")
     except (RunDirError, RuntimeError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         return 1
     except KeyboardInterrupt:
         console.print(table)
@@ -158,7 +158,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         console.print(f"[red]benchmark data missing:[/red] {exc}")
         return 2
     except (ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         return 1
     brief = {k: v for k, v in summary.items() if not isinstance(v, (dict, list))}
     print(json.dumps(brief, indent=2, ensure_ascii=False))

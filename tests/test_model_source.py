@@ -1,0 +1,69 @@
+"""``--model`` that cannot load fails in seconds with one line, before any run folder is written."""
+
+from __future__ import annotations
+
+import pytest
+
+from genenv_lab.cli import main
+from genenv_lab.models.loading import check_model_source
+
+
+def test_project_models_and_a_model_folder_pass(tmp_path):
+    check_model_source("tiny")
+    check_model_source("tiny-world")
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    check_model_source(str(tmp_path / "m"))
+
+
+@pytest.mark.parametrize("name, match", [
+    ("./does/not-exist", "no such model folder"),
+    ("/nowhere/at/all", "no such model folder"),
+    ("not a model id!", "not a Hugging Face id"),
+])
+def test_missing_folders_and_bad_ids_are_one_line_errors(name, match):
+    with pytest.raises(FileNotFoundError, match=match) as info:
+        check_model_source(name)
+    assert "\n" not in str(info.value)
+
+
+def test_folder_without_config_json(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        check_model_source(str(tmp_path))
+
+
+def test_uncached_hub_id_offline_makes_no_request(monkeypatch):
+    import huggingface_hub
+    import huggingface_hub.constants
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("the hub must not be contacted when HF_HUB_OFFLINE is set")
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub, "model_info", no_network)
+    with pytest.raises(FileNotFoundError, match="HF_HUB_OFFLINE"):
+        check_model_source("genenv-lab-tests/no-such-model")
+
+
+def test_unreachable_hub_is_one_request_and_one_line(monkeypatch):
+    import huggingface_hub
+    import huggingface_hub.constants
+
+    calls = []
+
+    def unreachable(repo_id, *, timeout=None, **kwargs):
+        calls.append(timeout)
+        raise ConnectionError("Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "model_info", unreachable)
+    with pytest.raises(FileNotFoundError, match="hub cannot be reached"):
+        check_model_source("genenv-lab-tests/no-such-model")
+    assert len(calls) == 1 and calls[0] is not None
+
+
+def test_cli_run_with_missing_model_leaves_no_folder(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "--preset", "tiny", "--model", str(tmp_path / "missing"), "--out", str(out)]) == 1
+    assert not out.exists()
+    assert "no such model folder" in capsys.readouterr().out
