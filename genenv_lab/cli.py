@@ -127,7 +127,28 @@ def run_summary(out: Path, cfg) -> list[str]:
     if key:
         base = (read_baseline(out) or {}).get(key)
         lines.append(f"held-out {key[5:]}: {_f(base)} (untrained agent) → {_f(lx[key])} (epoch {last['epoch']})")
+    lines.append(_verdict(records, c.alpha, c.k_min))
     return lines
+
+
+def _verdict(records: list[dict], alpha: float, k_min: float) -> str:
+    """One sentence on what happened: p̂ over the last third of the epochs against α and against epoch 1, and in
+    how many epochs the simulator was updated (RWR ran on in-band tasks)."""
+    import math
+
+    n = len(records)
+    late = [r["p_hat_mean"] for r in records[n - max(1, n // 3):] if r.get("p_hat_mean") is not None
+            and not math.isnan(r["p_hat_mean"])]
+    start = records[0].get("p_hat_mean")
+    updated = sum(1 for r in records if (r.get("n_env_steps") or 0) > 0)
+    rwr = f"The simulator was updated (RWR on in-band tasks) in {updated} of {n} epochs."
+    if not late or start is None or math.isnan(start):
+        return "No p̂ was measured on the simulator's tasks (no valid task). " + rwr
+    mean_late = sum(late) / len(late)
+    where = "inside" if abs(mean_late - alpha) <= k_min else "outside"
+    moved = "toward" if abs(mean_late - alpha) < abs(start - alpha) else "away from"
+    return (f"So p̂ moved {moved} α: {start:.2f} in epoch 1, {mean_late:.2f} on average over the last "
+            f"{len(late)} epochs, {where} the band. " + rwr)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -1,0 +1,23 @@
+"""The sentence that ends `genenv-lab run`: where p̂ went against α, and how often the simulator was updated."""
+
+from genenv_lab.cli import _verdict
+
+
+def _records(p_hats, env_steps):
+    return [{"epoch": i + 1, "p_hat_mean": p, "n_env_steps": s} for i, (p, s) in enumerate(zip(p_hats, env_steps))]
+
+
+def test_toward_alpha_inside_the_band():
+    text = _verdict(_records([0.9, 0.8, 0.7, 0.6, 0.55, 0.5], [4, 0, 4, 4, 4, 4]), 0.5, 0.125)
+    assert "moved toward α: 0.90 in epoch 1, 0.53 on average over the last 2 epochs, inside the band" in text
+    assert "updated (RWR on in-band tasks) in 5 of 6 epochs" in text
+
+
+def test_away_from_alpha_outside_the_band():
+    text = _verdict(_records([0.5, 0.7, 0.9], [0, 0, 0]), 0.5, 0.125)
+    assert "moved away from α" in text and "0.90 on average over the last 1 epochs, outside the band" in text
+    assert "in 0 of 3 epochs" in text
+
+
+def test_no_measured_p_hat_says_so():
+    assert _verdict(_records([float("nan")], [0]), 0.5, 0.1).startswith("No p̂ was measured")
