@@ -55,8 +55,11 @@ def theme() -> gr.themes.Base:
                           font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"])
 
 
-def build_app(runs_root: str | Path = DEFAULT_RUNS) -> gr.Blocks:
-    """The lab over the runs folder ``runs_root``: layout first, then the wiring."""
+def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> gr.Blocks:
+    """The lab over the runs folder ``runs_root``: layout first, then the wiring.
+
+    The page's first render already shows a run: ``run`` when given (:class:`LabError` when the folder has no such
+    run), else the newest one; a screenshot or a slow machine never starts on an empty page."""
     root = Path(runs_root).expanduser().resolve()
 
     # ------------------------------------------------------------------------------------------ data access
@@ -99,6 +102,19 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS) -> gr.Blocks:
                 parts.append(None)
         return tuple(parts)
 
+    first_names = [summary.name for summary in discover_runs(root)]
+    if run is not None and run not in first_names:
+        raise LabError(f"--run {run!r}: no such run in {root} (runs: {', '.join(first_names) or 'none yet'})")
+    first = run or (first_names[0] if first_names else None)
+    first_card, first_hist, first_curves = "_No run selected._", None, None
+    if first is not None:
+        try:
+            first_run = load(first)
+            first_card, first_hist = views.run_card(first_run), views.difficulty_figure(first_run)
+            first_curves = views.curves_figure([first_run])
+        except Exception:  # noqa: BLE001 - the timer's first refresh draws it, or shows why it cannot
+            first_card, first_hist, first_curves = "_No run selected._", None, None
+
     # ------------------------------------------------------------------------------------------------ layout
     with gr.Blocks(title="GenEnv lab", fill_width=True, analytics_enabled=False) as demo:
         loaded = gr.State(None)  # (key, RunData | None, RunData | None) of this user's current view
@@ -114,17 +130,17 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS) -> gr.Blocks:
                 runs_table = gr.Dataframe(label="Runs (click one to show it)", interactive=False, max_height=210,
                                           wrap=False)
             with gr.Column(scale=1, min_width=280):
-                run_dd = gr.Dropdown(label="Run", choices=[], value=None, interactive=True)
+                run_dd = gr.Dropdown(label="Run", choices=first_names, value=first, interactive=True)
                 compare_dd = gr.Dropdown(label="Compare with", choices=[NONE], value=NONE, interactive=True)
                 live = gr.Checkbox(value=True, label=f"Live: refresh every {REFRESH_S:g} s")
         with gr.Row(equal_height=False):
-            card = gr.Markdown("_No run selected._", elem_classes="run-card")
+            card = gr.Markdown(first_card, elem_classes="run-card")
             card_b = gr.Markdown(visible=False, elem_classes="run-card")
 
         with gr.Tabs():
             with gr.Tab("Curriculum"):
-                hist = gr.Plot(show_label=False)
-                curves = gr.Plot(show_label=False)
+                hist = gr.Plot(first_hist, show_label=False)
+                curves = gr.Plot(first_curves, show_label=False)
             with gr.Tab("Tasks & attempts"):
                 with gr.Row():
                     f_epoch = gr.Dropdown(label="Epoch", choices=["all"], value="all", min_width=110)
@@ -390,12 +406,17 @@ def main(argv: list[str] | None = None) -> None:
                                                             "only)")
     parser.add_argument("--port", type=int, default=7860)
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    parser.add_argument("--run", help="the run shown first (a folder name under --runs; default: the newest)")
     args = parser.parse_args(argv)
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         # Started in the background (`&`, nohup), the lab ignores SIGINT and the runs it starts would inherit that,
         # so Stop could not interrupt them cleanly. A handled signal is reset to the default in a child at exec.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    launch(build_app(args.runs), host=args.host, port=args.port, share=args.share)
+    try:
+        app = build_app(args.runs, run=args.run)
+    except LabError as exc:
+        parser.error(str(exc))
+    launch(app, host=args.host, port=args.port, share=args.share)
 
 
 if __name__ == "__main__":

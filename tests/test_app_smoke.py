@@ -86,3 +86,27 @@ def test_defaults_bind_localhost_and_never_share():
     params = inspect.signature(app.launch).parameters
     assert params["host"].default == "127.0.0.1" and params["share"].default is False
     assert app.DEFAULT_RUNS == ROOT / "runs"
+
+
+def test_first_render_shows_the_chosen_or_newest_run(tmp_path):
+    import gradio as gr
+
+    from genenv_lab.lab.runs import LabError
+
+    make_run(tmp_path / "runs" / "syn")
+    app = load_app_module()
+
+    def first_values(demo):
+        blocks = list(demo.blocks.values())
+        dropdown = next(b for b in blocks if isinstance(b, gr.Dropdown) and b.label == "Run")
+        plots = [b for b in blocks if isinstance(b, gr.Plot)]
+        return dropdown.value, [p.value for p in plots[:2]]
+
+    for chosen in ("syn", None):  # --run syn, and the newest run by default
+        value, plots = first_values(app.build_app(tmp_path / "runs", run=chosen))
+        assert value == "syn"
+        assert all(p is not None for p in plots)  # histogram and curves drawn before any event
+    with pytest.raises(LabError, match="no such run"):
+        app.build_app(tmp_path / "runs", run="nope")
+    value, plots = first_values(app.build_app(tmp_path / "empty-root"))
+    assert value is None and all(p is None for p in plots)
