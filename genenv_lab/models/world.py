@@ -25,7 +25,7 @@ import torch
 
 from .tiny import build_tokenizer, chatml, new_model, save_model
 
-WORLDS_VERSION = 4
+WORLDS_VERSION = 6
 """Bump when a world's corpus changes meaning, so cached models are rebuilt."""
 MARKER = "genenv_world.json"
 
