@@ -4,6 +4,7 @@
     python benchmarks/teacher_ceiling.py --random-share 0 --similar-shifts 0 --harder-shifts 1
     python benchmarks/teacher_ceiling.py --agent-rate 0.1     # an agent that learns more slowly
     python benchmarks/teacher_ceiling.py --oracle             # every task at the agent's current frontier
+    python benchmarks/teacher_ceiling.py --set env.stats_window=1 --set agent.num_generations=16
 
 The simulator is the world's teacher itself (:meth:`genenv_lab.domains.times.TimesWorld.target_level`, reading the
 context the loop built: its hint, the newest recent task's level, the seed's level), that is, a *perfect* imitation
@@ -26,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 from genenv_lab.backends.base import AgentUpdate, EnvUpdate
+from genenv_lab.cli import parse_setting
 from genenv_lab.config import preset
 from genenv_lab.domains.times import HIGHEST, LOWEST, TimesWorld, level
 from genenv_lab.loop import run
@@ -106,11 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--similar-shifts", type=_ints, default=None, help="e.g. -1,0,0,1 (world default)")
     ap.add_argument("--harder-shifts", type=_ints, default=None, help="e.g. 0,1,1,2,2,3 (world default)")
     ap.add_argument("--oracle", action="store_true", help="every task at the level nearest the agent's midpoint")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                    help="a loop setting of the preset, as in `genenv-lab run --set`")
     args = ap.parse_args(argv)
     world_kwargs = {k: v for k, v in (("random_level_share", args.random_share),
                                       ("similar_shifts", args.similar_shifts),
                                       ("harder_shifts", args.harder_shifts)) if v is not None}
     base = preset(args.preset)
+    for item in args.set:
+        section, field, value = parse_setting(item)
+        base = base.replace(**{section: {field: value}})
     if base.loop.domain != "times":
         ap.error(f"preset {args.preset!r} runs domain {base.loop.domain!r}; this benchmark needs 'times'")
     in_band, p_last = [], []
@@ -122,10 +129,11 @@ def main(argv: list[str] | None = None) -> int:
             records = list(run(cfg, Path(tmp) / f"s{seed}", backend=backend, progress=False))
             n = len(records)
             in_band.append(statistics.mean(r.in_band_frac for r in records[n // 2:]))
-            p_last.append(statistics.mean(r.p_hat_mean for r in records[n - n // 3 - 1:]))
+            p_last.append(statistics.mean(r.p_hat_mean for r in records[n - n // 3:]))
             print(f"seed {seed}: in band (second half) {in_band[-1]:.2f}, mean p̂ (last third) {p_last[-1]:.2f}")
     sd = statistics.stdev(in_band) if len(in_band) > 1 else 0.0
-    print(f"{args.preset}, teacher {world_kwargs or 'as pre-trained'}{', oracle' if args.oracle else ''}, agent +"
+    print(f"{args.preset}{''.join(' ' + x for x in args.set)}, teacher {world_kwargs or 'as pre-trained'}"
+          f"{', oracle' if args.oracle else ''}, agent +"
           f"{args.agent_rate} levels/epoch: in band {statistics.mean(in_band):.2f} ± {sd:.2f}, "
           f"mean p̂ {statistics.mean(p_last):.2f}")
     return 0
