@@ -452,3 +452,29 @@ def preset(name: str) -> RunConfig:
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
     return PRESETS[name]()
+
+
+def notebook_preset(environ: Mapping[str, str] | None = None) -> str:
+    """The preset a notebook runs: ``$GENENV_LAB_PRESET`` when set; else, with a CUDA GPU visible, a GPU preset
+    sized by its memory (``colab-t4`` below 20 GiB, ``colab-l4`` below 40 GiB, ``a100`` above) when the Unsloth
+    stack is installed, or ``cpu-smollm2`` (the ``hf`` engine then uses the GPU) when it is not; else ``cpu-demo``.
+
+    >>> notebook_preset({"GENENV_LAB_PRESET": "tiny"})
+    'tiny'
+    """
+    import importlib.util
+    import os
+
+    environ = os.environ if environ is None else environ
+    chosen = environ.get("GENENV_LAB_PRESET", "").strip()
+    if chosen:
+        preset(chosen)  # an unknown name fails here, listing the presets
+        return chosen
+    import torch
+
+    if not torch.cuda.is_available():
+        return "cpu-demo"
+    if importlib.util.find_spec("unsloth") is None:
+        return "cpu-smollm2"
+    gib = torch.cuda.get_device_properties(0).total_memory / 2**30
+    return "colab-t4" if gib < 20 else "colab-l4" if gib < 40 else "a100"

