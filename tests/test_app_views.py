@@ -21,7 +21,7 @@ from genenv_lab.config import preset
 from genenv_lab.lab import launcher, views
 from genenv_lab.lab.runs import (LabError, discover_runs, fingerprint, load_run, pid_alive, resolve_run,
                                  validate_run_name)
-from genenv_lab.runlog import RunWriter
+from genenv_lab.runlog import CONFIG, EVENTS, STATE, RunWriter
 from genenv_lab.types import Attempt, EpochRecord, GeneratedTask
 
 ALPHA, K_MIN, G = 0.5, 0.25, 4
@@ -440,3 +440,43 @@ def test_the_lab_starts_no_run_beyond_the_cap(tmp_path):
     with pytest.raises(LabError, match="2 runs are already running here"):
         launcher.start_run(tmp_path, "tiny", "arith", "c")
     assert not (tmp_path / "c").exists()
+
+
+def test_hostile_run_files_are_refused_without_opening_them(tmp_path):
+    """A FIFO (would block a reader), a link to /dev/zero (never ends), a link out of the run folder and an
+    oversized file each make their own run 'unreadable' with a sentence; the good run beside them still lists and
+    renders, and nothing blocks."""
+    runs = tmp_path / "runs"
+    make_run(runs / "good")
+    outside = tmp_path / "secret.json"
+    outside.write_text('{"preset": "leaked"}')
+    hostile = {"fifo": (EVENTS, lambda p: os.mkfifo(p), "not a regular file"),
+               "zero": (STATE, lambda p: p.symlink_to("/dev/zero"), "outside the run folder"),
+               "escape": (CONFIG, lambda p: p.symlink_to(outside), "outside the run folder"),
+               "huge": (CONFIG, lambda p: os.truncate(p, 5 << 20), "above the lab's")}
+    for name, (file, make, _) in hostile.items():
+        run_dir = make_run(runs / name, epochs=1)
+        (run_dir / file).unlink()
+        if name == "huge":
+            (run_dir / file).write_text("{}")
+        make(run_dir / file)
+    listed = {s.name: s for s in discover_runs(runs)}
+    assert listed["good"].status == "finished"
+    for name, (_, _, words) in hostile.items():
+        assert listed[name].status == "unreadable" and words in listed[name].problem
+        run = load_run(runs / name)
+        assert run.status == "unreadable" and any(words in p for p in run.problems)
+        assert "leaked" not in repr(run.config) and fingerprint(runs / name)  # no read, no block
+    good = load_run(runs / "good")
+    assert good.problems == () and len(good.records) == 3
+    assert views.difficulty_figure(good).data  # still renders
+
+
+def test_events_view_reads_only_the_tail(tmp_path):
+    run_dir = make_run(tmp_path / "runs" / "long")
+    with (run_dir / EVENTS).open("a") as f:
+        for i in range(200_000):
+            f.write(f"line {i}\n")
+    run = load_run(run_dir)
+    lines = run.events.splitlines()
+    assert lines[-1] == "line 199999" and len(lines) == 40

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +33,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..runlog import (ATTEMPTS, CONFIG, EPOCHS, EVENTS, STATE, TASKS, RunDirError, read_baseline, read_epochs,
-                      read_state, read_table)
+from ..runlog import (ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, STATE, TASKS, RunDirError, read_baseline,
+                      read_epochs, read_state, read_table)
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """What a run name may be: a single path component that is neither hidden nor ``.``/``..``."""
@@ -145,11 +146,70 @@ def fingerprint(path: str | Path) -> tuple:
             parts.append((name, st.st_mtime_ns, st.st_size))
         except OSError:
             parts.append((name, None, None))
+    unsafe = unsafe_files(path)
     try:
-        parts.append(status_of(json.loads((path / STATE).read_text())))
+        parts.append(None if unsafe else status_of(json.loads((path / STATE).read_text())))
     except (OSError, ValueError, AttributeError):
         parts.append(None)
-    return tuple(parts)
+    return tuple(parts + [len(unsafe)])
+
+
+# ------------------------------------------------------------------------------------------------ safe files
+
+MB = 1 << 20
+FILE_LIMITS = {CONFIG: 4 * MB, STATE: 4 * MB, BASELINE: 4 * MB, EPOCHS: 256 * MB, EVENTS: 256 * MB,
+               f"{TASKS}.parquet": 2048 * MB, f"{ATTEMPTS}.parquet": 2048 * MB}
+"""The run files the lab opens and the most it reads of each (``events.log``: only its last
+:data:`EVENTS_TAIL` bytes are read, whatever its size)."""
+EVENTS_TAIL = 64 * 1024
+
+
+def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> list[str]:
+    """One sentence per run file the lab must not open: not a regular file (a FIFO would block the reader, a device
+    such as ``/dev/zero`` never ends), a symlink whose target leaves the run folder, or larger than its
+    :data:`FILE_LIMITS` entry (or ``limits``). Examined with ``lstat``/``stat`` only: nothing is opened. Absent
+    files are fine."""
+    run_dir = Path(run_dir)
+    out = []
+    try:
+        base = run_dir.resolve()
+    except (OSError, RuntimeError) as exc:
+        return [f"{run_dir} cannot be resolved ({exc})."]
+    for name, limit in (FILE_LIMITS if limits is None else limits).items():
+        path = run_dir / name
+        try:
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                target = path.resolve()
+                if base not in target.parents:
+                    out.append(f"{name} is a link to {target}, outside the run folder; the lab does not follow it.")
+                    continue
+                info = target.stat()
+        except FileNotFoundError:
+            continue
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on older Pythons
+            out.append(f"{name} cannot be examined ({exc}).")
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            out.append(f"{name} is not a regular file (a FIFO, device, socket or folder); the lab does not open it.")
+        elif name != EVENTS and info.st_size > limit:
+            out.append(f"{name} is {info.st_size / MB:.0f} MB, above the lab's {limit // MB} MB limit; not read.")
+    return out
+
+
+def _tail_text(path: Path, n_bytes: int = EVENTS_TAIL) -> str:
+    """The last ``n_bytes`` of a text file (from its first whole line), decoded leniently."""
+    with path.open("rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - n_bytes))
+        data = f.read(n_bytes)
+    text = data.decode("utf-8", errors="replace")
+    return text.split("\n", 1)[1] if size > n_bytes and "\n" in text else text
+
+
+def _refused(name: str, path: Path, unsafe: list[str]) -> "RunData":
+    return RunData(name=name, path=path, status="unreadable", problems=tuple(unsafe) + (
+        "The lab reads only regular files inside a run folder, within size limits; this run is not shown.",))
 
 
 # --------------------------------------------------------------------------------------------------------- loading
@@ -290,6 +350,9 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
         return RunData(name=name, path=path, status="empty", problems=(
             "Empty directory: no config.json, state.json or epochs.jsonl yet. A run that was just started writes "
             "them within seconds; otherwise this is not a run directory.",))
+    unsafe = unsafe_files(path)
+    if unsafe:
+        return _refused(name, path, unsafe)
     config = _read_json_dict(path / CONFIG, problems)
     if not (path / CONFIG).is_file():
         problems.append("No config.json: α, k_min and the preset are unknown.")
@@ -326,7 +389,7 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
         problems.append(f"attempts.parquet is missing although {len(records)} epoch(s) are recorded.")
     events = ""
     try:
-        events = "\n".join((path / EVENTS).read_text(errors="replace").splitlines()[-40:])
+        events = "\n".join(_tail_text(path / EVENTS).splitlines()[-40:])
     except OSError:
         pass
     seeds: dict[str, str] = {}
@@ -369,6 +432,9 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
     name = name or path.name
     if not path.is_dir():
         return RunSummary(name=name, status="missing", problem="directory is gone")
+    unsafe = unsafe_files(path)
+    if unsafe:
+        return RunSummary(name=name, status="unreadable", problem=" ".join(unsafe))
     config = _read_json_dict(path / CONFIG, problems)
     state = _read_json_dict(path / STATE, problems)
     try:
@@ -559,6 +625,10 @@ def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problem
     from ..compare import _tasks_consumed, table_rows
 
     own: list[str] = []
+    unsafe = unsafe_files(run_dir)
+    if unsafe:
+        problems.extend(f"{run_dir.name}: {p}" for p in unsafe)
+        return []
     records = _read_records(run_dir, own)
     state = _read_json_dict(run_dir / STATE, own)
     last = state.get("last_complete_epoch")
@@ -598,6 +668,9 @@ def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData
         return ComparisonData(name=name, path=path, status="missing",
                               problems=(f"{path} does not exist (deleted or renamed?).",))
     problems: list[str] = []
+    unsafe = unsafe_files(path, {MANIFEST: 16 * MB})
+    if unsafe:
+        return ComparisonData(name=name, path=path, status="unreadable", problems=tuple(unsafe))
     manifest = _read_json_dict(path / MANIFEST, problems)
     if not (path / MANIFEST).is_file():
         problems.append(f"No {MANIFEST}: not a comparison folder.")
