@@ -155,10 +155,20 @@ class Domain:
         """Parse and validate a generation; a rejection carries a short reason (counted in ``epochs.jsonl``)."""
         raise NotImplementedError
 
+    max_text_chars: ClassVar[int] = 16_384
+    """The longest generation or completion handed to :meth:`parse` or :meth:`score` (the training budgets write a
+    few hundred tokens at most); a longer one is a counted rejection (reward 0) before any parsing, so that one
+    runaway output costs nothing and the parsers' time stays bounded."""
+
     def safe_parse(self, text: str) -> ParseResult:
         """:meth:`parse` for model output: whatever the parser raises on a hostile generation (nesting deep enough
         for a RecursionError, a number too large to convert) becomes a rejection naming the exception, counted
-        like any other, instead of aborting the run."""
+        like any other, instead of aborting the run; a text longer than :attr:`max_text_chars` is rejected
+        unparsed."""
+        if not isinstance(text, str):
+            return ParseResult(reason="generation is not text")
+        if len(text) > self.max_text_chars:
+            return ParseResult(reason=f"generation longer than {self.max_text_chars} characters")
         try:
             return self.parse(text)
         except Exception as exc:  # noqa: BLE001 - a model wrote the text; no output may stop training
@@ -166,7 +176,12 @@ class Domain:
 
     def safe_score(self, spec: TaskSpec, completion: str) -> tuple[float, str]:
         """:meth:`score` for model output: (reward, "") or, when the scorer raises on the completion or returns
-        something outside [0, 1], (0.0, what went wrong). The loop counts these (``extra.score_errors``)."""
+        something outside [0, 1], (0.0, what went wrong). The loop counts these (``extra.score_errors``). A
+        completion longer than :attr:`max_text_chars` scores 0 unparsed."""
+        if not isinstance(completion, str):
+            return 0.0, "completion is not text"
+        if len(completion) > self.max_text_chars:
+            return 0.0, f"completion longer than {self.max_text_chars} characters"
         try:
             reward = float(self.score(spec, completion))
         except Exception as exc:  # noqa: BLE001 - a model wrote the completion; no output may stop training

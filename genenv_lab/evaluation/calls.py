@@ -300,22 +300,49 @@ def matching_end(text: str, start: int) -> int | None:
     return None
 
 
+MAX_START_DEPTH = 6
+"""A call is looked for only where a span starts at most this many unclosed brackets deep: a real call sits in prose,
+a fence or a JSON wrapper a few levels down at most, and trying every start inside deep nesting made decoding
+quadratic in the text's length (a 6,000-character ``[[[…]]]`` took 11 s; now milliseconds)."""
+
+
+def _depths(text: str) -> list[int]:
+    """Per character, how many brackets outside string literals are open before it (one linear pass)."""
+    depths, depth = [], 0
+    for ch, quoted in zip(text, iter_quoted(text)):
+        depths.append(depth)
+        if quoted:
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}" and depth:
+            depth -= 1
+    return depths
+
+
 def _embedded(text: str) -> list[tuple[int, int, list[FunctionCall]]]:
-    """Non-overlapping spans of ``text`` that decode to calls, left to right."""
+    """Non-overlapping spans of ``text`` that decode to calls, left to right (starting at most
+    :data:`MAX_START_DEPTH` brackets deep)."""
     found: list[tuple[int, int, list[FunctionCall]]] = []
     pos = 0
     decoder = json.JSONDecoder()
+    depths = _depths(text)
+    m = _CALL_START.search(text, 0)
     while pos < len(text):
         candidates = []
         j = min((k for k in (text.find("{", pos), text.find("[", pos)) if k >= 0), default=-1)
         if j >= 0:
             candidates.append(("json", j))
-        m = _CALL_START.search(text, pos)
+        if m and m.start() < pos:  # search again only past the last match: no match now means none later
+            m = _CALL_START.search(text, pos)
         if m:
             candidates.append(("python", m.start()))
         if not candidates:
             break
         kind, start = min(candidates, key=lambda c: c[1])
+        if depths[start] > MAX_START_DEPTH:
+            pos = start + 1
+            continue
         span = None
         if kind == "json" or text[start] == "[":
             try:
