@@ -50,8 +50,10 @@ def success_rate(rewards: Sequence[float], threshold: float = 1.0) -> float:
 def env_reward(p_hat: float, alpha: float = 0.5, beta: float = 2.0, shape: str = "gaussian") -> float:
     """Environment reward of a task whose empirical success rate is ``p_hat``.
 
-    ``gaussian`` is the paper's α-Curriculum Reward exp(-β (p̂ - α)²); the other shapes ignore α and β and peak
-    at p̂ = 0.5.
+    ``gaussian`` is the paper's α-Curriculum Reward exp(-β (p̂ - α)²); the other shapes ignore α and β:
+    ``learnability`` 4p̂(1 − p̂) and ``min`` 2·min(p̂, 1 − p̂) peak at p̂ = 0.5, ``azr`` (Absolute Zero's proposer
+    reward) is 1 − p̂ for 0 < p̂ < 1 and 0 at both ends, so it is largest for the hardest task solved at least once
+    (with G = 8: 0.875 at p̂ = 1/8).
 
     >>> env_reward(0.5)
     1.0

@@ -205,7 +205,9 @@ class ArithDomain(Domain):
         return f" {spec.answer}"
 
     def score(self, spec: TaskSpec, completion: str) -> float:
-        """1.0 when the agent's final number equals the computed value, else 0.0.
+        """1.0 when the agent's answer equals the computed value, else 0.0. The answer is the first number of the
+        completion, or the first after its last ``Answer:`` (:func:`extract_answer`), so a right number stated
+        after a wrong one does not count.
 
         >>> d = ArithDomain(); spec = d.parse("Expression: 2+3\\nQuestion: q").spec
         >>> d.score(spec, " 5"), d.score(spec, " 6, because 2 + 3 = 5")
