@@ -48,6 +48,12 @@ EVENTS = "events.log"
 BASELINE = "baseline.json"
 
 
+def _leftover(path: Path) -> bool:
+    """A file that a writer killed before committing anything may leave: its lock, or a temp file of an atomic
+    write (``.<name>.<random>.tmp``)."""
+    return path.is_file() and (path.name == LOCK or (path.name.startswith(".") and path.name.endswith(".tmp")))
+
+
 class RunDirError(RuntimeError):
     """The run directory is missing, corrupt or belongs to another configuration; the message says what to do."""
 
@@ -102,19 +108,23 @@ class RunWriter:
         self._lock_fd: int | None = None
         self._state_before: bytes | None = None
         try:
-            if resume:
-                if self.dir.is_dir():
-                    self._lock()  # before anything is truncated: a run still being written is refused untouched
-                self.last_epoch = self._prepare_resume()
-            else:
-                if self.dir.exists() and any(self.dir.iterdir()):
-                    raise RunDirError(f"{self.dir} is not empty; pass --resume to continue that run or choose a new "
-                                      "--out")
+            if self.dir.exists() and not self.dir.is_dir():
+                raise RunDirError(f"--out {self.dir} is a file, not a folder; choose another --out")
+            fresh = not self.dir.exists() or not [p for p in self.dir.iterdir() if not _leftover(p)]
+            if fresh:  # also a start killed before its config.json: only the lock and temp files are there
                 self.dir.mkdir(parents=True, exist_ok=True)
                 self._lock()
+                for leftover in [p for p in self.dir.iterdir() if _leftover(p) and p.name != LOCK]:
+                    leftover.unlink()
                 atomic_write_json(self.dir / CONFIG, cfg.to_dict())
                 self.last_epoch = 0
                 self._write_state("running", env_version=0)
+            elif resume:
+                self._lock()  # before anything is truncated: a run still being written is refused untouched
+                self.last_epoch = self._prepare_resume()
+            else:
+                raise RunDirError(f"{self.dir} is not empty; pass --resume to continue that run or choose a new "
+                                  "--out")
         except BaseException:
             self.release()
             raise
@@ -161,8 +171,11 @@ class RunWriter:
         if json.loads(json.dumps(saved_cmp)) != json.loads(json.dumps(mine_cmp)):
             raise RunDirError(f"{self.dir} was started with another configuration; resume it with the same preset "
                               f"and options (see its {CONFIG}), or start a new --out")
-        state = read_state(self.dir)
-        self._state_before = (self.dir / STATE).read_bytes()  # restored if this resume fails before an epoch
+        if (self.dir / STATE).is_file():
+            state = read_state(self.dir)
+            self._state_before = (self.dir / STATE).read_bytes()  # restored if this resume fails before an epoch
+        else:  # killed between config.json and the first state.json: nothing was committed yet
+            state = {}
         last = int(state.get("last_complete_epoch", 0))
         # Discard everything past the last committed epoch.
         records = [r for r in read_epochs(self.dir) if r["epoch"] <= last]

@@ -65,11 +65,12 @@ class ScriptedBackend:
     def save_adapters(self, directory):
         for name in ("agent", "env"):
             (Path(directory) / name).mkdir(parents=True, exist_ok=True)
-        (Path(directory) / "scripted.json").write_text(json.dumps({"skill": self.skill, "version": self.version}))
+        (Path(directory) / "scripted.json").write_text(json.dumps({"skill": self.skill, "version": self.version,
+                                                                   "count": self._count}))
 
     def load_adapters(self, directory):
         state = json.loads((Path(directory) / "scripted.json").read_text())
-        self.skill, self.version = state["skill"], state["version"]
+        self.skill, self.version, self._count = state["skill"], state["version"], state.get("count", 0)
 
     def adapter_state(self, adapter):
         return {"skill": self.skill} if adapter == "agent" else {"version": self.version}
