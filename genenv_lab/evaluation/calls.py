@@ -306,6 +306,12 @@ a fence or a JSON wrapper a few levels down at most, and trying every start insi
 quadratic in the text's length (a 6,000-character ``[[[…]]]`` took 11 s; now milliseconds)."""
 
 
+MAX_FAILED_STARTS = 64
+"""After this many span starts that decode to nothing, the rest of the text is not searched: each failed start can
+cost a scan to the end of the text (an unterminated quote hides the nesting from :data:`MAX_START_DEPTH`), and a
+completion with more than this many non-call brackets before its call is not one the verdict should hinge on."""
+
+
 def _depths(text: str) -> list[int]:
     """Per character, how many brackets outside string literals are open before it (one linear pass)."""
     depths, depth = [], 0
@@ -322,13 +328,14 @@ def _depths(text: str) -> list[int]:
 
 def _embedded(text: str) -> list[tuple[int, int, list[FunctionCall]]]:
     """Non-overlapping spans of ``text`` that decode to calls, left to right (starting at most
-    :data:`MAX_START_DEPTH` brackets deep)."""
+    :data:`MAX_START_DEPTH` brackets deep, giving up after :data:`MAX_FAILED_STARTS` starts that decode to nothing)."""
     found: list[tuple[int, int, list[FunctionCall]]] = []
     pos = 0
     decoder = json.JSONDecoder()
     depths = _depths(text)
     m = _CALL_START.search(text, 0)
-    while pos < len(text):
+    failed = 0
+    while pos < len(text) and failed < MAX_FAILED_STARTS:
         candidates = []
         j = min((k for k in (text.find("{", pos), text.find("[", pos)) if k >= 0), default=-1)
         if j >= 0:
@@ -364,6 +371,7 @@ def _embedded(text: str) -> list[tuple[int, int, list[FunctionCall]]]:
             found.append(span)
             pos = span[1]
         else:
+            failed += 1
             pos = start + 1
     return found
 
