@@ -269,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="GenEnv co-evolution of an LLM agent and an LLM environment simulator (two LoRA adapters on one "
                     "base model): run it, score models on the paper's benchmarks, compare against baselines.",
         epilog="Start with: genenv-lab run --preset cpu-demo (CPU, minutes). Then: python app.py (the lab).")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an unexpected error (default: one line)")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run GenEnv co-evolution and write a run directory")
     p.add_argument("--preset", default="tiny", choices=sorted(PRESETS), help="configuration preset (default tiny)")
@@ -344,7 +346,15 @@ def main(argv: list[str] | None = None) -> int:
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation notices of transformers/TRL internals
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    if args.debug:
+        return args.func(args)
+    try:
+        return args.func(args)
+    except (OSError, RuntimeError, ValueError, KeyError, ImportError) as exc:
+        # what the commands do not turn into their own message (a full disk, a read-only --out, a corrupt file
+        # deep in a library): one line, the traceback with --debug
+        print(f"error: {type(exc).__name__}: {exc} (genenv-lab --debug ... shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

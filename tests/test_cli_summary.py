@@ -21,3 +21,20 @@ def test_away_from_alpha_outside_the_band():
 
 def test_no_measured_p_hat_says_so():
     assert _verdict(_records([float("nan")], [0]), 0.5, 0.1).startswith("No p̂ was measured")
+
+
+def test_unexpected_errors_are_one_line_unless_debug(tmp_path, capsys):
+    import pytest
+
+    from genenv_lab.cli import main
+
+    out = tmp_path / "a-file"
+    out.write_text("not a folder")
+    assert main(["run", "--preset", "tiny", "--out", str(out)]) == 1
+    err = capsys.readouterr()
+    assert "is a file, not a folder" in err.out and "Traceback" not in err.out + err.err
+    assert main(["compare", "--presets", "tiny", "--epochs", "1", "--seeds", "1", "--out", str(out)]) in (1, 2)
+    err = capsys.readouterr()
+    assert "Traceback" not in err.out + err.err and len((err.out + err.err).strip().splitlines()) <= 3
+    with pytest.raises(Exception):
+        main(["--debug", "compare", "--presets", "tiny", "--epochs", "1", "--seeds", "1", "--out", str(out)])
