@@ -306,7 +306,7 @@ a fence or a JSON wrapper a few levels down at most, and trying every start insi
 quadratic in the text's length (a 6,000-character ``[[[…]]]`` took 11 s; now milliseconds)."""
 
 
-MAX_FAILED_STARTS = 64
+MAX_FAILED_STARTS = 16
 """After this many span starts that decode to nothing, the rest of the text is not searched: each failed start can
 cost a scan to the end of the text (an unterminated quote hides the nesting from :data:`MAX_START_DEPTH`), and a
 completion with more than this many non-call brackets before its call is not one the verdict should hinge on."""
