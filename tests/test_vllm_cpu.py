@@ -139,7 +139,7 @@ def test_rewritten_adapter_is_served_afresh(vllm_run):
     assert out["after_rewrite"] != out["perturbed"]
 
 
-def test_env_generation_step_through_vllm(vllm_run):
+def test_loop_phase_one_through_vllm(vllm_run):
     out, _ = vllm_run
     step = out["env_step"]
     assert step["n_contexts"] == step["seeds_per_epoch"]

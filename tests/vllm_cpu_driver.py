@@ -15,6 +15,7 @@ vLLM on CPU spawns its engine process, so everything runs under ``if __name__ ==
 from __future__ import annotations
 
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -77,10 +78,10 @@ def run_vllm_backend(gen, spec: dict, timings: dict) -> dict:
 
 def main(spec_path: str, out_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
-    from genenv_lab.backends.vllm_engine import VLLMGenerator, cpu_engine_kwargs, env_generation_step, render_prompt
+    from genenv_lab.backends.vllm_engine import BoundGenerator, VLLMGenerator, cpu_engine_kwargs, render_prompt
     from genenv_lab.config import preset
     from genenv_lab.domains import get_domain
-    from genenv_lab.loop import LoopState
+    from genenv_lab.loop import LoopState, generate_tasks
 
     timings = {}
     start = time.perf_counter()
@@ -117,8 +118,17 @@ def main(spec_path: str, out_path: str) -> None:
     cfg = preset("tiny")
     domain = get_domain(cfg.loop.domain)
     start = time.perf_counter()
-    contexts, raw, tasks = env_generation_step(gen, spec["zero_adapter"], LoopState(), domain.seed_tasks(), domain,
-                                               cfg)
+    calls = []
+
+    class Recorded(BoundGenerator):  # what the loop's phase 1 asked of vLLM and got back
+        def generate(self, role, prompts, **sampling):
+            out = super().generate(role, prompts, **sampling)
+            calls.append((prompts, out))
+            return out
+
+    tasks = generate_tasks(LoopState(), Recorded(gen, spec["zero_adapter"]), domain, domain.seed_tasks(), cfg,
+                           random.Random(cfg.loop.seed * 1_000_003 + 1), 1)
+    contexts, raw = calls[0]
     timings["env_step_s"] = time.perf_counter() - start
     out["env_step"] = {
         "n_contexts": len(contexts), "n_raw": [len(r) for r in raw], "n_tasks": len(tasks),

@@ -11,8 +11,8 @@ Pieces, from small to large:
   writes ``dir/agent`` and ``dir/env``), a name registered with :meth:`VLLMGenerator.add_adapter`, a ready
   ``LoRARequest``, or a list of those (one per prompt). Prompts are chat messages rendered exactly like the ``hf``
   engine renders them (a final assistant message is continued), or plain strings used as they are.
-- :func:`env_generation_step`: phase 1 of Algorithm 1 up to the parsed tasks, through a generator; it reuses
-  ``genenv_lab.loop`` (``choose_parents``, ``build_env_contexts``, ``parse_generations``) instead of repeating it.
+- :class:`BoundGenerator`: a generator with its adapter fixed, which the loop's own phase 1
+  (``genenv_lab.loop.generate_tasks``) can sample from like a Backend.
 - :class:`VLLMBackend`: the :class:`~genenv_lab.backends.base.Backend` for ``ModelConfig.engine == "vllm"``:
   training as in the ``hf`` engine (transformers + peft + TRL on the same GPU), generation through vLLM with the
   adapters saved after every update (see its docstring for why this split).
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import os
-import random
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, Union
@@ -39,8 +38,6 @@ from .base import alphabet_token_ids
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..config import RunConfig
-    from ..domains import Domain, SeedTask
-    from ..loop import LoopState
     from ..types import GeneratedTask
 
 Messages = list[dict[str, str]]
@@ -247,23 +244,16 @@ def _is_lora_request(obj: Any) -> bool:
 
 # ------------------------------------------------------------------------------------------- the loop's phase 1
 
-def env_generation_step(generator: VLLMGenerator, env_adapter: Any, state: "LoopState", seeds: Sequence["SeedTask"],
-                        domain: "Domain", cfg: "RunConfig", rng: random.Random | None = None
-                        ) -> tuple[list[Messages], list[list[str]], list["GeneratedTask"]]:
-    """Phase 1 of an epoch through vLLM: parents → env contexts → π_env variations → parsed tasks.
+class BoundGenerator:
+    """``generator`` with its adapter fixed: ``generate(role, prompts, **sampling)`` samples ``adapter`` whatever
+    ``role`` says, so the loop's own phase 1 (``generate_tasks`` with this in place of a Backend) runs parents,
+    contexts, variations and parsed tasks through vLLM."""
 
-    Returns (contexts, raw generations, tasks). The same named steps as ``loop.run_epoch``; only the sampling call
-    goes to ``generator`` with ``env_adapter`` (a folder, name or LoRARequest; None samples the initial simulator).
-    """
-    from ..loop import build_env_contexts, choose_parents, env_sampling, parse_generations
+    def __init__(self, generator: VLLMGenerator, adapter: Any):
+        self.generator, self.adapter = generator, adapter
 
-    epoch = state.epoch + 1
-    rng = rng or random.Random(cfg.loop.seed * 1_000_003 + epoch)
-    parents = choose_parents(state, seeds, cfg, rng)
-    contexts = build_env_contexts(parents, state, domain, cfg)
-    raw = generator.generate(env_adapter, contexts, n=cfg.env.n_variations, **env_sampling(cfg, domain))
-    tasks = parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
-    return contexts, raw, tasks
+    def generate(self, role: str, prompts: Sequence[Messages], **sampling: Any) -> list[list[str]]:
+        return self.generator.generate(self.adapter, prompts, **sampling)
 
 
 # ----------------------------------------------------------------------------------------------- the Backend

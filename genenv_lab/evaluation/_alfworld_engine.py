@@ -56,17 +56,17 @@ def replay_cached(game) -> dict[str, Any]:
     return data
 
 
-def observed_steps(games) -> list:
-    from .alfworld import AlfworldStep
-
+def observed_steps(games) -> list[dict[str, Any]]:
+    """The fields of one ``observed_steps`` item per expert action of each game (``alfworld.AlfworldStep``'s
+    fields; the caller builds the items, so this module does not import it back)."""
     items = []
     for g in games:
         data = replay_cached(g)
         transcript: list[str] = [data["observations"][0]]
         for k, action in enumerate(g.walkthrough):
-            items.append(AlfworldStep(id=f"observed_steps/{g.id}#{k}", category="observed_steps",
-                                      game_id=g.id, task_type=g.task_type, goal=g.goal, history=tuple(transcript),
-                                      action=action, admissible=tuple(data["admissible"][k])))
+            items.append(dict(id=f"observed_steps/{g.id}#{k}", category="observed_steps", game_id=g.id,
+                              task_type=g.task_type, goal=g.goal, history=tuple(transcript), action=action,
+                              admissible=tuple(data["admissible"][k])))
             transcript += [f"> {action}", data["observations"][k + 1]]
     return items
 

