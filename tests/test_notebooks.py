@@ -25,6 +25,24 @@ def test_valid_and_clean(path):
     assert any("GENENV_LAB_PRESET" in c.source for c in book.cells[:3]), "one configuration cell at the top"
 
 
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_teaches(path):
+    """Each notebook explains its phase (≥ 300 words, an equation up front), reads its figures and tables in a
+    'What you see' paragraph, and ends with a recap and at least one 'Try this' cell."""
+    book = nbformat.read(path, as_version=4)
+    markdown = [c.source for c in book.cells if c.cell_type == "markdown"]
+    assert sum(_words(m) for m in markdown) >= 300, f"{path.name}: under 300 words of narrative"
+    assert "$" in markdown[0], f"{path.name}: the first cell should state the paper's equation or line (LaTeX)"
+    assert any("what you see" in m.lower() for m in markdown), f"{path.name}: no 'What you see' paragraph"
+    assert any("try this" in m.lower() for m in markdown), f"{path.name}: no 'Try this' cell"
+    assert any(m.lstrip().lower().startswith("## recap") for m in markdown), f"{path.name}: no recap"
+    assert "YOUR-ORG" not in "".join(c.source for c in book.cells), "no placeholder URL"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_executes_headless_with_tiny_preset(path, monkeypatch):
     from nbclient import NotebookClient

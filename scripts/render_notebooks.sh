@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Execute every notebook on a preset (default cpu-demo) and write HTML copies with their outputs to docs/notebooks/
+# (the .ipynb files stay without outputs). About 15 minutes on 2 quiet cores for cpu-demo; the world model is
+# prepared once and cached. Usage: bash scripts/render_notebooks.sh [PRESET]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset="${1:-cpu-demo}"
+bash scripts/setup.sh dev,notebooks
+. .venv/bin/activate
+mkdir -p docs/notebooks
+export GENENV_LAB_PRESET="$preset"
+export PLOTLY_RENDERER=notebook_connected  # figures load plotly.js from its CDN when the page is opened
+for nb in notebooks/*.ipynb; do
+  t0=$SECONDS
+  jupyter nbconvert --to html --execute --ExecutePreprocessor.timeout=3600 \
+    --output-dir docs/notebooks "$nb" >>.venv/render.log 2>&1 \
+    || { echo "failed: $nb (see .venv/render.log)" >&2; tail -n 30 .venv/render.log >&2; exit 1; }
+  printf '  %-48s %5ss\n' "$(basename "$nb")" "$((SECONDS - t0))"
+done
+echo "HTML in docs/notebooks/ (preset $preset)"
