@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Execute every notebook on a preset (default cpu-demo) and write HTML copies with their outputs to docs/notebooks/
-# (the .ipynb files stay without outputs). About 15 minutes on 2 quiet cores for cpu-demo; the world model is
+# (the .ipynb files stay without outputs). About 8 minutes on 2 quiet cores for cpu-demo; the world model is
 # prepared once and cached. Usage: bash scripts/render_notebooks.sh [PRESET]
 set -euo pipefail
 cd "$(dirname "$0")/.."
