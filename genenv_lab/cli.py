@@ -134,8 +134,6 @@ def run_summary(out: Path, cfg) -> list[str]:
 def _verdict(records: list[dict], alpha: float, k_min: float) -> str:
     """One sentence on what happened: p̂ over the last third of the epochs against α and against epoch 1, and in
     how many epochs the simulator was updated (RWR ran on in-band tasks)."""
-    import math
-
     n = len(records)
     late = [r["p_hat_mean"] for r in records[n - max(1, n // 3):] if r.get("p_hat_mean") is not None
             and not math.isnan(r["p_hat_mean"])]
@@ -239,7 +237,9 @@ def _interruptible() -> None:
 
 
 def _f(x, digits: int = 2) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+    from .runlog import fmt_num
+
+    return fmt_num(x, digits)
 
 
 def _count(minimum: int):

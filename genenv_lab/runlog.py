@@ -279,8 +279,19 @@ class RunWriter:
         self.release()
 
 
-def _fmt(x: float) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+def fmt_num(x: Any, digits: int = 3) -> str:
+    """The one number format of the CLI, the lab and the run's events: ``digits`` decimals, "n/a" for a missing
+    value (None, NaN, anything not a number; epochs.jsonl writes NaN as null).
+
+    >>> fmt_num(0), fmt_num(0.5, 2), fmt_num(None), fmt_num(float("nan"))
+    ('0.000', '0.50', 'n/a', 'n/a')
+    """
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or math.isnan(x):
+        return "n/a"
+    return f"{x:.{digits}f}"
+
+
+_fmt = fmt_num
 
 
 # ------------------------------------------------------------------------------------------------------ readers

@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+from ..runlog import fmt_num
 from .runs import ComparisonData, RunData, RunSummary
 
 RUN_COLORS = ("#4263eb", "#f76707", "#0ca678", "#ae3ec9", "#e03131", "#1098ad", "#74b816", "#f59f00")
@@ -130,13 +131,13 @@ def runs_frame(summaries: Iterable[RunSummary]) -> pd.DataFrame:
         rows.append({
             "run": s.name, "status": STATUS_BADGE.get(s.status, s.status), "preset": s.preset, "model": s.model,
             "domain": s.domain, "epochs": f"{s.epochs_done} / {planned}",
-            "p̂ mean": _num(s.p_hat_mean), "in band": _num(s.in_band_frac),
+            "p̂ mean": fmt_num(s.p_hat_mean, 2), "in band": fmt_num(s.in_band_frac, 2),
             "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.updated_at)) if s.updated_at else "",
             "note": s.problem,
         })
     frame = pd.DataFrame(rows, columns=["run", "status", "preset", "model", "domain", "epochs", "p̂ mean",
                                         "in band", "updated", "note"])
-    return frame.round({"p̂ mean": 3, "in band": 3})
+    return frame
 
 
 def run_card(run: RunData) -> str:
@@ -166,8 +167,7 @@ def run_card(run: RunData) -> str:
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
-    x = _num(value)
-    return "n/a" if math.isnan(x) else f"{x:.{digits}f}"
+    return fmt_num(value, digits)
 
 
 # ------------------------------------------------------------------------------------------ difficulty histogram
