@@ -102,7 +102,10 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                 parts.append(None)
         return tuple(parts)
 
-    first_names = [summary.name for summary in discover_runs(root)]
+    first_summaries = discover_runs(root)
+    first_names = [summary.name for summary in first_summaries]
+    # empty tables carry their own column names from the first render (never gradio's placeholder "1 2 3")
+    no_run, no_cmp = RunData(name="", path=root, status="empty"), ComparisonData(name="", path=root, status="empty")
     if run is not None and run not in first_names:
         raise LabError(f"--run {run!r}: no such run in {root} (runs: {', '.join(first_names) or 'none yet'})")
     first = run or (first_names[0] if first_names else None)
@@ -127,8 +130,10 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                     f"Runs folder: `{root}`", elem_classes="lab-header")
         with gr.Row(equal_height=False):
             with gr.Column(scale=4):
-                runs_table = gr.Dataframe(label="Runs (click one to show it)", interactive=False, max_height=210,
-                                          wrap=False)
+                runs_table = gr.Dataframe(
+                    views.runs_frame(first_summaries),
+                    label="Runs (click one to show it)", interactive=False, max_height=210,
+                    wrap=False)
             with gr.Column(scale=1, min_width=280):
                 run_dd = gr.Dropdown(label="Run", choices=first_names, value=first, interactive=True)
                 compare_dd = gr.Dropdown(label="Compare with", choices=[NONE], value=NONE, interactive=True)
@@ -148,23 +153,29 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                     f_valid = gr.Radio(label="Validity", choices=list(views.VALIDITY_FILTERS), value="all")
                     f_reason = gr.Dropdown(label="Reject reason", choices=["all"], value="all")
                     f_search = gr.Textbox(label="Search", placeholder="text in id, question, answer, output")
-                tasks_df = gr.Dataframe(label="Generated tasks (click a row for its lineage and attempts)",
-                                        interactive=False, max_height=330, wrap=False)
+                tasks_df = gr.Dataframe(
+                    views.tasks_frame(no_run),
+                    label="Generated tasks (click a row for its lineage and attempts)",
+                    interactive=False, max_height=330, wrap=False)
                 task_dd = gr.Dropdown(label="Task", choices=[], value=None, interactive=True)
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=3):
                         lineage_plot = gr.Plot(show_label=False)
                     with gr.Column(scale=2):
                         context_md = gr.Markdown("_Pick a generated task._")
-                lineage_df = gr.Dataframe(label="Lineage: seed → … → task", interactive=False, max_height=240,
-                                          wrap=True, column_widths=["5%", "11%", "5%", "5%", "5%", "5%", "6%", "6%",
-                                                                    "52%"])
+                lineage_df = gr.Dataframe(
+                    views.lineage_frame(no_run, ""),
+                    label="Lineage: seed → … → task", interactive=False, max_height=240,
+                    wrap=True, column_widths=["5%", "11%", "5%", "5%", "5%", "5%", "6%", "6%",
+                                              "52%"])
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=2):
                         attempts_md = gr.Markdown()
                     with gr.Column(scale=3):
-                        attempts_df = gr.Dataframe(label="Agent completions (G per epoch attempted)",
-                                                   interactive=False, max_height=330, wrap=True)
+                        attempts_df = gr.Dataframe(
+                            views.attempts_frame(no_run, ""),
+                            label="Agent completions (G per epoch attempted)",
+                            interactive=False, max_height=330, wrap=True)
             with gr.Tab("Events"):
                 events = gr.Code(label="events.log (last lines)", language=None, interactive=False)
             with gr.Tab("Comparisons"):
@@ -176,14 +187,20 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                     with gr.Column(scale=4):
                         cmp_card = gr.Markdown("_No comparison selected._", elem_classes="run-card")
                 cmp_plot = gr.Plot(show_label=False)
-                cmp_summary = gr.Dataframe(label="Last epoch of each configuration (mean and std over seeds)",
-                                           interactive=False, wrap=False)
+                cmp_summary = gr.Dataframe(
+                    views.comparison_summary_frame(no_cmp),
+                    label="Last epoch of each configuration (mean and std over seeds)",
+                    interactive=False, wrap=False)
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=1):
-                        cmp_band = gr.Dataframe(label="Band residence: first epoch with p̂ in the band, and "
-                                                      "whether it stayed", interactive=False, max_height=300)
+                        cmp_band = gr.Dataframe(
+                            views.band_residence_frame(no_cmp),
+                            label="Band residence: first epoch with p̂ in the band, and "
+                            "whether it stayed", interactive=False, max_height=300)
                     with gr.Column(scale=1):
-                        cmp_runs = gr.Dataframe(label="Runs of the comparison", interactive=False, max_height=300)
+                        cmp_runs = gr.Dataframe(
+                            views.comparison_runs_frame(no_cmp),
+                            label="Runs of the comparison", interactive=False, max_height=300)
             with gr.Tab("Start a run"):
                 gr.Markdown("Start a preset run as a separate process; it appears in the runs list and fills in "
                             "live. Only the CPU presets can be started here. **Stop** interrupts it (the run "

@@ -110,3 +110,15 @@ def test_first_render_shows_the_chosen_or_newest_run(tmp_path):
         app.build_app(tmp_path / "runs", run="nope")
     value, plots = first_values(app.build_app(tmp_path / "empty-root"))
     assert value is None and all(p is None for p in plots)
+
+
+def test_empty_tables_show_their_column_names(tmp_path):
+    import gradio as gr
+
+    app = load_app_module()
+    demo = app.build_app(tmp_path / "no-runs-yet")
+    tables = [b for b in demo.blocks.values() if isinstance(b, gr.Dataframe) and b.label != "Runs started in this session"]
+    assert len(tables) == 7
+    for table in tables:
+        headers = table.value["headers"]
+        assert headers and headers != [str(i) for i in range(1, len(headers) + 1)], table.label
