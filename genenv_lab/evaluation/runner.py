@@ -93,6 +93,16 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def score_safely(spec: BenchmarkSpec, item: Any, category: str, prediction: str) -> ItemResult:
+    """``spec.score`` for one prediction, where whatever a hostile prediction makes the scorer raise (a JSON number
+    of 20,000 digits, say) is that item's verdict, incorrect with the exception named, instead of aborting the
+    whole evaluation. Never more lenient: an exception only ever scores 0."""
+    try:
+        return spec.score(item, prediction)
+    except Exception as exc:  # noqa: BLE001 - a model wrote the prediction; one item may not stop the others
+        return ItemResult(item.id, category, False, 0.0, f"unscorable prediction ({type(exc).__name__})")
+
+
 def score_predictions(benchmark: str, predictions_path: str | os.PathLike, data_dir: str | os.PathLike | None = None,
                       category: str | list[str] | None = None, limit: int | None = None,
                       out_dir: str | os.PathLike | None = None) -> dict[str, Any]:
@@ -120,7 +130,7 @@ def score_predictions(benchmark: str, predictions_path: str | os.PathLike, data_
             if pred is None:
                 r = ItemResult(item.id, c, False, 0.0, "no prediction")
             else:
-                r = spec.score(item, pred)
+                r = score_safely(spec, item, c, pred)
             results[c].append(r)
             rows.append(r.row(pred))
     summary = spec.summarize(results)
