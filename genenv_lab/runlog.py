@@ -250,7 +250,7 @@ class RunWriter:
         self._write_state("running", env_version=record.env_version)
         self._state_before = None  # an epoch committed: from now on a failure is this run's, not the resume's
         self.event(f"epoch {record.epoch} complete: valid {record.n_valid}/{record.n_generated}, "
-                   f"p̂ mean {_fmt(record.p_hat_mean)}, in band {_fmt(record.in_band_frac)}")
+                   f"p̂ mean {fmt_num(record.p_hat_mean)}, in band {fmt_num(record.in_band_frac)}")
 
     def write_baseline(self, scores: dict[str, float]) -> None:
         """The untrained agent's held-out scores (``eval/*`` keys), written once before epoch 1; a score that is
@@ -258,7 +258,7 @@ class RunWriter:
         finite = {k: v for k, v in scores.items() if isinstance(v, (int, float)) and math.isfinite(v)}
         write_baseline(self.dir, finite)
         left = sorted(set(scores) - set(finite))
-        self.event("baseline " + " ".join(f"{k}={_fmt(v)}" for k, v in finite.items())
+        self.event("baseline " + " ".join(f"{k}={fmt_num(v)}" for k, v in finite.items())
                    + (f" (not a number, left out: {', '.join(left)})" if left else ""))
 
     def finish(self, env_version: int, status: str = "finished") -> None:
@@ -290,8 +290,6 @@ def fmt_num(x: Any, digits: int = 3) -> str:
         return "n/a"
     return f"{x:.{digits}f}"
 
-
-_fmt = fmt_num
 
 
 # ------------------------------------------------------------------------------------------------------ readers

@@ -17,4 +17,7 @@ for nb in notebooks/*.ipynb; do
     || { echo "failed: $nb (see .venv/render.log)" >&2; tail -n 30 .venv/render.log >&2; exit 1; }
   printf '  %-48s %5ss\n' "$(basename "$nb")" "$((SECONDS - t0))"
 done
+# outputs may quote file paths (a library's warning, a traceback): keep them relative to the checkout and the venv,
+# so the published pages name no folder of the machine that rendered them
+sed -i -e "s#$PWD/\.venv/lib/python[0-9.]*/site-packages/#site-packages/#g" -e "s#$PWD/##g" docs/notebooks/*.html
 echo "HTML in docs/notebooks/ (preset $preset)"

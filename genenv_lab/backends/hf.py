@@ -23,11 +23,17 @@ from __future__ import annotations
 import math
 import tempfile
 import time
+import warnings
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
+
+# transformers 5 renames gradient_checkpointing to activation_checkpointing and warns on every GRPOConfig and every
+# TRL step that reads the old name (dozens of lines a run in a notebook); the old name is the one that works across
+# the versions this project supports (the GPU stack pins transformers <= 5.17), so only that notice is silenced.
+warnings.filterwarnings("ignore", message=r".*`(is_)?gradient_checkpointing` is deprecated", category=FutureWarning)
 import torch.nn.functional as F
 
 from ..config import RunConfig

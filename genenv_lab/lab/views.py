@@ -158,16 +158,12 @@ def run_card(run: RunData) -> str:
     if run.records:
         last = run.records[-1]
         lines.append(f"last epoch {last['epoch']}: valid {last.get('n_valid', '?')}/{last.get('n_generated', '?')}, "
-                     f"p̂ mean {_fmt(last.get('p_hat_mean'))}, in band {_fmt(last.get('in_band_frac'))}, "
-                     f"agent reward {_fmt(last.get('agent_reward_mean'))}, env KL {_fmt(last.get('env_kl'), 4)}, "
-                     f"{_fmt(last.get('wall_s'), 1)} s")
+                     f"p̂ mean {fmt_num(last.get('p_hat_mean'))}, in band {fmt_num(last.get('in_band_frac'))}, "
+                     f"agent reward {fmt_num(last.get('agent_reward_mean'))}, env KL {fmt_num(last.get('env_kl'), 4)}, "
+                     f"{fmt_num(last.get('wall_s'), 1)} s")
     for problem in run.problems:
         lines.append(f"> ⚠ {esc(problem)}")
     return "\n\n".join(lines)
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    return fmt_num(value, digits)
 
 
 # ------------------------------------------------------------------------------------------ difficulty histogram
@@ -555,8 +551,8 @@ def lineage_figure(run: RunData, task_id: str, *, height: int = 380) -> go.Figur
             return f"<b>{html.escape(tid)}</b> (base seed)<br>{html.escape(_short(run.seeds.get(tid, ''), 80))}"
         r = info[tid]
         what = html.escape(_short(r.question, 80)) if r.valid else "rejected: " + html.escape(str(r.reject_reason))
-        return (f"<b>{html.escape(tid)}</b> · epoch {r.epoch} · env v{r.env_version}<br>p̂ = {_fmt(r.p_hat, 2)} · "
-                f"{'in band' if r.in_band else 'out of band'} · weight {_fmt(r.weight, 2)}<br>{what}")
+        return (f"<b>{html.escape(tid)}</b> · epoch {r.epoch} · env v{r.env_version}<br>p̂ = {fmt_num(r.p_hat, 2)} · "
+                f"{'in band' if r.in_band else 'out of band'} · weight {fmt_num(r.weight, 2)}<br>{what}")
 
     fig.add_scatter(x=[0], y=[ypos[root]], mode="markers+text", text=[root], textposition="middle left",
                     marker=dict(size=16, color="#495057", symbol="diamond"), name="seed",
