@@ -164,12 +164,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
             return 0
         if args.predictions:
             summary = score_predictions(args.benchmark, args.predictions, data_dir=args.data_dir, category=category,
-                                        limit=args.limit, out_dir=out)
+                                        limit=args.limit, out_dir=out, scoring=args.scoring)
         elif args.model:
             from .evaluation.model_eval import backend_for, evaluate_backend
 
             summary = evaluate_backend(backend_for(args.model), args.benchmark, out_dir=out, data_dir=args.data_dir,
-                                       category=category, limit=args.limit, max_new_tokens=args.max_new_tokens)
+                                       category=category, limit=args.limit, max_new_tokens=args.max_new_tokens,
+                                       scoring=args.scoring)
         else:
             console.print("[red]error:[/red] give --model ID|RUN_DIR, --predictions FILE.jsonl or --gold OUT.jsonl")
             return 2
@@ -306,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--gold", metavar="OUT.jsonl", help="write the answer keys as predictions (sanity check)")
     e.add_argument("--category", action="append", help="benchmark category (repeatable; default: all covered)")
     e.add_argument("--limit", type=_count(1), help="first N items of each category")
+    e.add_argument("--scoring", default="official", choices=["official", "lenient"],
+                   help="official (default): the benchmark's own verdict; lenient (bfcl only): calls are also read "
+                        "from prose, code fences, JSON and tool-call tags; not comparable with the leaderboard")
     e.add_argument("--data-dir", help="benchmark data folder (default: $GENENV_LAB_DATA/<name> or the cache)")
     e.add_argument("--max-new-tokens", type=_count(1), default=128, help="generation budget per item (--model)")
     e.add_argument("--out", help="output folder (default runs/eval/<benchmark>-<time>)")

@@ -6,38 +6,24 @@ Covered categories: ``simple_python``, ``simple_java``, ``simple_javascript``, `
 (they ship in the ``bfcl-eval`` wheel, not in the offline copy). Not covered: multi-turn (needs the simulated
 backends), web search and memory (agentic), format sensitivity.
 
-The checker follows BFCL's definition (``bfcl_eval/eval_checker/ast_eval``, re-implemented here):
-
-- the number of calls must equal the answer key's (1 for simple and multiple);
-- per call: the function name matches; every ``required`` parameter is present; no parameter outside both the
-  schema and the answer key; each value type-checks against the schema (Python types; an ``int`` is accepted
-  where a ``float`` is expected; a value of the answer key's own type is accepted as a "variable" when the key's
-  type differs from the schema's; arrays/tuples get a one-level element type check, as upstream, without the
-  int-to-float allowance, and none for ``any`` elements); each value equals one of the allowed values: strings
-  after :func:`standardize_string`, lists and dicts recursively (dict keys must be allowed, missing keys must be
-  optional); a parameter absent from the call is fine only when ``""`` is among its allowed values;
-- ``parallel``/``parallel_multiple``: calls and answers are matched order-free (a perfect bipartite matching, so
-  never stricter than upstream's greedy pass);
-- ``irrelevance``: correct iff no call is decoded; ``live_relevance``: correct iff at least one call is decoded;
-- ``simple_java``/``simple_javascript``: every value must be a string of Java/JavaScript source, converted by the
-  declared type before the checks (see :mod:`genenv_lab.evaluation.literals`).
-
-Small differences from upstream, all in the lenient direction except the first: booleans never equal numbers
-(Python's ``True == 1`` is not used); strings nested inside lists are standardized too; parallel matching is exact
-rather than greedy; elements of ``any``-typed collections are not type-checked (upstream stringifies them, which
-makes two ``simple_java`` answer keys unattainable). Java/JavaScript conversion differences are listed in
-:mod:`genenv_lab.evaluation.literals`. Function names are compared exactly (no ``.`` -> ``_`` rewriting, which
-upstream applies only to some API models).
+Scoring (``scoring="official"``, the default) is BFCL's own for a prompting model: the reply is decoded as
+``bfcl_eval``'s ``default_decode_ast_prompting`` decodes it (:mod:`.bfcl_decode`: bare Python-style calls, Java and
+JavaScript through tree-sitter) and judged by its AST checker (:mod:`.bfcl_checker`, quirks included and named
+there); irrelevance is correct when nothing decodes to a call, live_relevance when something does. Parity with the
+official package is tested on synthetic predictions (``tests/test_bfcl_parity.py``, ``benchmarks/bfcl_parity.py``).
+``scoring="lenient"`` reads calls also from prose, code fences, JSON and tool-call tags (:func:`decode_calls`) and
+applies the same checker; its summary says it is not the official metric.
 
 >>> fn = {"name": "area", "parameters": {"type": "dict", "properties": {"base": {"type": "float"},
 ...       "unit": {"type": "string"}}, "required": ["base"]}}
 >>> key = [{"area": {"base": [10.0], "unit": ["cm", ""]}}]
->>> ast_check([fn], decode_calls("area(base=10)"), key, "simple_python")
-(True, 'ok')
->>> ast_check([fn], decode_calls("area(base=10, unit='CM.')"), key, "simple_python")
-(True, 'ok')
->>> ast_check([fn], decode_calls("area(base=10, height=2)"), key, "simple_python")
-(False, "unexpected parameter 'height'")
+>>> item = BFCLItem("simple_0", "simple_python", [], [fn], key)
+>>> score_item(item, "[area(base=10, unit='CM.')]").correct
+True
+>>> score_item(item, "area(base=10, height=2)").reason
+"unexpected parameter 'height'"
+>>> score_item(item, "```python\\n[area(base=10)]\\n```").correct, score_item_lenient(item, "Sure: area(base=10)").correct
+(False, True)
 """
 
 from __future__ import annotations
@@ -48,9 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .bfcl_checker import check, standardize_string
+from .bfcl_decode import decode, has_call, is_call_list
 from .calls import DecodedCalls, FunctionCall, decode_calls, format_calls_json, format_calls_python
 from .common import BenchmarkSpec, ItemResult, accuracy
-from .literals import JAVA_TYPES, JS_TYPES, convert_java, convert_js, render_java, render_js
+from .literals import render_java, render_js
 
 NON_LIVE = ["simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
             "irrelevance"]
@@ -61,10 +49,6 @@ NOT_COVERED = ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param
                "web_search", "memory", "format_sensitivity"]
 SOURCES = ("ShishirPatil/gorilla, berkeley-function-call-leaderboard/bfcl_eval/data/ (also inside the PyPI wheel "
            "'bfcl-eval', bfcl_eval/data/): the BFCL_v4_<category>.json files and possible_answer/")
-
-PY_TYPES: dict[str, type] = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list,
-                             "tuple": list, "dict": dict, "any": str}
-
 
 def language(category: str) -> str:
     if category.endswith("java"):
@@ -86,15 +70,6 @@ def checker_kind(category: str) -> str:
     return "simple"
 
 
-def standardize_string(text: str) -> str:
-    """BFCL's string normalisation: drop spaces and ``,./-_*^``, lowercase, ``'`` -> ``"``.
-
-    >>> standardize_string("April 1, 2024"), standardize_string("New_York-City.")
-    ('april12024', 'newyorkcity')
-    """
-    return re.sub(r"[ ,./\-_*^]", "", text).lower().replace("'", '"')
-
-
 # ------------------------------------------------------------------------------------------------- loading
 
 
@@ -110,10 +85,12 @@ class BFCLItem:
 
 
 def _find(data_dir: Path, category: str, answers: bool = False) -> Path | None:
+    """``BFCL_v<version>_<category>.json`` by exact name (``multiple`` never matches ``parallel_multiple``), the
+    newest version when several are present."""
     folder = data_dir / "possible_answer" if answers else data_dir
-    found = sorted(folder.glob(f"BFCL_v*_{category}.json"),
-                   key=lambda p: int(re.search(r"BFCL_v(\d+)_", p.name).group(1)))
-    return found[-1] if found else None
+    pattern = re.compile(rf"BFCL_v(\d+)_{re.escape(category)}\.json")
+    found = [(int(m.group(1)), p) for p in folder.glob("BFCL_v*.json") if (m := pattern.fullmatch(p.name))]
+    return max(found)[1] if found else None
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -134,7 +111,8 @@ def available_categories(data_dir: Path) -> list[str]:
 
 def load_category(data_dir: Path, category: str) -> list[BFCLItem]:
     if category not in CATEGORIES:
-        raise ValueError(f"BFCL category {category!r} is not covered; covered: {CATEGORIES}")
+        raise ValueError(f"BFCL category {category!r} is not covered; available in {data_dir}: "
+                         f"{available_categories(data_dir)} (covered when their files exist: {CATEGORIES})")
     qpath = _find(data_dir, category)
     if qpath is None:
         raise FileNotFoundError(f"no BFCL_v*_{category}.json in {data_dir}")
@@ -156,250 +134,73 @@ def load_category(data_dir: Path, category: str) -> list[BFCLItem]:
     return items
 
 
-# ------------------------------------------------------------------------------------------------- checking
+# ------------------------------------------------------------------------------------------------- scoring
+
+SCORINGS = ("official", "lenient")
+"""``official``: BFCL's prompting decoder and AST checker (:mod:`.bfcl_decode`, :mod:`.bfcl_checker`), the default.
+``lenient``: the same checker on calls found by :func:`decode_calls` as well (prose, code fences, JSON, tool-call
+tags), for models that do not answer in BFCL's bare format; its numbers are not comparable with the leaderboard."""
 
 
-def _answer_type(allowed: list) -> type | None:
-    for a in allowed:
-        if not (isinstance(a, str) and a == ""):
-            return type(a)
-    return None
+def _upstream_form(calls: DecodedCalls | list) -> list[dict]:
+    return [{c.name: dict(c.arguments)} if isinstance(c, FunctionCall) else c for c in calls.calls] \
+        if isinstance(calls, DecodedCalls) else [{c.name: dict(c.arguments)} if isinstance(c, FunctionCall) else c
+                                                 for c in calls]
 
 
-def _eq(a: Any, b: Any, standardize: bool) -> bool:
-    """Equality for the value checks: strings standardized (when asked), lists/dicts recursively, bools distinct."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, str) and isinstance(b, str):
-        return standardize_string(a) == standardize_string(b) if standardize else a == b
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_eq(x, y, standardize) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_eq(a[k], b[k], standardize) for k in a)
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    return type(a) is type(b) and a == b
+def _decode(text: str, lang: str, scoring: str) -> tuple[Any, str, str]:
+    """``(decoded, format, failure)``: decoded is None when the text did not decode (failure says why)."""
+    if scoring not in SCORINGS:
+        raise ValueError(f"BFCL scoring {scoring!r} is unknown; choose one of {list(SCORINGS)}")
+    try:
+        decoded = decode(text, lang)
+        failure = ""
+    except Exception as exc:  # noqa: BLE001 - upstream counts any decoder exception as "did not decode"
+        decoded, failure = None, f"did not decode as BFCL reads replies ({exc})"
+    if scoring == "official" or (decoded is not None and has_call(decoded)):
+        return decoded, "bfcl", failure
+    found = decode_calls(text)
+    if found:
+        return _upstream_form(found), found.format, ""
+    return [], "none", found.reason or failure
 
 
-def _is_blank(a: Any) -> bool:
-    return isinstance(a, str) and a == ""
-
-
-def _nested_types_ok(value: list, allowed: list, nested: type) -> bool:
-    for a in allowed:
-        if not isinstance(a, list):
-            return True  # upstream: an optional ("") or variable alternative skips the element check
-        a_type = _answer_type(a)
-        if all(type(v) is nested or (a_type is not None and type(v) is a_type) for v in value):
-            return True
-    return False
-
-
-def _dict_check(param: str, value: dict, allowed: list) -> tuple[bool, str]:
-    reason = f"invalid value for {param!r}: {value!r}; allowed {allowed!r}"
-    for a in allowed:
-        if _is_blank(a) or not isinstance(a, dict):
-            continue
-        bad = None
-        for k, v in value.items():
-            if k not in a:
-                bad = f"unexpected key {k!r} in {param!r}"
-                break
-            opts = a[k] if isinstance(a[k], list) else [a[k]]
-            if not any(_eq(v, o, True) for o in opts):
-                bad = f"invalid value for {param!r}[{k!r}]: {v!r}; allowed {opts!r}"
-                break
-        if bad is None:
-            for k, opts in a.items():
-                if k not in value and not (isinstance(opts, list) and "" in opts):
-                    bad = f"missing key {k!r} in {param!r}"
-                    break
-        if bad is None:
-            return True, "ok"
-        reason = bad
-    return False, reason
-
-
-def _list_dict_check(param: str, value: list, allowed: list) -> tuple[bool, str]:
-    reason = f"wrong number of dicts in {param!r}"
-    for a in allowed:
-        if not isinstance(a, list) or len(a) != len(value):
-            continue
-        for v, d in zip(value, a):
-            ok, why = _dict_check(param, v, [d])
-            if not ok:
-                reason = why
-                break
-        else:
-            return True, "ok"
-    return False, reason
-
-
-def _check_param(param: str, value: Any, schema: dict, allowed: list, lang: str) -> tuple[bool, str]:
-    type_name = schema.get("type")
-    items = schema.get("items")
-    items_type = items.get("type") if isinstance(items, dict) else None
-    if lang == "java":
-        expected = JAVA_TYPES.get(type_name)
-        nested = JAVA_TYPES.get(items_type) if type_name in ("Array", "ArrayList") and items_type else None
-        if expected is not None:
-            if not isinstance(value, str):
-                return False, (f"wrong type for {param!r}: Java values are strings of Java source, "
-                               f"got {type(value).__name__} {value!r}")
-            value = convert_java(value, type_name, items_type)
-    elif lang == "javascript":
-        expected = JS_TYPES.get(type_name)
-        nested = JS_TYPES.get(items_type) if type_name == "array" and items_type else None
-        if expected is not None:
-            if not isinstance(value, str):
-                return False, (f"wrong type for {param!r}: JavaScript values are strings of JavaScript source, "
-                               f"got {type(value).__name__} {value!r}")
-            value = convert_js(value, type_name, items_type)
-    else:
-        expected = PY_TYPES.get(type_name)
-        nested = PY_TYPES.get(items_type) if type_name in ("array", "tuple") and items_type else None
-        if type_name == "tuple" and isinstance(value, tuple):
-            value = list(value)
-        if type_name == "float" and type(value) is int:
-            value = float(value)
-
-    if items_type == "any":
-        nested = None  # elements of an ``any`` collection may have any type (upstream stringifies them)
-    is_variable = False
-    if expected is not None:
-        a_type = _answer_type(allowed)
-        is_variable = a_type is not None and a_type is not expected
-        if type(value) is expected:
-            if nested is not None and isinstance(value, list) and not _nested_types_ok(value, allowed, nested):
-                return False, (f"wrong element type in {param!r}: expected {type_name} of {items_type}, "
-                               f"got {value!r}")
-        elif a_type is not None and type(value) is a_type:
-            is_variable = True
-        else:
-            return False, (f"wrong type for {param!r}: expected {type_name}, got {type(value).__name__} "
-                           f"{value!r}")
-
-    if not is_variable and expected is not None:
-        if expected is dict:
-            return _dict_check(param, value, allowed)
-        if expected is list and nested is dict:
-            return _list_dict_check(param, value, allowed)
-        if expected is str or expected is list:
-            if any(_eq(value, a, True) for a in allowed if not _is_blank(a)):
-                return True, "ok"
-            return False, f"invalid value for {param!r}: {value!r}; allowed {allowed!r}"
-    if any(_eq(value, a, expected is None) for a in allowed if not _is_blank(a)):
-        return True, "ok"
-    return False, f"invalid value for {param!r}: {value!r}; allowed {allowed!r}"
-
-
-def check_call(function: dict, call: FunctionCall, answer: dict[str, dict[str, list]],
-               lang: str = "python") -> tuple[bool, str]:
-    """BFCL's single-call check of ``call`` against one answer-key entry ``{name: {param: [allowed]}}``."""
-    (gold_name, gold_params), = answer.items()
-    if call.name != gold_name:
-        return False, f"wrong function: expected {gold_name!r}, got {call.name!r}"
-    params = function.get("parameters", {}) or {}
-    props = params.get("properties", {}) or {}
-    for p in params.get("required", []) or []:
-        if p not in call.arguments:
-            extra = " (positional arguments are not read)" if call.positional else ""
-            return False, f"missing required parameter {p!r}{extra}"
-    for p, value in call.arguments.items():
-        if p not in props or p not in gold_params:
-            return False, f"unexpected parameter {p!r}"
-        ok, why = _check_param(p, value, props[p], gold_params[p], lang)
-        if not ok:
-            return False, why
-    for p, allowed in gold_params.items():
-        if p not in call.arguments and "" not in allowed:
-            return False, f"missing parameter {p!r} (not optional in the answer key)"
-    return True, "ok"
-
-
-def _function_doc(functions: list[dict], name: str) -> dict | None:
-    for f in functions:
-        if f.get("name") == name:
-            return f
-    return None
-
-
-def _matching(compatible: list[list[bool]]) -> list[int] | None:
-    """A perfect matching answers -> calls (Kuhn's augmenting paths), or None."""
-    n = len(compatible)
-    match_of_call: dict[int, int] = {}
-
-    def try_assign(i: int, seen: set[int]) -> bool:
-        for j, ok in enumerate(compatible[i]):
-            if ok and j not in seen:
-                seen.add(j)
-                if j not in match_of_call or try_assign(match_of_call[j], seen):
-                    match_of_call[j] = i
-                    return True
-        return False
-
-    for i in range(n):
-        if not try_assign(i, set()):
-            return None
-    out = [0] * n
-    for j, i in match_of_call.items():
-        out[i] = j
-    return out
-
-
-def ast_check(functions: list[dict], calls: DecodedCalls | list[FunctionCall], ground_truth: list | None,
-              category: str) -> tuple[bool, str]:
-    """Verdict ``(correct, reason)`` of decoded calls on one BFCL item of ``category``."""
-    calls = list(calls.calls) if isinstance(calls, DecodedCalls) else list(calls)
+def _verdict(functions: list[dict], decoded: Any, ground_truth: list | None, category: str) -> tuple[bool, str]:
     kind = checker_kind(category)
-    lang = language(category)
-    if kind == "irrelevance":
-        if calls:
-            return False, f"a call was made ({calls[0].name}) where no function is relevant"
-        return True, "ok (no call)"
-    if kind == "relevance":
-        return (True, "ok (a call was made)") if calls else (False, "no call was made")
-    if not calls:
-        return False, "no function call decoded"
-    if len(calls) != len(ground_truth):
-        return False, f"wrong number of calls: expected {len(ground_truth)}, got {len(calls)}"
-    if kind in ("simple", "multiple"):
-        gold_name = next(iter(ground_truth[0]))
-        doc = functions[0] if kind == "simple" and len(functions) == 1 else _function_doc(functions, gold_name)
-        if doc is None:
-            return False, f"answer key names {gold_name!r}, which is not among the functions"
-        return check_call(doc, calls[0], ground_truth[0], lang)
-    reasons: list[str] = []
-    compatible: list[list[bool]] = []
-    for answer in ground_truth:
-        gold_name = next(iter(answer))
-        doc = _function_doc(functions, gold_name)
-        if doc is None:
-            return False, f"answer key names {gold_name!r}, which is not among the functions"
-        row = []
-        first_reason = None
-        for call in calls:
-            ok, why = check_call(doc, call, answer, lang)
-            row.append(ok)
-            if not ok and (first_reason is None or (call.name == gold_name and first_reason.startswith("wrong f"))):
-                first_reason = why
-        compatible.append(row)
-        if not any(row):
-            reasons.append(f"no call matches answer {gold_name!r}: {first_reason}")
-    if reasons:
-        return False, reasons[0]
-    if _matching(compatible) is None:
-        return False, "calls cannot be matched one-to-one with the answers"
-    return True, "ok"
+    if kind in ("irrelevance", "relevance"):
+        called = decoded is not None and has_call(decoded)
+        if kind == "irrelevance":
+            return (False, "a call was decoded where no function is relevant") if called else (True, "ok (no call)")
+        return (True, "ok (a call was decoded)") if called else (False, "no call was decoded")
+    if decoded is None:
+        return False, "no call decoded"
+    if not is_call_list(decoded):
+        return False, "decoded, but not a list of calls"
+    return check(functions, decoded, ground_truth, category, language(category))
 
 
-def score_item(item: BFCLItem, prediction: str) -> ItemResult:
-    decoded = decode_calls(prediction)
-    ok, why = ast_check(item.functions, decoded, item.ground_truth, item.category)
-    if not decoded and not ok and decoded.reason:
-        why = f"{why} ({decoded.reason})"
+def ast_check(functions: list[dict], calls: DecodedCalls | list, ground_truth: list | None,
+              category: str) -> tuple[bool, str]:
+    """BFCL's verdict ``(correct, reason)`` on calls already decoded (e.g. by :func:`decode_calls`), for scorers
+    that choose their own decoding (the ``tools`` training domain)."""
+    return _verdict(functions, _upstream_form(calls), ground_truth, category)
+
+
+def score_item(item: BFCLItem, prediction: str, scoring: str = "official") -> ItemResult:
+    """The verdict on one raw reply; ``scoring`` is one of :data:`SCORINGS`."""
+    kind = checker_kind(item.category)
+    lang = "python" if kind in ("irrelevance", "relevance") else language(item.category)
+    decoded, fmt, failure = _decode(prediction, lang, scoring)
+    ok, why = _verdict(item.functions, decoded, item.ground_truth, item.category)
+    if not ok and failure and kind not in ("irrelevance", "relevance"):
+        why = f"{why}: {failure}"
+    n_calls = len(decoded) if isinstance(decoded, list) else 0
     return ItemResult(id=item.id, category=item.category, correct=ok, score=float(ok), reason=why,
-                      extra={"n_calls": len(decoded), "call_format": decoded.format})
+                      extra={"n_calls": n_calls, "call_format": fmt, "scoring": scoring})
+
+
+def score_item_lenient(item: BFCLItem, prediction: str) -> ItemResult:
+    return score_item(item, prediction, "lenient")
 
 
 # ------------------------------------------------------------------------------------------------- gold
@@ -407,7 +208,7 @@ def score_item(item: BFCLItem, prediction: str) -> ItemResult:
 
 def _first(allowed: list) -> tuple[bool, Any]:
     for a in allowed:
-        if not _is_blank(a):
+        if not (isinstance(a, str) and a == ""):
             return True, a
     return False, None
 
@@ -438,7 +239,7 @@ def gold_calls(item: BFCLItem) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for answer in item.ground_truth or []:
         (name, params), = answer.items()
-        doc = _function_doc(item.functions, name) or {}
+        doc = next((f for f in item.functions if f.get("name") == name), {})
         props = (doc.get("parameters") or {}).get("properties", {}) or {}
         args = {}
         for p, allowed in params.items():
@@ -457,16 +258,34 @@ def gold_calls(item: BFCLItem) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _source_literal(text: str) -> str:
+    """A Java/JavaScript argument holding ``text`` verbatim: BFCL's decoders strip one pair of quotes and keep
+    escapes, so the text goes in unescaped, between single quotes when it holds a double quote (tree-sitter reads a
+    multi-character ``'...'`` in Java as a character literal, and the decoder treats both alike)."""
+    return f"'{text}'" if '"' in text else f'"{text}"'
+
+
+def format_calls_source(calls: list[tuple[str, dict[str, Any]]]) -> str:
+    """Calls whose argument values are Java/JavaScript source strings, written as BFCL's decoders read them."""
+    return "[" + ", ".join(f"{name}(" + ", ".join(f"{k}={_source_literal(str(v))}" for k, v in args.items()) + ")"
+                           for name, args in calls) + "]"
+
+
 def gold_prediction(item: BFCLItem, style: str = "python") -> str | None:
-    """A raw output that scores correct: the answer key's calls (``python`` or ``json`` style), or a plain-text
-    refusal for irrelevance; None for ``live_relevance`` (no answer key)."""
+    """A raw output built from the answer key: its first allowed alternatives as calls in BFCL's format (``python``;
+    Java/JavaScript values as source strings) or as JSON (``json``: only the lenient scoring reads it), or a
+    plain-text refusal for irrelevance; None for ``live_relevance`` (no answer key). Under the official checker a
+    few answers cannot be written at all (Java ``String`` arrays keep their quotes, values with a comma inside a
+    JavaScript array are split): those gold predictions score incorrect, as they would upstream."""
     kind = checker_kind(item.category)
     if kind == "irrelevance":
         return "None of the provided functions can be used for this request, so I will not call any of them."
     if kind == "relevance":
         return None
     calls = gold_calls(item)
-    return format_calls_json(calls) if style == "json" else format_calls_python(calls)
+    if style == "json":
+        return format_calls_json(calls)
+    return format_calls_source(calls) if language(item.category) != "python" else format_calls_python(calls)
 
 
 # ------------------------------------------------------------------------------------------------- prompt
@@ -498,6 +317,7 @@ def summarize(results: dict[str, list[ItemResult]]) -> dict[str, Any]:
     cats = {c: {"metric": "accuracy", "value": accuracy(r), "correct": sum(x.correct for x in r), "n": len(r)}
             for c, r in results.items()}
     out: dict[str, Any] = {"categories": cats}
+    lenient = any(r.extra.get("scoring") == "lenient" for rs in results.values() for r in rs)
     acc = {c: v["value"] for c, v in cats.items()}
     simple = ["simple_python", "simple_java", "simple_javascript"]
     if all(c in acc for c in simple + ["multiple", "parallel", "parallel_multiple"]):
@@ -521,20 +341,21 @@ def summarize(results: dict[str, list[ItemResult]]) -> dict[str, Any]:
     else:
         metric = "ast_accuracy (micro over the evaluated AST categories)"
         value = sum(cats[c]["correct"] for c in ast_cats) / n_ast if n_ast else float("nan")
+    if lenient:
+        metric += " [lenient decoding: calls also read from prose, fences, JSON and tags; NOT BFCL's official metric]"
     out.update({
         "metric": metric, "value": value, "n": sum(v["n"] for v in cats.values()),
         "covered": [f"{c}: AST checker" if checker_kind(c) not in ("irrelevance", "relevance")
                     else f"{c}: relevance (call / no call)" for c in cats],
         "not_covered": [f"{c} (multi-turn state checks / agentic / non-scoring)" for c in NOT_COVERED]
         + [f"{c} (file not in the data folder)" for c in CATEGORIES if c not in cats],
-        "approximated": ["Java/JavaScript argument strings are converted by this package's own converter; quoted "
-                         "strings inside Java arrays are unquoted (upstream keeps the quotes)",
-                         "parallel categories use an exact one-to-one matching (upstream: greedy first match)",
-                         "strings nested in lists are standardized too; booleans never equal numbers"],
+        "approximated": ["arithmetic inside an argument is evaluated over literals only (upstream evaluates any "
+                         "expression with eval); otherwise BFCL's prompting decoder and AST checker, quirks included "
+                         "(genenv_lab.evaluation.bfcl_checker)"],
     })
     return out
 
 
 SPEC = BenchmarkSpec(name="bfcl", folder="bfcl", markers=("possible_answer",), sources=SOURCES,
                      categories=available_categories, load=load_category, score=score_item, gold=gold_prediction,
-                     summarize=summarize)
+                     summarize=summarize, other_scorings=(("lenient", score_item_lenient),))

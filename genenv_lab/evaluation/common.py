@@ -51,6 +51,18 @@ class BenchmarkSpec:
     """Official metric name/value, per-category numbers, covered / not covered / approximated."""
     explicit_only: tuple[str, ...] = ()
     """Categories scored only when asked for by name (costly to load)."""
+    other_scorings: tuple[tuple[str, Callable[[Any, str], ItemResult]], ...] = ()
+    """Named alternatives to ``score`` (``--scoring NAME``), none of them the official metric; the summary says
+    which one was used."""
+
+    def scorer(self, scoring: str | None) -> Callable[[Any, str], ItemResult]:
+        if scoring in (None, "official"):
+            return self.score
+        named = dict(self.other_scorings)
+        if scoring not in named:
+            raise ValueError(f"{self.name}: scoring {scoring!r} is unknown; choose one of "
+                             f"{['official'] + list(named)}")
+        return named[scoring]
 
 
 class BenchmarkDataMissing(FileNotFoundError):

@@ -48,14 +48,17 @@ def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int
 
 
 def evaluate_backend(backend, benchmark: str, *, out_dir: str | Path, data_dir=None, category=None,
-                     limit: int | None = None, max_new_tokens: int = 128, progress: bool = True) -> dict[str, Any]:
-    """Predict, then score: writes ``predictions.jsonl``, ``results.jsonl`` and ``summary.json`` in ``out_dir``."""
+                     limit: int | None = None, max_new_tokens: int = 128, progress: bool = True,
+                     scoring: str | None = None) -> dict[str, Any]:
+    """Predict, then score: writes ``predictions.jsonl``, ``results.jsonl`` and ``summary.json`` in ``out_dir``.
+    The summary's ``scoring`` says which verdict was used (``official`` unless ``scoring`` names another)."""
     start = time.perf_counter()
     out = Path(out_dir)
     preds = predict(backend, benchmark, data_dir=data_dir, category=category, limit=limit,
                     max_new_tokens=max_new_tokens, out_path=out / "predictions.jsonl", progress=progress)
     gen_s = time.perf_counter() - start
-    summary = score_predictions(benchmark, preds, data_dir=data_dir, category=category, limit=limit, out_dir=out)
+    summary = score_predictions(benchmark, preds, data_dir=data_dir, category=category, limit=limit, out_dir=out,
+                                scoring=scoring)
     summary["generation_s"] = round(gen_s, 2)
     too_long = out / "too_long.json"
     summary["n_prompt_longer_than_context"] = len(json.loads(too_long.read_text())) if too_long.is_file() else 0

@@ -93,21 +93,24 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def score_safely(spec: BenchmarkSpec, item: Any, category: str, prediction: str) -> ItemResult:
+def score_safely(spec: BenchmarkSpec, item: Any, category: str, prediction: str,
+                 scoring: str | None = None) -> ItemResult:
     """``spec.score`` for one prediction, where whatever a hostile prediction makes the scorer raise (a JSON number
     of 20,000 digits, say) is that item's verdict, incorrect with the exception named, instead of aborting the
     whole evaluation. Never more lenient: an exception only ever scores 0."""
     try:
-        return spec.score(item, prediction)
+        return spec.scorer(scoring)(item, prediction)
     except Exception as exc:  # noqa: BLE001 - a model wrote the prediction; one item may not stop the others
         return ItemResult(item.id, category, False, 0.0, f"unscorable prediction ({type(exc).__name__})")
 
 
 def score_predictions(benchmark: str, predictions_path: str | os.PathLike, data_dir: str | os.PathLike | None = None,
                       category: str | list[str] | None = None, limit: int | None = None,
-                      out_dir: str | os.PathLike | None = None) -> dict[str, Any]:
-    """Score a predictions JSONL file; returns the summary dict (also written to ``out_dir/summary.json``)."""
+                      out_dir: str | os.PathLike | None = None, scoring: str | None = None) -> dict[str, Any]:
+    """Score a predictions JSONL file; returns the summary dict (also written to ``out_dir/summary.json``).
+    ``scoring``: ``official`` (default) or one of the benchmark's ``other_scorings`` (bfcl: ``lenient``)."""
     spec = get_benchmark(benchmark)
+    spec.scorer(scoring)  # an unknown name fails before any work
     root = resolve_data_dir(spec, data_dir)
     predictions = read_predictions(predictions_path)
     cats = _categories(spec, root, category)
@@ -130,11 +133,12 @@ def score_predictions(benchmark: str, predictions_path: str | os.PathLike, data_
             if pred is None:
                 r = ItemResult(item.id, c, False, 0.0, "no prediction")
             else:
-                r = score_safely(spec, item, c, pred)
+                r = score_safely(spec, item, c, pred, scoring)
             results[c].append(r)
             rows.append(r.row(pred))
     summary = spec.summarize(results)
-    summary = {"benchmark": spec.name, **summary,
+    summary = {"benchmark": spec.name, "scoring": scoring or "official", "official_metric": scoring in (None, "official"),
+               **summary,
                "n_predictions": len(predictions),
                "n_missing_predictions": sum(1 for rs in results.values() for r in rs if r.reason == "no prediction"),
                "n_unmatched_prediction_ids": sum(1 for i in predictions if i not in known),
