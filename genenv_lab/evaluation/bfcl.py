@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .bfcl_checker import check, standardize_string
-from .bfcl_decode import decode, has_call, is_call_list
+from .bfcl_decode import TREE_SITTER_HINT, decode, has_call, is_call_list, tree_sitter_available
 from .calls import DecodedCalls, FunctionCall, decode_calls, format_calls_json, format_calls_python
 from .common import BenchmarkSpec, ItemResult, accuracy
 from .literals import render_java, render_js
@@ -101,7 +101,7 @@ def available_categories(data_dir: Path) -> list[str]:
     """Covered categories whose question file (and answer key, where one is needed) exists in ``data_dir``."""
     out = []
     for cat in CATEGORIES:
-        if _find(data_dir, cat) is None:
+        if _find(data_dir, cat) is None or (language(cat) != "python" and not tree_sitter_available()):
             continue
         if checker_kind(cat) not in ("irrelevance", "relevance") and _find(data_dir, cat, answers=True) is None:
             continue
@@ -113,6 +113,8 @@ def load_category(data_dir: Path, category: str) -> list[BFCLItem]:
     if category not in CATEGORIES:
         raise ValueError(f"BFCL category {category!r} is not covered; available in {data_dir}: "
                          f"{available_categories(data_dir)} (covered when their files exist: {CATEGORIES})")
+    if language(category) != "python" and not tree_sitter_available():
+        raise ValueError(f"BFCL {category} needs tree-sitter 0.21 to decode replies: {TREE_SITTER_HINT}")
     qpath = _find(data_dir, category)
     if qpath is None:
         raise FileNotFoundError(f"no BFCL_v*_{category}.json in {data_dir}")
@@ -260,9 +262,11 @@ def gold_calls(item: BFCLItem) -> list[tuple[str, dict[str, Any]]]:
 
 def _source_literal(text: str) -> str:
     """A Java/JavaScript argument holding ``text`` verbatim: BFCL's decoders strip one pair of quotes and keep
-    escapes, so the text goes in unescaped, between single quotes when it holds a double quote (tree-sitter reads a
-    multi-character ``'...'`` in Java as a character literal, and the decoder treats both alike)."""
-    return f"'{text}'" if '"' in text else f'"{text}"'
+    escapes, so the text goes in unescaped, between double quotes, else single quotes (tree-sitter reads a
+    multi-character ``'...'`` in Java as a character literal, which the decoder treats alike), else bare."""
+    if '"' not in text:
+        return f'"{text}"'
+    return f"'{text}'" if "'" not in text else text
 
 
 def format_calls_source(calls: list[tuple[str, dict[str, Any]]]) -> str:
@@ -348,7 +352,8 @@ def summarize(results: dict[str, list[ItemResult]]) -> dict[str, Any]:
         "covered": [f"{c}: AST checker" if checker_kind(c) not in ("irrelevance", "relevance")
                     else f"{c}: relevance (call / no call)" for c in cats],
         "not_covered": [f"{c} (multi-turn state checks / agentic / non-scoring)" for c in NOT_COVERED]
-        + [f"{c} (file not in the data folder)" for c in CATEGORIES if c not in cats],
+        + [f"{c} (file not in the data folder)" if language(c) == "python" or tree_sitter_available()
+           else f"{c} (tree-sitter 0.21 not installed: {TREE_SITTER_HINT})" for c in CATEGORIES if c not in cats],
         "approximated": ["arithmetic inside an argument is evaluated over literals only (upstream evaluates any "
                          "expression with eval); otherwise BFCL's prompting decoder and AST checker, quirks included "
                          "(genenv_lab.evaluation.bfcl_checker)"],

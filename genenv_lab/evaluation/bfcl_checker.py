@@ -307,7 +307,7 @@ def _dict_ok(value: dict, allowed: Any) -> Verdict:
                 break
         for k, opts in alternative.items():
             if k not in value and "" not in opts:
-                why, ok = f"missing dict key {k!r}", False
+                why, ok = why if not ok else f"missing dict key {k!r}", False
                 break
         if ok:
             return Verdict(True)
@@ -356,10 +356,9 @@ def _param_ok(name: str, value: Any, schema: dict, allowed: Any, lang: str) -> V
     if not valid:
         return Verdict(False, f"wrong type for {name!r}: expected {declared}, got {type(value).__name__} {value!r}")
     if not is_variable:
-        if expected == dict:
-            return _dict_ok(value, allowed)
-        if expected == list and nested == dict:
-            return _list_of_dicts_ok(value, allowed)
+        if expected == dict or (expected == list and nested == dict):
+            ok, why = _dict_ok(value, allowed) if expected == dict else _list_of_dicts_ok(value, allowed)
+            return Verdict(True) if ok else Verdict(False, f"{name!r}: {why}")
         if expected == str:
             if standardize_string(value) in [standardize_string(a) for a in allowed if type(a) == str]:
                 return Verdict(True)

@@ -43,6 +43,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+import warnings
 from functools import lru_cache
 from typing import Any
 
@@ -191,7 +192,9 @@ def _py_call(node: ast.Call) -> dict[str, dict]:
 
 def _decode_python(text: str) -> list[dict]:
     try:
-        tree = ast.parse(text.strip().strip("'"), mode="eval")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning on odd literals: the verdict is all that matters
+            tree = ast.parse(text.strip().strip("'"), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         raise DecodeError(f"not Python: {type(exc).__name__}") from None
     body = tree.body
@@ -210,22 +213,32 @@ def _decode_python(text: str) -> list[dict]:
 # ------------------------------------------------------------------------------------------------- tree-sitter
 
 
+TREE_SITTER_HINT = ("pip install 'tree-sitter==0.21.3' 'tree-sitter-java==0.21.0' 'tree-sitter-javascript==0.21.4' "
+                    "(Python <= 3.12: version 0.21 has no wheel for 3.13)")
+
+
+def tree_sitter_available() -> bool:
+    """Whether the Java/JavaScript decoder can run (tree-sitter 0.21 and both grammars import)."""
+    try:
+        _parser("java"), _parser("javascript")
+    except RuntimeError:
+        return False
+    return True
+
+
 @lru_cache(maxsize=None)
 def _parser(lang: str) -> Any:
     """A tree-sitter parser for ``java`` or ``javascript`` at the grammar versions bfcl-eval pins."""
     try:
-        import warnings
-
         from tree_sitter import Language, Parser
         module = __import__("tree_sitter_java" if lang == "java" else "tree_sitter_javascript")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the two-argument Language() form is the one tree_sitter 0.21 has
             language = Language(module.language(), lang)
-    except ImportError as exc:
-        raise RuntimeError(f"BFCL's {lang} decoder needs tree-sitter (pip install 'tree-sitter==0.21.3' "
-                           f"'tree-sitter-java==0.21.0' 'tree-sitter-javascript==0.21.4'): {exc}") from None
-    parser = Parser()
-    parser.set_language(language)
+        parser = Parser()
+        parser.set_language(language)
+    except (ImportError, TypeError, AttributeError) as exc:  # missing, or a tree-sitter without the 0.21 API
+        raise RuntimeError(f"BFCL's {lang} decoder needs tree-sitter 0.21: {TREE_SITTER_HINT} ({exc})") from None
     return parser
 
 

@@ -288,6 +288,8 @@ def render_java(value: Any, type_name: str, items_type: str | None = None) -> st
         elem = _JAVA_ELEMENT_TYPE.get(items_type or "", "Object")
         return f"new {elem}[]{{" + ", ".join(_java_elem(v, items_type) for v in value) + "}"
     if type_name == "ArrayList" and isinstance(value, list):
+        if not value:
+            return "new ArrayList<>()"
         return "new ArrayList<>(Arrays.asList(" + ", ".join(_java_elem(v, items_type) for v in value) + "))"
     if type_name == "HashMap" and isinstance(value, dict):
         puts = "".join(f"put({json.dumps(str(k))}, {_java_elem(v, None)}); " for k, v in value.items())
