@@ -230,10 +230,15 @@ def _interruptible() -> None:
     puts in the background does (``cmd &``); a run started that way could not be stopped cleanly."""
     import signal
 
+    from .loop import STOP_REQUESTED
+
     def _stop(signum, frame):
+        # Also remembered: a library that swallows KeyboardInterrupt (a bare ``except:`` in an import) would
+        # otherwise lose the request; the loop checks the flag before every phase and stops there.
+        STOP_REQUESTED.set()
         raise KeyboardInterrupt(f"signal {signum}")
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
 
 

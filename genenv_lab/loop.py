@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -517,6 +518,16 @@ def make_teacher(cfg: RunConfig, domain: Domain) -> Backend | None:
     return make_backend(cfg.replace(model={"name_or_path": cfg.env.teacher_model}), domain)
 
 
+STOP_REQUESTED = threading.Event()
+"""Set by the CLI's SIGINT/SIGTERM handler; :func:`run` stops (as ``interrupted``) before its next phase even if
+the KeyboardInterrupt raised by the handler was swallowed by library code."""
+
+
+def _stop_if_requested() -> None:
+    if STOP_REQUESTED.is_set():
+        raise KeyboardInterrupt("stop requested")
+
+
 def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backend | None = None,
         progress: bool = True) -> Iterator[EpochRecord]:
     """Run (or resume) co-evolution, yielding one EpochRecord per completed epoch."""
@@ -556,10 +567,14 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         if cfg.loop.eval_every and state.epoch == 0 and not (writer.dir / BASELINE).is_file():
             bar.set_postfix_str(f"epoch 0: eval {cfg.loop.eval_benchmark} (untrained agent)")
             writer.write_baseline(evaluate_epoch(backend, cfg, writer.dir, 0))
+        def on_phase(phase: str) -> None:
+            _stop_if_requested()
+            bar.set_postfix_str(f"epoch {state.epoch + 1}: {phase}")
+
         while state.epoch < cfg.loop.epochs:
+            _stop_if_requested()
             teacher = make_teacher(cfg, domain) if state.epoch == 0 else None
-            state, result = run_epoch(state, backend, domain, seeds, cfg, generator=teacher,
-                                      on_phase=lambda p: bar.set_postfix_str(f"epoch {state.epoch + 1}: {p}"))
+            state, result = run_epoch(state, backend, domain, seeds, cfg, generator=teacher, on_phase=on_phase)
             del teacher
             if cfg.loop.eval_every and state.epoch % cfg.loop.eval_every == 0:
                 bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.loop.eval_benchmark}")

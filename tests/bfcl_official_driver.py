@@ -20,11 +20,6 @@ import json
 import sys
 from pathlib import Path
 
-from bfcl_eval.constants.enums import Language, ReturnFormat
-from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
-from bfcl_eval.model_handler.utils import default_decode_ast_prompting
-from bfcl_eval.utils import is_empty_output, is_function_calling_format_output, is_java, is_js
-
 MODEL = "gpt-4o-2024-11-20"
 
 
@@ -45,6 +40,12 @@ def _category_data(data_dir: Path, category: str) -> tuple[dict, dict]:
 
 
 def verdict(prediction: str, prompt: dict, answer, category: str) -> bool:
+    # imported here: pytest's doctest collection imports this file in the project's venv, which lacks bfcl_eval
+    from bfcl_eval.constants.enums import Language, ReturnFormat
+    from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
+    from bfcl_eval.model_handler.utils import default_decode_ast_prompting
+    from bfcl_eval.utils import is_empty_output, is_function_calling_format_output, is_java, is_js
+
     if "relevance" in category:  # relevance and irrelevance: decoded as Python, whatever the category
         try:
             decoded = default_decode_ast_prompting(prediction, ReturnFormat.PYTHON, False)

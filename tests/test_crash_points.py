@@ -76,3 +76,51 @@ def test_kill_at_every_commit_step_then_resume(tiny_cfg, tmp_path):
         assert _fork(cfg, out, n) == 137
         assert _fork(cfg, out, 0) > 100, f"resume after a kill at step {n} failed"
         assert _summary(out) == reference, f"kill at commit step {n}"
+
+
+def _run_child(cfg, out) -> None:
+    try:
+        list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=4), progress=False))
+    except BaseException:  # noqa: BLE001 - the exit code is the report
+        import traceback
+
+        traceback.print_exc()
+        os._exit(1)
+    os._exit(0)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_twenty_random_sigkills_then_resume(tiny_cfg, tmp_path):
+    """SIGKILL at random moments (not only at commit steps: mid-write, mid-epoch), resuming after each, 20 times on
+    one run: it completes equal to an uninterrupted run, no epoch, task or attempt lost or duplicated."""
+    import random
+    import signal
+    import time
+
+    epochs = 6
+    cfg = tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
+                           loop={"epochs": epochs, "eval_every": 0})
+    t0 = time.perf_counter()
+    assert _fork(cfg, tmp_path / "reference", 0) > 100
+    duration = time.perf_counter() - t0
+    reference = _summary(tmp_path / "reference")
+    rng = random.Random(20)
+    out, kills = tmp_path / "killed", 0
+    while kills < 20:
+        pid = os.fork()
+        if pid == 0:
+            _run_child(cfg, out)
+        time.sleep(rng.uniform(0.0, duration))
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if code == -signal.SIGKILL:
+            kills += 1
+        else:
+            assert code == 0, f"a resume failed (exit {code}) after {kills} kills"
+            if (out / "state.json").is_file() and read_state(out)["status"] == "finished":
+                break  # finished before 20 kills landed: start over on a new folder, keep counting
+    assert _fork(cfg, out, 0) > 100
+    assert _summary(out) == reference, f"after {kills} random kills"
