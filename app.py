@@ -49,6 +49,19 @@ CSS = """
 """
 
 
+class Table(gr.Dataframe):
+    """A ``gr.Dataframe`` that shows one ``(none)`` row instead of an empty body: gradio 6 draws a table without
+    rows under placeholder headers 1 2 3 (seen in the browser at 1280 px), hiding the column names."""
+
+    def get_block_name(self) -> str:
+        return "dataframe"  # the frontend component to use (by default the class name)
+
+    def postprocess(self, value: Any) -> Any:
+        if isinstance(value, pd.DataFrame) and len(value) == 0 and len(value.columns):
+            value = pd.DataFrame([["(none)"] + [""] * (len(value.columns) - 1)], columns=value.columns)
+        return super().postprocess(value)
+
+
 def theme() -> gr.themes.Base:
     local = ["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "sans-serif"]
     return gr.themes.Soft(primary_hue="indigo", secondary_hue="teal", neutral_hue="slate", font=local,
@@ -130,7 +143,7 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                     f"Runs folder: `{root}`", elem_classes="lab-header")
         with gr.Row(equal_height=False):
             with gr.Column(scale=4):
-                runs_table = gr.Dataframe(
+                runs_table = Table(
                     views.runs_frame(first_summaries),
                     label="Runs (click one to show it)", interactive=False, max_height=210,
                     wrap=False)
@@ -153,7 +166,7 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                     f_valid = gr.Radio(label="Validity", choices=list(views.VALIDITY_FILTERS), value="all")
                     f_reason = gr.Dropdown(label="Reject reason", choices=["all"], value="all")
                     f_search = gr.Textbox(label="Search", placeholder="text in id, question, answer, output")
-                tasks_df = gr.Dataframe(
+                tasks_df = Table(
                     views.tasks_frame(no_run),
                     label="Generated tasks (click a row for its lineage and attempts)",
                     interactive=False, max_height=330, wrap=False)
@@ -163,7 +176,7 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                         lineage_plot = gr.Plot(show_label=False)
                     with gr.Column(scale=2):
                         context_md = gr.Markdown("_Pick a generated task._")
-                lineage_df = gr.Dataframe(
+                lineage_df = Table(
                     views.lineage_frame(no_run, ""),
                     label="Lineage: seed → … → task", interactive=False, max_height=240,
                     wrap=True, column_widths=["5%", "11%", "5%", "5%", "5%", "5%", "6%", "6%",
@@ -172,12 +185,12 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                     with gr.Column(scale=2):
                         attempts_md = gr.Markdown()
                     with gr.Column(scale=3):
-                        attempts_df = gr.Dataframe(
+                        attempts_df = Table(
                             views.attempts_frame(no_run, ""),
                             label="Agent completions (G per epoch attempted)",
                             interactive=False, max_height=330, wrap=True)
             with gr.Tab("Events"):
-                events = gr.Code(label="events.log (last lines)", language=None, interactive=False)
+                events = gr.Code(label="events.log (last lines)", language=None, interactive=False, wrap_lines=True)
             with gr.Tab("Comparisons"):
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=1, min_width=260):
@@ -187,18 +200,18 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                     with gr.Column(scale=4):
                         cmp_card = gr.Markdown("_No comparison selected._", elem_classes="run-card")
                 cmp_plot = gr.Plot(show_label=False)
-                cmp_summary = gr.Dataframe(
+                cmp_summary = Table(
                     views.comparison_summary_frame(no_cmp),
                     label="Last epoch of each configuration (mean and std over seeds)",
                     interactive=False, wrap=False)
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=1):
-                        cmp_band = gr.Dataframe(
+                        cmp_band = Table(
                             views.band_residence_frame(no_cmp),
                             label="Band residence: first epoch with p̂ in the band, and "
                             "whether it stayed", interactive=False, max_height=300)
                     with gr.Column(scale=1):
-                        cmp_runs = gr.Dataframe(
+                        cmp_runs = Table(
                             views.comparison_runs_frame(no_cmp),
                             label="Runs of the comparison", interactive=False, max_height=300)
             with gr.Tab("Start a run"):
@@ -216,8 +229,8 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                     stop_dd = gr.Dropdown(label="My run to stop", choices=[], value=None)
                     stop_btn = gr.Button("Stop", variant="stop")
                 launch_msg = gr.Markdown()
-                started_df = gr.Dataframe(label="Runs started in this session", interactive=False)
-                launch_log = gr.Code(label="Output of the selected run (last lines)", language=None,
+                started_df = Table(launcher.launched_frame({}), label="Runs started in this session", interactive=False)
+                launch_log = gr.Code(label="Output of the selected run (last lines)", language=None, wrap_lines=True,
                                      interactive=False)
         timer = gr.Timer(REFRESH_S)
 
@@ -305,6 +318,10 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
             current = current if current in names else (names[0] if names else None)
             return gr.update(choices=names, value=current), key
 
+        def empty_cmp_tables():  # the three comparison tables with their column names and no rows
+            return (views.comparison_summary_frame(no_cmp), views.band_residence_frame(no_cmp),
+                    views.comparison_runs_frame(no_cmp))
+
         def render_comparison(name: Any, state: Any, force: bool):
             key = cmp_key_of(name)
             if not force and state is not None and state[0] == key:
@@ -313,7 +330,7 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
             if cmp is None:
                 empty = views.message_figure(f"No comparison in {root} yet: run `genenv-lab compare --presets tiny "
                                              f"--variants genenv random_env static --out {root}/cmp1`.")
-                return ("_No comparison selected._", empty, None, None, None, (key, None))
+                return ("_No comparison selected._", empty, *empty_cmp_tables(), (key, None))
             try:
                 return (views.comparison_card(cmp), views.comparison_figure(cmp),
                         views.comparison_summary_frame(cmp), views.band_residence_frame(cmp),
@@ -322,7 +339,7 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                 oops = views.message_figure(f"{cmp.name}: could not draw this comparison "
                                             f"({type(exc).__name__}: {exc}).")
                 return (f"### {cmp.name}\n\n> ⚠ Could not draw this comparison: `{type(exc).__name__}: {exc}`",
-                        oops, None, None, None, (key, None))
+                        oops, *empty_cmp_tables(), (key, None))
 
         def start(preset: str, domain: str, name: str, mine: dict):
             try:
@@ -433,7 +450,14 @@ def main(argv: list[str] | None = None) -> None:
         app = build_app(args.runs, run=args.run)
     except LabError as exc:
         parser.error(str(exc))
-    launch(app, host=args.host, port=args.port, share=args.share)
+    # gradio's own start-up lines say "set share=True in launch()", which a user of this script cannot do: quiet,
+    # and the lab says where it is and how to share it in its own words.
+    _, local_url, share_url = launch(app, host=args.host, port=args.port, share=args.share, quiet=True,
+                                     prevent_thread_lock=True)
+    print(f"GenEnv lab: {local_url}  (runs folder: {args.runs}; Ctrl-C stops it)", flush=True)
+    print(f"public link: {share_url}" if share_url else
+          "public link: none (python app.py --share opens one through gradio.live)", flush=True)
+    app.block_thread()
 
 
 if __name__ == "__main__":

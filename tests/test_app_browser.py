@@ -108,3 +108,103 @@ def test_snapshots_of_a_comparison_report_and_of_the_lab(tmp_path):
     shots = {p.name: Image.open(p).size for p in (tmp_path / "png").glob("*.png")}
     assert set(shots) == {"cmp-report.png", f"{run_name}-difficulty.png", f"{run_name}-curves.png"}
     assert all(w > 600 and h > 300 for w, h in shots.values())  # whole figures, not a blank strip
+
+
+BARS_JS = """(() => {
+  const gd = [...document.querySelectorAll('.js-plotly-plot')].find(
+      p => p.textContent.includes('Difficulty of generated tasks · %s'));
+  if (!gd) return null;
+  const xa = gd._fullLayout.xaxis;
+  const bars = [];
+  gd.querySelectorAll('.trace.bars .point').forEach(pt => {
+    const path = pt.querySelector('path');
+    const xs = (path ? path.getAttribute('d') : '').match(/^M([-\\d.]+),[-\\d.]+V[-\\d.]+H([-\\d.]+)/);
+    if (xs && pt.__data__ && pt.__data__.s > 0)
+      bars.push({level: pt.__data__.p, x0: xa.p2d(+xs[1]), x1: xa.p2d(+xs[2])});
+  });
+  const band = (gd._fullLayout.shapes || []).filter(s => s.type === 'rect').map(s => [s.x0, s.x1]);
+  return JSON.stringify({bars: bars, band: band});
+})()"""
+TABS = ("Curriculum", "Tasks & attempts", "Events", "Comparisons", "Start a run")
+
+
+def test_histogram_bars_sit_on_their_p_hat_and_inside_or_outside_the_band_at_1280px(tmp_path):
+    """On a finished run (scripted fake, 3 epochs, G = 4, band ±0.1 around 0.5): every drawn bar's x-extent, read
+    from the SVG and converted to data coordinates by the figure's own axis, lies within half a p̂ step of its p̂
+    level, inside the shaded band iff its level is in the band. Then one screenshot per tab at 1280×900
+    (written to $GENENV_LAB_SCREENSHOTS too when set: that is how docs/figures/lab-*.png are made)."""
+    import json
+    import os
+
+    from fakes import ScriptedBackend
+    from genenv_lab.config import preset
+    from genenv_lab.lab.views import band_span
+    from genenv_lab.loop import run as run_loop
+
+    runs = tmp_path / "runs"
+    cfg = preset("tiny").replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
+                                 loop={"epochs": 3, "eval_every": 0})
+    with pytest.warns(UserWarning, match="single difficulty level"):
+        list(run_loop(cfg, runs / "fake-run", backend=ScriptedBackend(num_generations=4), progress=False))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    log = open(tmp_path / "app.log", "w")
+    server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--runs", str(runs), "--port", str(port),
+                               "--run", "fake-run"], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    browser = None
+    try:
+        wait_http(url, server, timeout=120)
+        browser = Chromium(tmp_path / "profile", width=1280, height=900)
+        browser.navigate(url)
+        assert browser.wait_for(f"({BARS_JS % 'fake-run'}) !== null", 90), "the histogram was not drawn"
+        time.sleep(1.0)
+        drawn = json.loads(browser.evaluate(BARS_JS % "fake-run"))
+        levels = [k / 4 for k in range(5)]
+        lo, hi = band_span(levels, 0.5, 0.1, 0.25)
+        assert drawn["band"] and all(abs(a - b) < 1e-9 for a, b in zip(drawn["band"][0], (lo, hi)))
+        assert {b["level"] for b in drawn["bars"]} >= {0.0, 0.5}, drawn
+        for bar in drawn["bars"]:
+            assert bar["x0"] < bar["x1"]
+            assert abs(bar["x0"] - bar["level"]) < 0.125 and abs(bar["x1"] - bar["level"]) < 0.125, bar
+            inside = abs(bar["level"] - 0.5) <= 0.1
+            if inside:
+                assert lo <= bar["x0"] and bar["x1"] <= hi, (bar, lo, hi)
+            else:
+                assert bar["x1"] <= lo or bar["x0"] >= hi, (bar, lo, hi)
+
+        shots = {}
+        keep = os.environ.get("GENENV_LAB_SCREENSHOTS")
+        for tab in TABS:
+            clicked = browser.evaluate(f"""(() => {{
+  const b = [...document.querySelectorAll('button[role=tab]')].find(e => e.textContent.trim() === {json.dumps(tab)});
+  if (b) b.click();
+  return !!b;
+}})()""")
+            assert clicked, f"no tab {tab!r}"
+            time.sleep(3.0)  # the tab's content rendered; the page scrolled so that the tab bar is at the top
+            browser.evaluate("document.querySelector('button[role=tab]').scrollIntoView({block: 'start'})")
+            time.sleep(0.5)
+            name = "lab-" + tab.split()[0].lower() + ".png"
+            shots[tab] = browser.screenshot(tmp_path / name)
+            if keep:  # a 256-colour copy: the docs' screenshots stay small
+                from PIL import Image
+
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                Image.open(shots[tab]).convert("RGB").quantize(256).save(Path(keep) / name, optimize=True)
+        print(f"screenshots: {sorted(str(p) for p in shots.values())}")
+        from PIL import Image
+
+        assert all(Image.open(p).size == (1280, 900) for p in shots.values())
+        dom = browser.evaluate("document.documentElement.outerHTML")
+        assert "(none)" in dom                                      # empty tables keep their column names
+        headers = browser.evaluate("JSON.stringify([...document.querySelectorAll('table')].map("
+                                   "t => [...t.querySelectorAll('thead th')].map(th => th.textContent.trim())))")
+        for row in json.loads(headers):
+            assert row[:3] != ["1", "2", "3"], f"a table shows placeholder headers: {row}"
+        assert "Traceback" not in (tmp_path / "app.log").read_text()
+    finally:
+        if browser is not None:
+            browser.close()
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()

@@ -20,6 +20,7 @@ import html
 import json
 import math
 import re
+import textwrap
 import time
 from typing import Any, Iterable, Sequence
 
@@ -85,7 +86,8 @@ def _style(fig: go.Figure, *, height: int, title: str | None = None) -> go.Figur
 def message_figure(text: str, *, height: int = 320) -> go.Figure:
     """A blank figure that says ``text`` (what the lab shows instead of a plot it cannot draw)."""
     fig = go.Figure()
-    fig.add_annotation(text=html.escape(text).replace("\n", "<br>"), x=0.5, y=0.5, xref="paper", yref="paper",
+    lines = [wrapped for line in text.split("\n") for wrapped in (textwrap.wrap(line, 90) or [""])]
+    fig.add_annotation(text="<br>".join(html.escape(line) for line in lines), x=0.5, y=0.5, xref="paper", yref="paper",
                        showarrow=False, font=dict(size=15, color="#868e96"), align="center")
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
@@ -412,8 +414,8 @@ def tasks_frame(run: RunData, *, epoch: str | int = "all", band: str = "all", va
     (:data:`VALIDITY_FILTERS`), reject ``reason`` and a case-insensitive ``search`` in the task's id, question,
     answer and raw output. Difficulty features are columns ``f.<name>``."""
     tasks = run.tasks
-    cols = ["task_id", "epoch", "env_v", "parent_id", "valid", "reject_reason", "p̂", "R_env", "in_band", "weight",
-            "question", "answer"]
+    cols = ["task_id", "epoch", "question", "answer", "p̂", "in_band", "R_env", "valid", "reject_reason", "weight",
+            "env_v", "parent_id"]  # what a reader scans first comes first: readable at 1280 px
     if not len(tasks):
         return pd.DataFrame(columns=cols)
     keep = pd.Series(True, index=tasks.index)
@@ -438,13 +440,13 @@ def tasks_frame(run: RunData, *, epoch: str | int = "all", band: str = "all", va
         keep &= hay.str.contains(needle, regex=False)
     sub = tasks[keep]
     out = pd.DataFrame({
-        "task_id": sub["task_id"].astype(str), "epoch": sub["epoch"], "env_v": sub["env_version"],
-        "parent_id": sub["parent_id"].astype(str), "valid": valid[keep], "reject_reason": sub["reject_reason"],
-        "p̂": pd.to_numeric(sub["p_hat"], errors="coerce").round(3),
-        "R_env": pd.to_numeric(sub["env_reward"], errors="coerce").round(3),
-        "in_band": in_band[keep], "weight": pd.to_numeric(sub["weight"], errors="coerce").round(3),
-        "question": sub["question"].map(_short), "answer": sub["answer"],
-    })
+        "task_id": sub["task_id"].astype(str), "epoch": sub["epoch"], "question": sub["question"].map(_short),
+        "answer": sub["answer"], "p̂": pd.to_numeric(sub["p_hat"], errors="coerce").round(3),
+        "in_band": in_band[keep], "R_env": pd.to_numeric(sub["env_reward"], errors="coerce").round(3),
+        "valid": valid[keep], "reject_reason": sub["reject_reason"],
+        "weight": pd.to_numeric(sub["weight"], errors="coerce").round(3), "env_v": sub["env_version"],
+        "parent_id": sub["parent_id"].astype(str),
+    })[cols]
     feats = _features_columns(sub["features"])
     return pd.concat([out, feats], axis=1).reset_index(drop=True)
 
