@@ -31,6 +31,7 @@ import gradio as gr
 import pandas as pd
 
 from genenv_lab.lab import launcher, views
+from genenv_lab.lab.widgets import Table
 from genenv_lab.lab.runs import (ComparisonData, LabError, RunData, comparison_dirs, comparison_fingerprint,
                                  comparisons_fingerprint, discover_runs, fingerprint, folder_fingerprint,
                                  is_comparison, load_comparison, load_run, resolve_comparison, resolve_run)
@@ -47,19 +48,6 @@ CSS = """
            border-radius: 8px !important;}
 .run-card blockquote {margin: 4px 0; color: #c92a2a;}
 """
-
-
-class Table(gr.Dataframe):
-    """A ``gr.Dataframe`` that shows one ``(none)`` row instead of an empty body: gradio 6 draws a table without
-    rows under placeholder headers 1 2 3 (seen in the browser at 1280 px), hiding the column names."""
-
-    def get_block_name(self) -> str:
-        return "dataframe"  # the frontend component to use (by default the class name)
-
-    def postprocess(self, value: Any) -> Any:
-        if isinstance(value, pd.DataFrame) and len(value) == 0 and len(value.columns):
-            value = pd.DataFrame([["(none)"] + [""] * (len(value.columns) - 1)], columns=value.columns)
-        return super().postprocess(value)
 
 
 def theme() -> gr.themes.Base:
