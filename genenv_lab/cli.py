@@ -28,7 +28,52 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
     for item in getattr(args, "set", None) or []:
         section, field, value = parse_setting(item)
         changes.setdefault(section, {})[field] = value
+    for key, value in vars(args).items():  # --section.field VALUE (config_arguments)
+        if key.startswith(FIELD_DEST) and value is not None:
+            section, field = key[len(FIELD_DEST):].split(".", 1)
+            changes.setdefault(section, {})[field] = value
     return cfg.replace(**changes) if changes else cfg
+
+
+FIELD_DEST = "config:"
+
+
+def _boolean(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _parser_for(kind: type):
+    if kind is bool:
+        return _boolean
+    if kind in (int, float):
+        return kind
+    if kind is str:
+        return str
+    return lambda text: tuple(part.strip() for part in text.split(",") if part.strip())  # tuple[str, ...]
+
+
+def config_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--section.field VALUE`` for every field of the run configuration, generated from the config dataclasses:
+    the help is the field's docstring, the choices its constants; values are validated by the config itself
+    (ranges next to the fields), after the preset and before any model loads."""
+    from .config import config_fields, field_choices
+
+    choices = field_choices()
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for section, name, kind, doc in config_fields():
+        if section not in groups:
+            groups[section] = parser.add_argument_group(
+                f"{section} settings", f"every field of config.json's {section!r} section (default: the preset's)")
+        metavar = {bool: "true|false", int: "N", float: "X"}.get(kind, "LIST" if kind not in (str,) else "TEXT")
+        options = choices.get((section, name))
+        groups[section].add_argument(
+            f"--{section}.{name}", dest=f"{FIELD_DEST}{section}.{name}", type=_parser_for(kind), choices=options,
+            metavar=None if options else metavar, help=doc.replace("``", "").replace("%", "%%") or None)
 
 
 def parse_setting(item: str) -> tuple[str, str, object]:
@@ -296,8 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-limit", type=int, help="items per category in each evaluation (default 20)")
     p.add_argument("--eval-data-dir", help="benchmark data folder for --eval-every")
     p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
-                   help="any config field, repeatable: --set curriculum.alpha=0.3 --set env.kl_coef=1.0 (every field "
-                        "with its meaning: genenv_lab/config.py; validated like the presets)")
+                   help="any config field, repeatable: --set curriculum.alpha=0.3 (the same as --curriculum.alpha "
+                        "0.3 below; validated like the presets)")
+    config_arguments(p)
     p.set_defaults(func=cmd_run)
 
     from .evaluation.runner import BENCHMARKS

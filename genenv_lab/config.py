@@ -58,12 +58,19 @@ class ModelConfig:
     engine: str = "hf"
     """``hf`` (transformers + peft + TRL, CPU or GPU), ``unsloth`` or ``vllm`` (GPU)."""
     dtype: str = "float32"
+    """Floating-point type of the base model's weights (``auto``: what the checkpoint says)."""
     lora_r: int = 8
+    """LoRA rank of each adapter."""
     lora_alpha: int = 16
+    """LoRA scaling α (the update is scaled by lora_alpha / lora_r)."""
     lora_dropout: float = 0.0
+    """Dropout on the LoRA input."""
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    """Module names that get LoRA (comma-separated on the command line)."""
     load_in_4bit: bool = False
+    """Load the base in 4 bits (bitsandbytes / Unsloth; GPU only)."""
     max_seq_length: int = 512
+    """Longest prompt + completion, in tokens."""
     gpu_memory_utilization: float = 0.5
     """Share of GPU memory vLLM may take (GPU engines only)."""
     separate_adapters: bool = True
@@ -76,7 +83,9 @@ class ModelConfig:
     world_env_steps: int = 200
     """``tiny-world`` only: then rounds of one simulator batch and one agent batch."""
     world_hidden_size: int = 128
+    """``tiny-world`` only: hidden size of the model built for the world."""
     world_layers: int = 3
+    """``tiny-world`` only: number of its decoder layers."""
     world_seed: int = 0
     """``tiny-world`` only: seed of the world corpus and the model's initialisation (one model serves every loop
     seed, so a comparison's seeds differ in the loop only)."""
@@ -112,11 +121,15 @@ class EnvConfig:
     n_variations: int = 4
     """Variations generated per seed (method.md default 4)."""
     max_new_tokens: int = 64
+    """Most tokens of one simulator generation."""
     temperature: float = 1.0
+    """Sampling temperature of the simulator."""
     top_p: float = 1.0
+    """Nucleus sampling of the simulator (1.0: off)."""
     lr: float = 1e-4
     """RWR learning rate of the ``env`` adapter (LoRA on a small model needs more than the paper's 5e-7)."""
     batch_size: int = 8
+    """Examples per RWR optimiser step."""
     max_steps: int = 4
     """Most optimiser steps of the env update per epoch (fewer when the KL cap is reached)."""
     kl_coef: float = 0.05
@@ -157,8 +170,11 @@ class AgentConfig:
     num_generations: int = 5
     """G, rollouts per task. G=5 keeps p̂ ∈ {0.4, 0.6} in the default band (G=8 keeps only 0.5)."""
     max_completion_length: int = 32
+    """Most tokens of one agent completion."""
     temperature: float = 1.0
+    """Sampling temperature of the agent's G rollouts."""
     lr: float = 5e-5
+    """Learning rate of the agent's GRPO steps."""
     prompts_per_step: int = 2
     """Tasks per GRPO optimiser step (each with G completions)."""
     kl_beta: float = 0.0
@@ -188,12 +204,16 @@ class CurriculumConfig:
     """The α-Curriculum Reward, the band filter and the RWR weights."""
 
     alpha: float = 0.5
+    """Target success rate α: the α-Curriculum Reward peaks when the agent solves a task this often."""
     beta: float = 2.0
     """Sharpness of exp(-β (p̂-α)²); the paper never states it, method.md's default is 2."""
     k_min: float = 0.1
     """Band half-width: generations with |p̂-α| > k_min are left out of the env update."""
     shape: str = "gaussian"
+    """Env reward shape: ``gaussian`` (the paper's exp(-β(p̂-α)²)), ``learnability`` (p̂(1-p̂)), ``min`` or
+    ``azr``."""
     rwr_lambda: float = 1.0
+    """Temperature λ of the RWR weights ∝ exp(λ·R_env) (normalised to mean 1)."""
 
     def __post_init__(self) -> None:
         w = "CurriculumConfig"
@@ -209,7 +229,9 @@ class LoopConfig:
     """The co-evolution loop (Algorithm 1)."""
 
     epochs: int = 3
+    """Co-evolution epochs (Algorithm 1's outer loop)."""
     domain: str = "arith"
+    """Task domain the simulator writes for and the agent solves (genenv_lab.domains)."""
     variant: str = "genenv"
     """``genenv`` (full method) or a baseline of method.md §7, same agent optimiser and budget:
     ``random_env`` (the simulator generates every epoch, never updated), ``static`` (variations generated once
@@ -220,6 +242,7 @@ class LoopConfig:
     """Counterfactual: tasks written once by the untrained simulator; each epoch's agent is measured on them
     (``extra["p_hat_reference"]``), next to p̂ on the simulator's current tasks."""
     seed: int = 0
+    """Seed of everything random in the run (sampling, data order, initialisation of the adapters)."""
     save_adapters: bool = True
     """Save both adapters after every epoch under ``adapters/epoch_NNN/``."""
     eval_every: int = 0
@@ -234,6 +257,7 @@ class LoopConfig:
     eval_data_dir: str = ""
     """Benchmark data folder (empty: ``$GENENV_LAB_DATA`` or the cache; see genenv_lab.evaluation)."""
     eval_max_new_tokens: int = 64
+    """Generation budget per item of the held-out evaluation."""
 
     def __post_init__(self) -> None:
         w = "LoopConfig"
@@ -478,3 +502,47 @@ def notebook_preset(environ: Mapping[str, str] | None = None) -> str:
         return "cpu-smollm2"
     gib = torch.cuda.get_device_properties(0).total_memory / 2**30
     return "colab-t4" if gib < 20 else "colab-l4" if gib < 40 else "a100"
+
+
+# ----------------------------------------------------------------------------------------------- fields, for the CLI
+
+SECTIONS = ("model", "env", "agent", "curriculum", "loop")
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The attribute docstrings of a config dataclass (the string literal under each field), by field name."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    docs = {}
+    for node, nxt in zip(body, body[1:]):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def field_choices() -> dict[tuple[str, str], tuple[str, ...]]:
+    """The fields whose values come from a fixed list, with that list (the CLI shows it as choices)."""
+    from .domains import DOMAINS
+
+    return {("model", "engine"): ENGINES, ("model", "dtype"): DTYPES, ("curriculum", "shape"): ENV_REWARD_SHAPES,
+            ("loop", "variant"): VARIANTS, ("loop", "domain"): tuple(sorted(DOMAINS))}
+
+
+def config_fields() -> list[tuple[str, str, type, str]]:
+    """Every settable field as ``(section, field, type, docstring)``, in declaration order."""
+    import typing
+
+    out = []
+    hints = typing.get_type_hints(RunConfig)
+    for section in SECTIONS:
+        cls = hints[section]
+        types = typing.get_type_hints(cls)
+        docs = field_docs(cls)
+        for f in dataclasses.fields(cls):
+            out.append((section, f.name, types[f.name], docs.get(f.name, "")))
+    return out

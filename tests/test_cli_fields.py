@@ -1,0 +1,45 @@
+"""The run command's --section.field flags are generated from the config dataclasses: every field of config.json
+is settable, with its docstring as help and its constants as choices; values go through the config's validation."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from genenv_lab.cli import build_parser, _run_config
+from genenv_lab.config import SECTIONS, config_fields, preset
+
+
+def test_every_config_json_field_has_a_flag_with_help():
+    parser = build_parser()
+    run = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" run"))
+    flags = {o for action in run._actions for o in action.option_strings}
+    saved = json.loads(preset("tiny").to_json())
+    for section in SECTIONS:
+        for name in saved[section]:
+            assert f"--{section}.{name}" in flags, f"{section}.{name} cannot be set from the command line"
+    assert all(doc for *_, doc in config_fields()), [f"{s}.{n}" for s, n, _, doc in config_fields() if not doc]
+
+
+def test_flags_reach_the_config_with_their_types():
+    args = build_parser().parse_args(["run", "--curriculum.alpha", "0.3", "--curriculum.k_min", "0.125",
+                                      "--agent.num_generations", "8", "--loop.save_adapters", "false",
+                                      "--model.target_modules", "q_proj, v_proj", "--loop.variant", "static"])
+    cfg = _run_config(args)
+    assert (cfg.curriculum.alpha, cfg.curriculum.k_min, cfg.agent.num_generations) == (0.3, 0.125, 8)
+    assert cfg.loop.save_adapters is False and cfg.model.target_modules == ("q_proj", "v_proj")
+    assert cfg.loop.variant == "static"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--curriculum.alpha", "2"], "CurriculumConfig.alpha=2.0 is invalid"),
+    (["--loop.save_adapters", "maybe"], "expected true or false"),
+    (["--loop.variant", "best"], "invalid choice"),
+    (["--agent.num_generations", "many"], "invalid int value"),
+])
+def test_bad_values_are_one_line_errors(argv, message, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "genenv_lab.cli", "run", "--out", str(tmp_path / "r"), *argv],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and message in (out.stdout + out.stderr)
+    assert "Traceback" not in out.stderr and not (tmp_path / "r").exists()
