@@ -179,6 +179,8 @@ def run_summary(out: Path, cfg) -> list[str]:
 def _verdict(records: list[dict], alpha: float, k_min: float) -> str:
     """One sentence on what happened: p̂ over the last third of the epochs against α and against epoch 1, and in
     how many epochs the simulator was updated (RWR ran on in-band tasks)."""
+    from .curriculum import in_band
+
     n = len(records)
     late = [r["p_hat_mean"] for r in records[n - max(1, n // 3):] if r.get("p_hat_mean") is not None
             and not math.isnan(r["p_hat_mean"])]
@@ -188,7 +190,7 @@ def _verdict(records: list[dict], alpha: float, k_min: float) -> str:
     if not late or start is None or math.isnan(start):
         return "No p̂ was measured on the simulator's tasks (no valid task). " + rwr
     mean_late = sum(late) / len(late)
-    where = "inside" if abs(mean_late - alpha) <= k_min else "outside"
+    where = "inside" if in_band(mean_late, alpha, k_min) else "outside"
     moved = "toward" if abs(mean_late - alpha) < abs(start - alpha) else "away from"
     return (f"So p̂ moved {moved} α: {start:.2f} in epoch 1, {mean_late:.2f} on average over the last "
             f"{len(late)} epochs, {where} the band. " + rwr)

@@ -27,6 +27,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from . import curriculum as cur
 from .config import RunConfig, for_domain, preset
 
 COLUMNS = ("label", "variant", "seed", "epoch", "heldout", "p_hat_mean", "in_band_frac", "p_hat_reference",
@@ -113,7 +114,8 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
 
     ``backend_factory(cfg)`` builds the backend of each run (default: the engine of its config).
     """
-    from .loop import check_eval_data, run
+    from .evaluation.model_eval import check_eval_data
+    from .loop import run
     from .runlog import read_state
 
     for _, cfg in entries:  # missing benchmark data fails here, before any folder or model
@@ -279,7 +281,7 @@ def band_residence(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.
             continue
         a, k = (bands or {}).get(label, (alpha, k_min))
         part = part.sort_values("epoch")
-        inside = [(abs(p - a) <= k + 1e-9) if p == p else False for p in part["p_hat_mean"]]
+        inside = [cur.in_band(p, a, k) if p == p else False for p in part["p_hat_mean"]]
         first = next((e for e, ok in zip(part["epoch"], inside) if ok), None)
         stays = first is not None and all(inside[list(part["epoch"]).index(first):])
         rows.append({"label": label, "seed": seed, "alpha": a, "k_min": k, "epochs": len(part),

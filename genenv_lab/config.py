@@ -44,8 +44,37 @@ def _in_range(where: str, name: str, value: Any, lo: float | None = None, hi: fl
 
 
 ENGINES = ("hf", "unsloth", "vllm")
-VARIANTS = ("genenv", "random_env", "static", "filter_only", "offline_teacher")
-FIXED_SET_VARIANTS = ("static", "offline_teacher")
+@dataclass(frozen=True)
+class Variant:
+    """What a baseline changes (method.md §7), read by the loop's named steps; never the agent optimiser or the
+    per-epoch budget of fresh tasks (``RunConfig.budget``)."""
+
+    name: str
+    fixed_set: str | None = None
+    """``untrained``/``teacher``: the whole task set is written in epoch 1 (by the untrained simulator, by a
+    teacher model) and each epoch samples ``budget`` fresh tasks from it; None: new generations every epoch."""
+    trains_env: bool = True
+    """The simulator is updated by RWR on the in-band generations."""
+    shows_statistics: bool = True
+    """The simulator's context holds the lineage's success statistics."""
+    one_variation_each: bool = False
+    """``budget`` parents with one variation each, instead of ``seeds_per_epoch`` × ``n_variations``."""
+    rank_trim: float = 0.0
+    """Share of the epoch's measured tasks dropped at each end of the p̂ ranking before they join the pool."""
+    pool_keeps_last_epoch: bool = False
+    """The pool holds the last epoch's (trimmed) tasks only, instead of every valid task so far."""
+
+
+VARIANT_TABLE = {v.name: v for v in (
+    Variant("genenv"),
+    Variant("random_env", trains_env=False),
+    Variant("static", fixed_set="untrained", trains_env=False),
+    Variant("filter_only", trains_env=False, shows_statistics=False, one_variation_each=True, rank_trim=0.1,
+            pool_keeps_last_epoch=True),  # the authors' release: no simulator update, a 10 % rank filter
+    Variant("offline_teacher", fixed_set="teacher", trains_env=False),
+)}
+VARIANTS = tuple(VARIANT_TABLE)
+FIXED_SET_VARIANTS = tuple(name for name, v in VARIANT_TABLE.items() if v.fixed_set)
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
@@ -93,7 +122,8 @@ class ModelConfig:
     def __post_init__(self) -> None:
         w = "ModelConfig"
         _require(isinstance(self.name_or_path, str) and self.name_or_path.strip() != "", w, "name_or_path",
-                 self.name_or_path, "'tiny', 'tiny-world', 'smollm2-135m', a Hugging Face model id or a local directory")
+                 self.name_or_path,
+                 "'tiny', 'tiny-world', 'smollm2-135m', a Hugging Face model id or a local directory")
         _require(self.engine in ENGINES, w, "engine", self.engine, f"one of {ENGINES}")
         _require(self.dtype in DTYPES, w, "dtype", self.dtype, f"one of {DTYPES}")
         _in_range(w, "lora_r", self.lora_r, 1, 1024, integer=True)
@@ -316,6 +346,19 @@ class RunConfig:
     @property
     def is_gpu(self) -> bool:
         return self.model.engine in ("unsloth", "vllm")
+
+    def warnings(self) -> list[str]:
+        """Cross-field checks that do not make the configuration invalid but probably not what was meant (the run
+        logs them as events and Python warnings): the band's resolution for G (``curriculum.band_warning``)."""
+        from .curriculum import band_warning
+
+        found = band_warning(self.agent.num_generations, self.curriculum.alpha, self.curriculum.k_min)
+        return [found] if found else []
+
+    @property
+    def variant(self) -> Variant:
+        """What ``loop.variant`` changes in the loop (:data:`VARIANT_TABLE`)."""
+        return VARIANT_TABLE[self.loop.variant]
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -18,14 +18,16 @@ arXiv 2512.19682.
 - ``frac_zero_std``: the fraction of groups whose rewards are all equal (no GRPO signal), as TRL logs
   ``frac_reward_zero_std``.
 
-Deliberate deviation: ``band_values``, ``band_warning`` and ``in_band_probability`` are ours; the paper uses G = 8 with k_min = 0.1,
-where only p̂ = 0.5 passes.
+Deliberate deviation: ``band_values``, ``band_warning`` and ``in_band_probability`` are ours; the paper uses G = 8 with
+k_min = 0.1, where only p̂ = 0.5 passes.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
+
+T = TypeVar("T")
 
 ENV_REWARD_SHAPES = ("gaussian", "learnability", "min", "azr")
 
@@ -75,6 +77,20 @@ def env_reward(p_hat: float, alpha: float = 0.5, beta: float = 2.0, shape: str =
     if shape == "azr":
         return 0.0 if p_hat <= 0.0 or p_hat >= 1.0 else 1.0 - p_hat
     raise ValueError(f"unknown env reward shape {shape!r}; choose one of {ENV_REWARD_SHAPES}")
+
+
+def trim_by_rank(items: Sequence[T], key: Callable[[T], float], fraction: float) -> list[T]:
+    """The items ranked by ``key``, without the lowest and highest ``k = int(fraction · n)`` of them, sliced
+    ``[k:-k]`` as the authors' release does: fewer than ``1/fraction`` items leave nothing (``[0:-0]`` is empty).
+
+    >>> trim_by_rank([0.9, 0.1, 0.5, 0.3, 0.7, 0.2, 0.8, 0.4, 0.6, 0.0], float, 0.1)
+    [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+    >>> trim_by_rank([0.2, 0.1], float, 0.1)
+    []
+    """
+    ranked = sorted(items, key=key)
+    k = int(fraction * len(ranked))
+    return ranked[k:-k] if ranked else []
 
 
 def in_band(p_hat: float, alpha: float = 0.5, k_min: float = 0.1) -> bool:

@@ -49,7 +49,7 @@ def band_ceiling(tasks: pd.DataFrame, *, num_generations: int, alpha: float, k_m
                  feature: str = "level") -> pd.DataFrame:
     """Per epoch: measured, expected and best in-band fractions (see the module docstring).
 
-    ``tasks``: rows of ``tasks.parquet`` (``epoch``, ``valid``, ``p_hat``, ``in_band``, ``features``); rows that are
+    ``tasks``: rows of the ``tasks`` table (``epoch``, ``valid``, ``p_hat``, ``in_band``, ``features``); rows that are
     rejected, unmeasured or lack the feature are left out."""
     frame = pd.DataFrame({"epoch": tasks["epoch"], "p_hat": pd.to_numeric(tasks["p_hat"], errors="coerce"),
                           "in_band": tasks["in_band"].astype(bool),
@@ -61,7 +61,7 @@ def band_ceiling(tasks: pd.DataFrame, *, num_generations: int, alpha: float, k_m
         keep = {x: in_band_probability(p, num_generations, alpha, k_min) for x, p in p_at.items()}
         rows.append({"epoch": int(epoch), "n": len(part), "measured": part["in_band"].mean(),
                      "expected": part["x"].map(keep).mean(), "best": max(keep.values()),
-                     "near_alpha": part["x"].map(lambda x: abs(p_at[x] - alpha) <= 0.2).mean(),
+                     "near_alpha": part["x"].map(lambda x, p_at=p_at: abs(p_at[x] - alpha) <= 0.2).mean(),
                      "spread": part["x"].std(ddof=0)})
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
@@ -69,14 +69,14 @@ def band_ceiling(tasks: pd.DataFrame, *, num_generations: int, alpha: float, k_m
 def run_band_ceiling(run_dir: str | Path, feature: str = "level") -> pd.DataFrame:
     """:func:`band_ceiling` of a run directory, with the run's own G, α and k_min (from ``config.json``)."""
     from .config import RunConfig
-    from .runlog import CONFIG, TASKS
+    from .runlog import CONFIG, read_table
 
     run_dir = Path(run_dir)
-    for name in (CONFIG, TASKS):
-        if not (run_dir / name).is_file():
-            raise FileNotFoundError(f"{run_dir / name} is missing: {run_dir} is not a run directory with epochs")
+    tasks = read_table(run_dir, "tasks")
+    if not (run_dir / CONFIG).is_file() or not len(tasks):
+        raise FileNotFoundError(f"{run_dir} is not a run directory with epochs (no {CONFIG} or no tasks table)")
     cfg = RunConfig.from_dict(json.loads((run_dir / CONFIG).read_text()))
-    return band_ceiling(pd.read_parquet(run_dir / TASKS), num_generations=cfg.agent.num_generations,
+    return band_ceiling(tasks, num_generations=cfg.agent.num_generations,
                         alpha=cfg.curriculum.alpha, k_min=cfg.curriculum.k_min, feature=feature)
 
 

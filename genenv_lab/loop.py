@@ -13,11 +13,14 @@ Deliberate choices (method.md where the paper is silent):
 - Baselines (method.md §7) change named steps only, never the agent optimiser or the per-epoch budget of fresh
   tasks (``RunConfig.budget``): ``random_env`` skips the env update; ``static`` and ``offline_teacher`` generate a
   fixed set in epoch 1 (with the untrained simulator, or a teacher model) and sample each epoch's fresh tasks from
-  it; ``filter_only`` reproduces the authors' release (see :func:`aggregate`).
+  it; ``filter_only`` reproduces the authors' release (:func:`.state.next_pool`).
 - Counterfactual (``loop.reference_tasks``): tasks written once by the untrained simulator, on which every epoch's
   agent is measured, so that "the simulator calibrates difficulty" can be told apart from "the agent improves".
 
-``run()`` is a generator of :class:`EpochRecord` that the CLI, the notebooks and the app all drive.
+``run()`` is a generator of :class:`EpochRecord` that the CLI, the notebooks and the app all drive. Around it:
+the pool across epochs and resume (:mod:`.state`), the rollouts' reward log (:mod:`.rewards`), the epoch's
+statistics (:mod:`.epoch_stats`), what each baseline changes (``config.VARIANT_TABLE``), the held-out evaluation
+(:mod:`.evaluation.model_eval`).
 """
 
 from __future__ import annotations
@@ -27,62 +30,24 @@ import math
 import random
 import threading
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+import warnings
 from pathlib import Path
 from typing import Iterator, Sequence
+
+from tqdm.auto import tqdm
 
 from . import curriculum as cur
 from .backends.base import AgentPrompt, Backend, EnvExample
 from .backends.factory import check_engine, make_backend
 from .config import RunConfig
 from .domains import Domain, LineageStats, SeedTask, get_domain
-from .types import Attempt, EpochRecord, GeneratedTask, TaskSpec
-
-
-# --------------------------------------------------------------------------------------------------- loop state
-
-@dataclass
-class PoolTask:
-    task_id: str
-    root_id: str
-    epoch: int
-    spec: TaskSpec
-    p_hat: float = math.nan
-
-
-@dataclass
-class LoopState:
-    """What one epoch hands to the next (all of it recoverable from the run directory)."""
-
-    epoch: int = 0
-    env_version: int = 0
-    pool: list[PoolTask] = field(default_factory=list)
-    """D_train: valid generated tasks of earlier epochs."""
-    reference: list[PoolTask] = field(default_factory=list)
-    """Counterfactual tasks of the untrained simulator (``loop.reference_tasks``)."""
-
-
-@dataclass
-class EpochResult:
-    record: EpochRecord
-    tasks: list[GeneratedTask]
-    attempts: list[Attempt]
-    reference: list[GeneratedTask] = field(default_factory=list)
-    """Generations of the counterfactual set, written in epoch 1."""
-
-
-class PhaseTimer:
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def __call__(self, phase: str):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
+from .epoch_stats import PhaseTimer, epoch_record
+from .evaluation.model_eval import check_eval_data, evaluate_epoch
+from .models.loading import check_model_source
+from .runlog import BASELINE, RunWriter, adapter_dir, read_state
+from .rewards import RewardLog
+from .state import next_pool, restore_state
+from .types import EpochRecord, EpochResult, GeneratedTask, LoopState, Measured, PoolTask, TaskSpec
 
 
 # ------------------------------------------------------------------------------------------------ Algorithm 1
@@ -140,17 +105,15 @@ def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: 
     """This epoch's generations: n variations of each chosen parent (genenv, random_env); one variation each of
     ``budget`` parents without statistics (filter_only); the whole fixed set in epoch 1 and nothing after
     (static, offline_teacher)."""
-    from .config import FIXED_SET_VARIANTS
-
-    variant = cfg.loop.variant
-    if variant in FIXED_SET_VARIANTS:
+    v = cfg.variant
+    if v.fixed_set:
         if state.epoch > 0:
             return []
-        per_seed = cfg.env.static_variations if variant == "static" else math.ceil(
+        per_seed = cfg.env.static_variations if v.fixed_set == "untrained" else math.ceil(
             cfg.env.teacher_data_multiplier * cfg.loop.epochs * cfg.budget / len(seeds))
         parents = [(s.seed_id, s.seed_id, s.spec) for s in seeds]
         n = per_seed
-    elif variant == "filter_only":
+    elif v.one_variation_each:
         parents, n = choose_parents(state, seeds, cfg, rng, count=cfg.budget), 1
     else:
         parents, n = choose_parents(state, seeds, cfg, rng), cfg.env.n_variations
@@ -189,9 +152,7 @@ def fresh_tasks(tasks: list[GeneratedTask], state: LoopState, cfg: RunConfig,
                 rng: random.Random) -> list[tuple[str, TaskSpec, str]]:
     """The tasks whose p̂ this epoch measures: the new valid generations, or (fixed-set variants) ``budget`` tasks
     drawn from the fixed set."""
-    from .config import FIXED_SET_VARIANTS
-
-    if cfg.loop.variant in FIXED_SET_VARIANTS:
+    if cfg.variant.fixed_set:
         fixed = [(t.task_id, t.spec) for t in state.pool] + [(t.task_id, _spec(t)) for t in tasks if t.valid]
         return [(tid, spec, "fixed") for tid, spec in rng.sample(fixed, min(cfg.budget, len(fixed)))]
     return [(t.task_id, _spec(t), "generated") for t in tasks if t.valid]
@@ -199,7 +160,8 @@ def fresh_tasks(tasks: list[GeneratedTask], state: LoopState, cfg: RunConfig,
 
 def choose_parents(state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig, rng: random.Random,
                    count: int | None = None) -> list[tuple[str, str, TaskSpec]]:
-    """(parent_id, root_id, spec) for this epoch's seeds: base seeds, every other one from the pool when it has tasks."""
+    """(parent_id, root_id, spec) for this epoch's seeds: base seeds, every other one from the pool when it has
+    tasks."""
     out = []
     for k in range(cfg.env.seeds_per_epoch if count is None else count):
         if state.pool and k % 2 == 1:
@@ -229,7 +191,7 @@ RECENT_SHOWN = 3
 
 def build_env_contexts(parents, state: LoopState, domain: Domain, cfg: RunConfig) -> list[list[dict[str, str]]]:
     """Seed task + lineage statistics (``filter_only``: no statistics, as in the authors' release)."""
-    blind = cfg.loop.variant == "filter_only"
+    blind = not cfg.variant.shows_statistics
     c = cfg.curriculum
     return [domain.env_messages(spec, LineageStats() if blind else lineage_stats(state, root, cfg, domain),
                                 c.alpha, c.k_min) for _, root, spec in parents]
@@ -280,53 +242,6 @@ def agent_batch(fresh: list[tuple[str, TaskSpec, str]], state: LoopState, seeds:
     return unique
 
 
-class RewardLog:
-    """The GRPO reward function: scores completions with the domain and records them per task id."""
-
-    def __init__(self, domain: Domain, batch: list[tuple[str, TaskSpec, str]]):
-        self.domain = domain
-        self.specs = {task_id: spec for task_id, spec, _ in batch}
-        self.sources = {task_id: source for task_id, _, source in batch}
-        self.prompts = {task_id: _render(domain.agent_messages(spec)) for task_id, spec, _ in batch}
-        self.records: dict[str, list[tuple[str, float]]] = {t: [] for t in self.specs}
-        self.score_errors = 0
-        """Completions whose scorer raised (or returned a reward outside [0, 1]): scored 0, counted."""
-
-    def __call__(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[float]:
-        rewards = []
-        for task_id, completion in zip(task_ids, completions):
-            reward, error = self.domain.safe_score(self.specs[task_id], completion)
-            self.score_errors += bool(error)
-            self.records[task_id].append((completion, reward))
-            rewards.append(reward)
-        return rewards
-
-    def rewards(self, task_id: str) -> list[float]:
-        return [r for _, r in self.records.get(task_id, [])]
-
-    def groups(self) -> list[list[float]]:
-        return [self.rewards(t) for t in self.records if self.records[t]]
-
-    def attempts(self, epoch: int, threshold: float) -> list[Attempt]:
-        out = []
-        for task_id, recs in self.records.items():
-            adv = cur.group_advantages([r for _, r in recs])
-            for (completion, reward), a in zip(recs, adv):
-                out.append(Attempt(task_id=task_id, epoch=epoch, source=self.sources[task_id],
-                                   prompt=self.prompts[task_id], completion=completion, reward=reward,
-                                   success=reward >= threshold, advantage=a))
-        return out
-
-
-@dataclass(frozen=True)
-class Measured:
-    """p̂, R_env and band membership of one fresh task this epoch."""
-
-    p_hat: float
-    env_reward: float
-    in_band: bool
-
-
 def score_generations(tasks: list[GeneratedTask], fresh: list[tuple[str, TaskSpec, str]], rewards: RewardLog,
                       cfg: RunConfig) -> dict[str, Measured]:
     """p̂, R_env and band membership of every fresh task; RWR weights of this epoch's in-band generations
@@ -337,12 +252,13 @@ def score_generations(tasks: list[GeneratedTask], fresh: list[tuple[str, TaskSpe
         rs = rewards.rewards(task_id)
         if rs:
             p = cur.success_rate(rs, cfg.agent.success_threshold)
-            measured[task_id] = Measured(p, cur.env_reward(p, c.alpha, c.beta, c.shape), cur.in_band(p, c.alpha, c.k_min))
+            measured[task_id] = Measured(p, cur.env_reward(p, c.alpha, c.beta, c.shape),
+                                         cur.in_band(p, c.alpha, c.k_min))
     for t in tasks:
         if t.task_id in measured:
             m = measured[t.task_id]
             t.p_hat, t.env_reward, t.in_band = m.p_hat, m.env_reward, m.in_band
-    kept = [t for t in tasks if t.in_band] if cfg.loop.variant == "genenv" else []
+    kept = [t for t in tasks if t.in_band] if cfg.variant.trains_env else []
     for t, w in zip(kept, cur.rwr_weights([t.env_reward for t in kept], c.rwr_lambda)):
         t.weight = w
     return measured
@@ -376,12 +292,7 @@ def aggregate(state: LoopState, tasks: list[GeneratedTask], measured: dict[str, 
     release), and the pool keeps only the last epoch's tasks.
     """
     new = [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t), t.p_hat) for t in tasks if t.valid]
-    if cfg.loop.variant == "filter_only":
-        ranked = sorted((t for t in new if t.task_id in measured), key=lambda t: t.p_hat)
-        k = int(0.1 * len(ranked))
-        pool = ranked[k:-k] if ranked else []
-    else:
-        pool = state.pool + new
+    pool = next_pool(state.pool, [t for t in new if t.task_id in measured], new, cfg)
     ref = state.reference or [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t)) for t in reference if t.valid]
     return LoopState(epoch=epoch, env_version=env_version, pool=pool, reference=ref)
 
@@ -395,78 +306,10 @@ def measure_reference(backend: Backend, domain: Domain, reference: Sequence[Pool
             for t, group in zip(reference, outs)]
 
 
-def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog, agent_update, env_update,
-                 state: LoopState, timer: PhaseTimer, wall_s: float, reference_p_hats: Sequence[float],
-                 cfg: RunConfig) -> EpochRecord:
-    valid = [t for t in tasks if t.valid]
-    scored = list(measured.values())
-    c = cfg.curriculum
-    extra: dict = {"n_fresh": len(measured), "score_errors": rewards.score_errors,
-                   "p_hat_gap": cur.mean_or_nan(abs(m.p_hat - c.alpha) for m in scored)}
-    if reference_p_hats:
-        extra["p_hat_reference"] = cur.mean_or_nan(reference_p_hats)
-        extra["in_band_frac_reference"] = cur.mean_or_nan(1.0 if cur.in_band(p, c.alpha, c.k_min) else 0.0
-                                                          for p in reference_p_hats)
-        extra["p_hat_gap_reference"] = cur.mean_or_nan(abs(p - c.alpha) for p in reference_p_hats)
-    extra.update({k: v for k, v in agent_update.metrics.items() if k.startswith("grpo/")})
-    extra.update(rwr_metrics(env_update))
-    extra.update(feature_means(valid))
-    all_rewards = [r for g in rewards.groups() for r in g]
-    reasons: dict[str, int] = {}
-    for t in tasks:
-        if not t.valid:
-            reasons[t.reject_reason] = reasons.get(t.reject_reason, 0) + 1
-    return EpochRecord(
-        epoch=epoch, n_generated=len(tasks), n_valid=len(valid),
-        valid_frac=len(valid) / len(tasks) if tasks else math.nan,
-        p_hat_mean=cur.mean_or_nan(t.p_hat for t in scored),
-        in_band_frac=cur.mean_or_nan(1.0 if t.in_band else 0.0 for t in scored),
-        env_reward_mean=cur.mean_or_nan(t.env_reward for t in scored),
-        frac_zero_std=cur.frac_zero_std(rewards.groups()),
-        agent_reward_mean=cur.mean_or_nan(all_rewards),
-        env_kl=env_update.kl if env_update else 0.0,
-        wall_s=wall_s,
-        n_env_steps=env_update.steps if env_update else 0,
-        env_loss=env_update.loss if env_update else math.nan,
-        agent_loss=agent_update.loss,
-        n_agent_prompts=len(rewards.specs),
-        pool_size=len(state.pool),
-        env_version=state.env_version,
-        reject_reasons=reasons,
-        phase_s={k: round(v, 4) for k, v in timer.seconds.items()},
-        extra=extra,
-    )
-
-
-def rwr_metrics(update) -> dict[str, float]:
-    """``rwr/*``: the env update's loss, KL to the initial simulator, steps and whether the KL cap stopped it
-    (``rwr/ran`` 0 when no generation was in band, the other keys then NaN)."""
-    if update is None:
-        return {"rwr/ran": 0.0, "rwr/loss": math.nan, "rwr/kl": math.nan, "rwr/steps": 0.0,
-                "rwr/kl_capped": math.nan}
-    return {"rwr/ran": 1.0, "rwr/loss": update.loss, "rwr/kl": update.kl, "rwr/steps": float(update.steps),
-            "rwr/kl_capped": 1.0 if update.stopped_by_kl_cap else 0.0}
-
-
-def feature_means(valid: Sequence[GeneratedTask]) -> dict[str, float]:
-    """``features/<name>``: the mean of each numeric (or boolean) difficulty feature over the epoch's valid tasks."""
-    values: dict[str, list[float]] = {}
-    for t in valid:
-        for k, v in t.features.items():
-            if isinstance(v, (int, float)):
-                values.setdefault(k, []).append(float(v))
-    return {f"features/{k}": sum(vs) / len(vs) for k, vs in sorted(values.items())}
-
-
 def _seed_torch(seed: int) -> None:
     import torch
 
     torch.manual_seed(seed)
-
-
-def _render(messages: list[dict[str, str]]) -> str:
-    """The non-system part of a prompt as readable text (the user turn, then any prefilled reply start)."""
-    return "\n".join(m["content"] for m in messages if m["role"] != "system")
 
 
 def _spec(t: GeneratedTask) -> TaskSpec:
@@ -475,45 +318,9 @@ def _spec(t: GeneratedTask) -> TaskSpec:
 
 # ------------------------------------------------------------------------------------------------------- run()
 
-def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConfig) -> LoopState:
-    """Rebuild the loop state from a run directory's committed epochs (the same pool :func:`aggregate` built)."""
-    from .runlog import read_table
-
-    def pool_tasks(frame) -> list[PoolTask]:
-        out = []
-        for row in frame[frame["valid"]].itertuples() if len(frame) else []:
-            spec = TaskSpec(question=row.question, answer=row.answer, text=row.text, features=dict(row.features))
-            out.append(PoolTask(row.task_id, row.root_id, int(row.epoch), spec, float(row.p_hat)))
-        return out
-
-    tasks = read_table(run_dir, "tasks")
-    tasks = tasks[tasks["epoch"] <= last_epoch] if len(tasks) else tasks
-    if cfg.loop.variant == "filter_only" and len(tasks):
-        last = [t for t in pool_tasks(tasks[tasks["epoch"] == last_epoch]) if not math.isnan(t.p_hat)]
-        ranked = sorted(last, key=lambda t: t.p_hat)
-        k = int(0.1 * len(ranked))
-        pool = ranked[k:-k] if ranked else []
-    else:
-        pool = pool_tasks(tasks)
-    return LoopState(epoch=last_epoch, env_version=env_version, pool=pool,
-                     reference=pool_tasks(read_table(run_dir, "reference_tasks")))
-
-
-def check_eval_data(cfg: RunConfig) -> None:
-    """Fail at once (:class:`~genenv_lab.evaluation.common.BenchmarkDataMissing`, naming where it looked and the
-    canonical source) when the held-out evaluation needs benchmark files that are not there, rather than after the
-    model has loaded."""
-    lp = cfg.loop
-    if lp.eval_every and lp.eval_benchmark != "domain":
-        from .evaluation.common import resolve_data_dir
-        from .evaluation.runner import get_benchmark
-
-        resolve_data_dir(get_benchmark(lp.eval_benchmark), lp.eval_data_dir or None)
-
-
 def make_teacher(cfg: RunConfig, domain: Domain) -> Backend | None:
     """The ``offline_teacher`` baseline's generator: the teacher model with fresh (identity) adapters."""
-    if cfg.loop.variant != "offline_teacher":
+    if cfg.variant.fixed_set != "teacher":
         return None
     return make_backend(cfg.replace(model={"name_or_path": cfg.env.teacher_model}), domain)
 
@@ -531,14 +338,7 @@ def _stop_if_requested() -> None:
 def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backend | None = None,
         progress: bool = True) -> Iterator[EpochRecord]:
     """Run (or resume) co-evolution, yielding one EpochRecord per completed epoch."""
-    from tqdm.auto import tqdm
-
-    from .curriculum import band_warning
-    from .runlog import BASELINE, RunWriter, read_state
-
     if backend is None:
-        from .models.loading import check_model_source
-
         check_engine(cfg)
         check_model_source(cfg.model.name_or_path)
     check_eval_data(cfg)
@@ -549,24 +349,20 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
     try:  # from here on an interrupt (Ctrl-C, the lab's Stop) leaves the run marked "interrupted"
         domain = get_domain(cfg.loop.domain)
         seeds = domain.seed_tasks()
-        warning = band_warning(cfg.agent.num_generations, cfg.curriculum.alpha, cfg.curriculum.k_min)
-        if warning:
+        for warning in cfg.warnings():
             writer.event("warning: " + warning)
-            import warnings
-
             warnings.warn(warning, stacklevel=2)
         backend = backend or make_backend(cfg, domain)
         state = restore_state(writer.dir, writer.last_epoch, saved_env_version, cfg) if writer.last_epoch \
             else LoopState()
         if writer.last_epoch:
-            from .runlog import adapter_dir
-
             backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
         bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
                    disable=not progress)
         if cfg.loop.eval_every and state.epoch == 0 and not (writer.dir / BASELINE).is_file():
             bar.set_postfix_str(f"epoch 0: eval {cfg.loop.eval_benchmark} (untrained agent)")
             writer.write_baseline(evaluate_epoch(backend, cfg, writer.dir, 0))
+
         def on_phase(phase: str) -> None:
             _stop_if_requested()
             bar.set_postfix_str(f"epoch {state.epoch + 1}: {phase}")
@@ -596,34 +392,6 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         writer.release()
         if bar is not None:
             bar.close()
-
-
-def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) -> dict[str, float]:
-    """Held-out benchmark score of the agent after ``epoch`` (files under ``eval/epoch_NNN/``)."""
-    from .evaluation.model_eval import evaluate_backend
-
-    lp = cfg.loop
-    if lp.eval_benchmark == "domain":
-        return {"eval/domain": heldout_score(backend, get_domain(lp.domain), cfg)}
-    summary = evaluate_backend(backend, lp.eval_benchmark, out_dir=Path(run_dir) / "eval" / f"epoch_{epoch:03d}",
-                               data_dir=lp.eval_data_dir or None, category=lp.eval_category or None,
-                               limit=lp.eval_limit or None, max_new_tokens=lp.eval_max_new_tokens, progress=False)
-    out = {f"eval/{lp.eval_benchmark}": summary["value"]}
-    if "f1" in summary:
-        out[f"eval/{lp.eval_benchmark}_f1"] = summary["f1"]
-    return out
-
-
-def heldout_score(backend: Backend, domain: Domain, cfg: RunConfig) -> float:
-    """Mean greedy reward of the agent on the domain's held-out tasks (the first ``eval_limit`` of them)."""
-    items = domain.heldout_tasks()
-    if not items:
-        raise ValueError(f"domain {domain.name!r} ships no held-out set (data/{domain.name}_heldout.jsonl); "
-                         "set loop.eval_benchmark to a benchmark instead")
-    items = items[: cfg.loop.eval_limit or None]
-    outs = backend.generate("agent", [domain.agent_messages(s.spec) for s in items], n=1,
-                            max_new_tokens=cfg.agent.max_completion_length, temperature=0.0)
-    return cur.mean_or_nan(domain.safe_score(s.spec, o[0])[0] for s, o in zip(items, outs))
 
 
 def _f(x: float) -> str:

@@ -5,8 +5,8 @@ Layout::
     config.json          the resolved RunConfig
     state.json           {"last_complete_epoch", "status", "pid", "updated_at", "env_version"}: the commit marker
     epochs.jsonl         one EpochRecord per line, append-only
-    tasks.parquet        every generation (valid or rejected) with lineage, p̂, R_env, band, weight
-    attempts.parquet     every agent completion with its reward and advantage
+    tasks/epoch_NNN.parquet     every generation (valid or rejected) of epoch NNN: lineage, p̂, R_env, band, weight
+    attempts/epoch_NNN.parquet  every agent completion of epoch NNN with its reward and advantage
     reference_tasks.parquet  the counterfactual tasks of the untrained simulator (written with epoch 1)
     baseline.json        with held-out evaluation on: the untrained agent's scores (epoch 0), before epoch 1
     adapters/epoch_NNN/  agent/ and env/ LoRA adapters (peft format) after epoch NNN
@@ -14,10 +14,11 @@ Layout::
     .writer.lock         flock'ed by the one process writing the run (a second --resume is refused while it runs)
 
 Commit protocol of one epoch (each write atomic: temp file + ``os.replace``):
-tables rewritten with the epoch's rows → adapters into ``adapters/epoch_NNN`` → one line appended to
-``epochs.jsonl`` → ``state.json`` says the epoch is complete. A run killed at any point resumes from
-``last_complete_epoch``: rows, lines and adapter folders of later epochs are discarded first, so nothing is lost
-or duplicated.
+the epoch's table files (only its own rows: a commit never rewrites earlier epochs) → adapters into
+``adapters/epoch_NNN`` → one line appended to ``epochs.jsonl`` → ``state.json`` says the epoch is complete. A run
+killed at any point resumes from ``last_complete_epoch``: table files, lines and adapter folders of later epochs
+are discarded first, so nothing is lost or duplicated. :func:`read_table` reads a table's epoch files as one frame
+(runs written before the per-epoch layout, with one ``tasks.parquet``/``attempts.parquet``, are read too).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -39,8 +41,10 @@ from .types import Attempt, EpochRecord, GeneratedTask
 CONFIG = "config.json"
 STATE = "state.json"
 EPOCHS = "epochs.jsonl"
-TASKS = "tasks.parquet"
-ATTEMPTS = "attempts.parquet"
+TASKS = "tasks"
+ATTEMPTS = "attempts"
+TABLES = (TASKS, ATTEMPTS)
+"""Folders of one parquet file per epoch (``epoch_NNN.parquet``)."""
 REFERENCE = "reference_tasks.parquet"
 LOCK = ".writer.lock"
 ADAPTERS = "adapters"
@@ -90,6 +94,23 @@ def _atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
 
 def adapter_dir(run_dir: Path, epoch: int) -> Path:
     return Path(run_dir) / ADAPTERS / f"epoch_{epoch:03d}"
+
+
+_EPOCH_FILE = re.compile(r"epoch_(\d+)\.parquet")
+
+
+def legacy_table(run_dir: str | Path, name: str) -> Path:
+    """Where a run written before the per-epoch layout keeps a whole table (``tasks.parquet``)."""
+    return Path(run_dir) / f"{name}.parquet"
+
+
+def table_files(run_dir: str | Path, name: str) -> list[tuple[int, Path]]:
+    """``(epoch, path)`` of a table's per-epoch files, by epoch (temp files and other names are ignored)."""
+    folder = Path(run_dir) / name
+    if not folder.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
+    return sorted(found)
 
 
 def _tasks_frame(rows: list[dict]) -> pd.DataFrame:
@@ -183,11 +204,16 @@ class RunWriter:
             raise RunDirError(f"{self.dir}: state.json says {last} epochs are complete but epochs.jsonl holds "
                               f"{len(records)} of them; the run directory is corrupt")
         _atomic_write_bytes(self.dir / EPOCHS, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records).encode())
-        for name in (TASKS, ATTEMPTS):
-            path = self.dir / name
-            if path.is_file():
-                frame = pd.read_parquet(path)
-                _atomic_write_parquet(path, frame[frame["epoch"] <= last])
+        for name in TABLES:
+            for epoch, path in table_files(self.dir, name):
+                if epoch > last:
+                    path.unlink()
+            legacy = legacy_table(self.dir, name)
+            if legacy.is_file():
+                frame = pd.read_parquet(legacy)
+                _atomic_write_parquet(legacy, frame[frame["epoch"] <= last])
+            for leftover in (self.dir / name).glob(".*.tmp") if (self.dir / name).is_dir() else []:
+                leftover.unlink()
         for folder in (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []:
             # a save cut short (kill, full disk) leaves epoch_NNN.partial: never complete, always discarded
             number = folder.name.split("_", 1)[1]
@@ -212,13 +238,15 @@ class RunWriter:
         with open(self.dir / EVENTS, "a") as fh:
             fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n")
 
-    def _append_rows(self, name: str, rows: list[dict]) -> None:
-        path = self.dir / name
-        new = _tasks_frame(rows) if name == TASKS else pd.DataFrame(rows)
-        if path.is_file():
-            old = pd.read_parquet(path)
-            new = pd.concat([old, new], ignore_index=True) if len(new) else old
-        _atomic_write_parquet(path, new)
+    def _write_epoch_rows(self, name: str, epoch: int, rows: list[dict]) -> None:
+        """The epoch's rows of one table as their own file (nothing else is read or rewritten)."""
+        if not rows:
+            return
+        folder = self.dir / name
+        if not folder.is_dir():
+            os.mkdir(folder)
+        _atomic_write_parquet(folder / f"epoch_{epoch:03d}.parquet",
+                              _tasks_frame(rows) if name == TASKS else pd.DataFrame(rows))
 
     def commit_epoch(self, record: EpochRecord, tasks: Iterable[GeneratedTask], attempts: Iterable[Attempt],
                      save_adapters=None, reference: Iterable[GeneratedTask] = ()) -> None:
@@ -226,8 +254,8 @@ class RunWriter:
         if record.epoch != self.last_epoch + 1:
             raise RunDirError(f"epoch {record.epoch} committed after epoch {self.last_epoch}")
         start = time.perf_counter()
-        self._append_rows(TASKS, [t.to_row() for t in tasks])
-        self._append_rows(ATTEMPTS, [a.to_row() for a in attempts])
+        self._write_epoch_rows(TASKS, record.epoch, [t.to_row() for t in tasks])
+        self._write_epoch_rows(ATTEMPTS, record.epoch, [a.to_row() for a in attempts])
         reference = [t.to_row() for t in reference]
         if reference:
             _atomic_write_parquet(self.dir / REFERENCE, _tasks_frame(reference))
@@ -351,11 +379,13 @@ def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def read_table(run_dir: str | Path, name: str) -> pd.DataFrame:
-    """``tasks``, ``attempts`` or ``reference_tasks`` as a DataFrame (empty when absent)."""
-    path = Path(run_dir) / f"{name}.parquet"
-    if not path.is_file():
+    """``tasks``, ``attempts`` (every epoch file, in epoch order, as one frame) or ``reference_tasks`` as a
+    DataFrame (empty when absent). The one reader of the run tables: the loop's resume, the lab and the tools."""
+    paths = [legacy_table(run_dir, name)] + [p for _, p in (table_files(run_dir, name) if name in TABLES else [])]
+    parts = [pd.read_parquet(p) for p in paths if p.is_file()]
+    if not parts:
         return pd.DataFrame()
-    frame = pd.read_parquet(path)
+    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     if name in ("tasks", "reference_tasks") and "features" in frame:
         frame["features"] = frame["features"].map(json.loads)
     return frame

@@ -4,8 +4,8 @@
   answer the domain computed or checked, difficulty features and a canonical text (what the simulator is trained
   to write).
 - :class:`GeneratedTask`: one generation of the simulator, valid or rejected, with its lineage and, after the
-  rollouts, its p̂, R_env, band membership and RWR weight. One row of ``tasks.parquet``.
-- :class:`Attempt`: one agent completion of a task with its reward. One row of ``attempts.parquet``.
+  rollouts, its p̂, R_env, band membership and RWR weight. One row of the ``tasks`` table.
+- :class:`Attempt`: one agent completion of a task with its reward. One row of the ``attempts`` table.
 - :class:`EpochRecord`: one line of ``epochs.jsonl``.
 """
 
@@ -104,15 +104,61 @@ class EpochRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: _jsonable(v) for k, v in dataclasses.asdict(self).items()}
+        return {k: jsonable(v) for k, v in dataclasses.asdict(self).items()}
 
 
-def _jsonable(value: Any) -> Any:
-    """NaN and infinities become None so that ``epochs.jsonl`` is strict JSON."""
+def jsonable(value: Any) -> Any:
+    """NaN and infinities become None (and dict keys strings), so that ``epochs.jsonl`` and the evaluation's
+    ``summary.json``/``results.jsonl`` are strict JSON.
+
+    >>> jsonable({"a": float("nan"), 1: [float("inf"), 2.5]})
+    {'a': None, '1': [None, 2.5]}
+    """
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return value
+
+
+# ------------------------------------------------------------------------------------------- loop state
+
+@dataclass
+class PoolTask:
+    task_id: str
+    root_id: str
+    epoch: int
+    spec: TaskSpec
+    p_hat: float = math.nan
+
+
+@dataclass
+class LoopState:
+    """What one epoch hands to the next (all of it recoverable from the run directory)."""
+
+    epoch: int = 0
+    env_version: int = 0
+    pool: list[PoolTask] = field(default_factory=list)
+    """D_train: valid generated tasks of earlier epochs."""
+    reference: list[PoolTask] = field(default_factory=list)
+    """Counterfactual tasks of the untrained simulator (``loop.reference_tasks``)."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """p̂, R_env and band membership of one fresh task this epoch."""
+
+    p_hat: float
+    env_reward: float
+    in_band: bool
+
+
+@dataclass
+class EpochResult:
+    record: EpochRecord
+    tasks: list[GeneratedTask]
+    attempts: list[Attempt]
+    reference: list[GeneratedTask] = field(default_factory=list)
+    """Generations of the counterfactual set, written in epoch 1."""

@@ -16,4 +16,6 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
     || echo "chromium could not be installed: the browser test will skip"
 fi
 . .venv/bin/activate
+# lint first (configured in pyproject.toml: pyflakes, pycodestyle, bugbear): a finding fails the run like a test
+python -m ruff check genenv_lab tests app.py benchmarks scripts
 python -m pytest -q "$@"

@@ -140,13 +140,13 @@ def test_corrupt_comparisons_give_a_message_and_never_raise(made, tmp_path):
         lines = fh.read().splitlines()
         fh.seek(0)
         fh.write("\n".join([lines[0], "{garbage", *lines[1:]]) + "\n")
-    (garbage / "runs" / "tiny_random_env-s0" / "attempts.parquet").write_bytes(b"not parquet")
+    (garbage / "runs" / "tiny_random_env-s0" / "attempts" / "epoch_001.parquet").write_bytes(b"not parquet")
     cmp = load_comparison(garbage)
     card, fig, summary, residence, runs = _everything(cmp)
     assert cmp.seeds == (0,) and cmp.labels == LABELS and len(runs) == 2
     assert any("2 seed(s)" in p for p in cmp.problems) and any("has no label" in p for p in cmp.problems)
     assert any(p.startswith("tiny_genenv-s0: ") and "not valid JSON" in p for p in cmp.problems)
-    assert any(p.startswith("tiny_random_env-s0: ") and "attempts.parquet is unreadable" in p for p in cmp.problems)
+    assert any(p.startswith("tiny_random_env-s0: ") and "attempts table is unreadable" in p for p in cmp.problems)
     assert len(cmp.table) == 2 * 3 and len(fig.data) == 12  # both runs, epochs 0-2, still drawn
     assert set(cmp.table.loc[cmp.table["label"] == "tiny:random_env", "tasks_consumed"]) == {0.0}
 

@@ -117,7 +117,8 @@ def test_empty_tables_show_their_column_names(tmp_path):
 
     app = load_app_module()
     demo = app.build_app(tmp_path / "no-runs-yet")
-    tables = [b for b in demo.blocks.values() if isinstance(b, gr.Dataframe) and b.label != "Runs started in this session"]
+    tables = [b for b in demo.blocks.values()
+              if isinstance(b, gr.Dataframe) and b.label != "Runs started in this session"]
     assert len(tables) == 7
     for table in tables:
         headers = table.value["headers"]

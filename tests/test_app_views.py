@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -147,9 +148,9 @@ def _broken_runs(tmp_path: Path) -> Path:
     lines = (bad_middle / "epochs.jsonl").read_text().splitlines()
     (bad_middle / "epochs.jsonl").write_text("\n".join([lines[0], "garbage", lines[1]]) + "\n")
     no_parquet = make_run(root / "no_parquet", epochs=2)
-    (no_parquet / "tasks.parquet").unlink()
+    shutil.rmtree(no_parquet / "tasks")
     bad_parquet = make_run(root / "bad_parquet", epochs=2)
-    (bad_parquet / "attempts.parquet").write_bytes(b"PAR1 not really")
+    (bad_parquet / "attempts" / "epoch_002.parquet").write_bytes(b"PAR1 not really")
     garbage_state = make_run(root / "garbage_state", epochs=1)
     (garbage_state / "state.json").write_text("[1, 2")
     make_run(root / "good", epochs=2)
@@ -192,12 +193,12 @@ def test_broken_run_directories_show_a_message_and_never_raise(tmp_path):
     assert run.epochs_done == 2 and any("not valid JSON" in p for p in run.problems)
 
     run, out = everything("no_parquet")
-    assert any("tasks.parquet is missing" in p for p in run.problems)
+    assert any("tasks table (tasks/) is missing" in p for p in run.problems)
     assert "no difficulty distribution" in out[1].layout.annotations[0].text and len(out[3]) == 0
     assert len(out[2].data) > 0  # the curves come from epochs.jsonl and still draw
 
     run, out = everything("bad_parquet")
-    assert any("attempts.parquet is unreadable" in p for p in run.problems)
+    assert any("attempts table is unreadable" in p for p in run.problems)
     assert len(out[8]) == 0 and len(run.tasks) == 6
 
     run, out = everything("garbage_state")
@@ -347,9 +348,9 @@ def test_lineage_context_and_attempts_of_a_task(run_dir):
 
 def test_markdown_never_lets_generated_text_break_out_of_its_fence(tmp_path):
     run_dir = make_run(tmp_path / "r", epochs=1)
-    tasks = pd.read_parquet(run_dir / "tasks.parquet")
+    tasks = pd.read_parquet(run_dir / "tasks" / "epoch_001.parquet")
     tasks.loc[0, "raw"] = "```\n<script>alert(1)</script>\n````"
-    tasks.to_parquet(run_dir / "tasks.parquet", index=False)
+    tasks.to_parquet(run_dir / "tasks" / "epoch_001.parquet", index=False)
     md = views.context_markdown(load_run(run_dir), "e001-s00-v00")
     assert "`````text\n```\n<script>" in md
 
@@ -453,13 +454,18 @@ def test_hostile_run_files_are_refused_without_opening_them(tmp_path):
     hostile = {"fifo": (EVENTS, lambda p: os.mkfifo(p), "not a regular file"),
                "zero": (STATE, lambda p: p.symlink_to("/dev/zero"), "outside the run folder"),
                "escape": (CONFIG, lambda p: p.symlink_to(outside), "outside the run folder"),
-               "huge": (CONFIG, lambda p: os.truncate(p, 5 << 20), "above the lab's")}
+               "huge": (CONFIG, lambda p: os.truncate(p, 5 << 20), "above the lab's"),
+               "table_fifo": ("tasks/epoch_001.parquet", lambda p: os.mkfifo(p), "not a regular file"),
+               "table_escape": ("attempts", lambda p: p.symlink_to(tmp_path, target_is_directory=True),
+                                "outside the run folder"),
+               "table_not_folder": ("tasks", lambda p: os.mkfifo(p), "not a folder of per-epoch tables")}
     for name, (file, make, _) in hostile.items():
         run_dir = make_run(runs / name, epochs=1)
-        (run_dir / file).unlink()
+        target = run_dir / file
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
         if name == "huge":
-            (run_dir / file).write_text("{}")
-        make(run_dir / file)
+            target.write_text("{}")
+        make(target)
     listed = {s.name: s for s in discover_runs(runs)}
     assert listed["good"].status == "finished"
     for name, (_, _, words) in hostile.items():

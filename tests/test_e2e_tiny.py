@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from genenv_lab.runlog import read_epochs, read_state, read_table
+from genenv_lab.runlog import RunDirError, read_epochs, read_state, read_table
 
 CLI = [sys.executable, "-m", "genenv_lab.cli", "run", "--preset", "tiny"]
 
@@ -25,8 +25,10 @@ def test_cli_tiny_three_epochs_complete_run_directory(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run(CLI + ["--epochs", "3", "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for name in ("config.json", "state.json", "epochs.jsonl", "tasks.parquet", "attempts.parquet", "events.log"):
+    for name in ("config.json", "state.json", "epochs.jsonl", "events.log"):
         assert (out / name).is_file(), name
+    for table in ("tasks", "attempts"):  # one file per epoch
+        assert sorted(p.name for p in (out / table).iterdir()) == [f"epoch_00{e}.parquet" for e in (1, 2, 3)]
     records = read_epochs(out)
     assert [r["epoch"] for r in records] == [1, 2, 3]
     assert read_state(out)["status"] == "finished"
@@ -68,7 +70,7 @@ def test_sigkill_after_first_epoch_then_resume(tmp_path):
             try:
                 if read_state(out)["last_complete_epoch"] >= 1:
                     break
-            except Exception:
+            except (RunDirError, OSError, ValueError, KeyError):  # state.json not written yet, or caught mid-write
                 pass
             if proc.poll() is not None:
                 pytest.fail("the run ended before it could be killed")

@@ -14,7 +14,8 @@ from genenv_lab.evaluation.common import ItemResult
 from genenv_lab.evaluation.runner import BENCHMARKS, get_benchmark, load_items, score_safely
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
-pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="the offline benchmark copy (../shared/benchmarks) is absent")
+pytestmark = pytest.mark.skipif(not SHARED.is_dir(),
+                                reason="the offline benchmark copy (../shared/benchmarks) is absent")
 
 
 @pytest.mark.parametrize("benchmark", sorted(BENCHMARKS))

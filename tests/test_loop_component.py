@@ -1,6 +1,7 @@
 """The loop with the scripted fake backend: bookkeeping, curriculum, run directory, resume."""
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
@@ -88,7 +89,7 @@ def test_resume_after_interruption_and_torn_writes(cfg, tmp_path):
     torn = tasks[tasks["epoch"] == 2].copy()
     torn["epoch"] = 3
     torn["features"] = torn["features"].map(json.dumps)
-    pd.concat([pd.read_parquet(out / "tasks.parquet"), torn]).to_parquet(out / "tasks.parquet", index=False)
+    torn.to_parquet(out / "tasks" / "epoch_003.parquet", index=False)
     with open(out / "epochs.jsonl", "a") as fh:
         fh.write('{"epoch": 3, "n_gener')
     partial = out / "adapters" / "epoch_003.partial"  # an adapter save cut short by the kill
@@ -100,6 +101,60 @@ def test_resume_after_interruption_and_torn_writes(cfg, tmp_path):
     assert [r["epoch"] for r in read_epochs(out)] == [1, 2, 3]
     tasks = read_table(out, "tasks")
     assert tasks["task_id"].is_unique and sorted(tasks["epoch"].unique()) == [1, 2, 3]
+
+
+def test_a_commit_writes_only_its_own_epochs_rows(tmp_path, monkeypatch):
+    """Fifty epochs committed, then a fifty-first: the commit writes that epoch's rows alone (no earlier table file
+    is read or rewritten), and the tables read back whole."""
+    from genenv_lab.config import preset
+    from genenv_lab.runlog import RunWriter, table_files
+    from genenv_lab.types import Attempt, EpochRecord, GeneratedTask
+
+    cfg = preset("tiny").replace(loop={"epochs": 51})
+    writer = RunWriter(tmp_path / "long", cfg)
+
+    def commit(epoch: int) -> None:
+        tasks = [GeneratedTask(task_id=f"e{epoch:03d}-{i}", epoch=epoch, env_version=0, parent_id="s", root_id="s",
+                               context="[]", raw="x", valid=True) for i in range(3)]
+        attempts = [Attempt(task_id=t.task_id, epoch=epoch, source="generated", prompt="p", completion="c",
+                            reward=1.0, success=True, advantage=0.0) for t in tasks]
+        record = EpochRecord(epoch=epoch, n_generated=3, n_valid=3, valid_frac=1.0, p_hat_mean=0.5,
+                             in_band_frac=1.0, env_reward_mean=1.0, frac_zero_std=0.0, agent_reward_mean=1.0,
+                             env_kl=0.0, wall_s=0.0)
+        writer.commit_epoch(record, tasks, attempts)
+
+    for epoch in range(1, 51):
+        commit(epoch)
+    written, read = [], []
+    real_write, real_read = pd.DataFrame.to_parquet, pd.read_parquet
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", lambda self, *a, **k: (written.append(len(self)),
+                                                                           real_write(self, *a, **k))[1])
+    monkeypatch.setattr(pd, "read_parquet", lambda *a, **k: (read.append(a), real_read(*a, **k))[1])
+    commit(51)
+    writer.release()
+    assert written == [3, 3] and read == []  # tasks and attempts of epoch 51, nothing else
+    monkeypatch.undo()
+    assert [e for e, _ in table_files(tmp_path / "long", "tasks")] == list(range(1, 52))
+    tasks = read_table(tmp_path / "long", "tasks")
+    assert len(tasks) == 153 and tasks["task_id"].is_unique and list(tasks["epoch"].unique()) == list(range(1, 52))
+
+
+def test_a_run_in_the_single_file_layout_reads_and_resumes(cfg, tmp_path):
+    """A run written before the per-epoch layout (one tasks.parquet / attempts.parquet) is read as it was and
+    resumed: the new epochs go to per-epoch files beside it."""
+    out = tmp_path / "old"
+    list(run(cfg.replace(loop={"epochs": 2}), out, backend=ScriptedBackend(), progress=False))
+    for name in ("tasks", "attempts"):
+        frames = [pd.read_parquet(p) for p in sorted((out / name).glob("epoch_*.parquet"))]
+        pd.concat(frames, ignore_index=True).to_parquet(out / f"{name}.parquet", index=False)
+        shutil.rmtree(out / name)
+    before = read_table(out, "tasks")
+    assert sorted(before["epoch"].unique()) == [1, 2]
+    records = list(run(cfg.replace(loop={"epochs": 3}), out, resume=True, backend=ScriptedBackend(),
+                       progress=False))
+    assert [r.epoch for r in records] == [3]
+    tasks = read_table(out, "tasks")
+    assert sorted(tasks["epoch"].unique()) == [1, 2, 3] and tasks["task_id"].is_unique
 
 
 def test_refuses_non_empty_dir_and_bad_resume(cfg, tmp_path):

@@ -1,6 +1,5 @@
 """Notebooks: valid, committed without outputs, and executed headless with the tiny preset."""
 
-import os
 from pathlib import Path
 
 import nbformat

@@ -5,9 +5,9 @@
 SPEC.json (written by the test): model_dir, zero_adapter (a LoRA with B = 0, i.e. the base), perturbed_adapter
 (random B), prompts (chat message lists), max_new_tokens. The driver starts one vLLM engine through
 ``genenv_lab.backends.vllm_engine.VLLMGenerator`` and writes OUT.json with greedy generations for the base, the
-zero adapter, the perturbed adapter, mixed batches (adapter per prompt: base/LoRA, LoRA/LoRA), the perturbed adapter after its weights
-were rewritten in place (refresh), one env generation step of the tiny preset through the engine, and (when
-the venv has trl/peft/datasets) two epochs of the loop with the ``vllm`` engine's backend (hf training + vLLM).
+zero adapter, the perturbed adapter, mixed batches (adapter per prompt: base/LoRA, LoRA/LoRA), the perturbed adapter
+after its weights were rewritten in place (refresh), one env generation step of the tiny preset through the engine, and
+(when the venv has trl/peft/datasets) two epochs of the loop with the ``vllm`` engine's backend (hf training + vLLM).
 
 vLLM on CPU spawns its engine process, so everything runs under ``if __name__ == "__main__":``.
 """

@@ -29,11 +29,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import torch
-
-# transformers 5 renames gradient_checkpointing to activation_checkpointing and warns on every GRPOConfig and every
-# TRL step that reads the old name (dozens of lines a run in a notebook); the old name is the one that works across
-# the versions this project supports (the GPU stack pins transformers <= 5.17), so only that notice is silenced.
-warnings.filterwarnings("ignore", message=r".*`(is_)?gradient_checkpointing` is deprecated", category=FutureWarning)
 import torch.nn.functional as F
 
 from ..config import RunConfig
@@ -42,6 +37,11 @@ from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
 from .base import (AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn, alphabet_token_ids,
                    cut_at_stop)
+
+# transformers 5 renames gradient_checkpointing to activation_checkpointing and warns on every GRPOConfig and every
+# TRL step that reads the old name (dozens of lines a run in a notebook); the old name is the one that works across
+# the versions this project supports (the GPU stack pins transformers <= 5.17), so only that notice is silenced.
+warnings.filterwarnings("ignore", message=r".*`(is_)?gradient_checkpointing` is deprecated", category=FutureWarning)
 
 GRPO_METRICS = ("loss", "reward", "reward_std", "frac_reward_zero_std", "kl", "entropy", "clip_ratio/region_mean",
                 "completions/mean_length", "completions/clipped_ratio", "grad_norm", "learning_rate")
@@ -159,7 +159,8 @@ class HFBackend:
                 num_generations=a.num_generations, max_completion_length=a.max_completion_length,
                 learning_rate=a.lr, num_train_epochs=1, beta=a.kl_beta, temperature=a.temperature,
                 logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
-                use_cpu=not on_gpu, bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
+                use_cpu=not on_gpu,
+                bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
                 gradient_checkpointing=False, seed=seed, dataloader_num_workers=0, lr_scheduler_type="constant",
                 weight_decay=0.0,
             )

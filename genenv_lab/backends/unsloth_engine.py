@@ -220,7 +220,7 @@ def _patched_grpo_trainer(FastLanguageModel):
         PatchFastRL("GRPO", FastLanguageModel)
     except Exception as exc:  # noqa: BLE001 - an Unsloth without PatchFastRL patches on import
         warnings.warn(f"Unsloth did not patch TRL's GRPOTrainer ({exc}); using it unpatched", stacklevel=2)
-    return getattr(grpo_module, "GRPOTrainer")
+    return grpo_module.GRPOTrainer
 
 
 # ----------------------------------------------------------------------------------------------- the Backend

@@ -38,7 +38,6 @@ from .base import alphabet_token_ids
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..config import RunConfig
-    from ..types import GeneratedTask
 
 Messages = list[dict[str, str]]
 Prompt = Union[str, Messages]

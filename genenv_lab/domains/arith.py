@@ -21,7 +21,7 @@ import re
 from fractions import Fraction
 
 from ..types import TaskSpec
-from .base import Domain, LineageStats, ParseResult
+from .base import Domain, ParseResult
 
 MAX_EXPR_CHARS = 120
 MAX_OPERANDS = 8

@@ -14,7 +14,8 @@ import random
 _ATOMS = (
     "Task: ", "Expression: ", "Question: ", "Answer: ", "Task: 7 * 8", "7 * 8 =", "56", "[", "]", "(", ")", "{", "}",
     "**", "*", "+", "-", "/", "=", "\n", " ", "9" * 400, "1e999999", "-0", "NaN", "inf", "٣", "٤٥", "٧ * ٨",
-    "\ud800", "\udfff", "\x00", "\u202e", "𝟕", "ｔａｓｋ", "<tool_call>", "</tool_call>", "```python", "```", '{"name": ',
+    "\ud800", "\udfff", "\x00", "\u202e", "𝟕", "ｔａｓｋ", "<tool_call>", "</tool_call>", "```python", "```",
+    '{"name": ',
     '"arguments": {', "f(a=1)", "geometry.triangle_area(base=999999**64, height=7.5, unit='cm')",
     "__import__('os').system('true')", "lambda: 0", "True", "None", "'", '"', "\\", "\\x", "%s", "{0}",
 )

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from ..evaluation.bamboogle import exact_match, extract_answer, f1_score, normalize_answer
 from ..types import TaskSpec
-from .base import Domain, LineageStats, ParseResult
+from .base import Domain, ParseResult
 
 MAX_TEXT_CHARS = 1500
 MIN_QUESTION_WORDS = 5

@@ -23,8 +23,8 @@ The world (:class:`TimesWorld`) is the generated corpus a tiny model is pre-trai
   Reward has something to select, and it reads its feedback as an instruction-tuned LLM would. (Up to world
   version 4 a quarter of the teacher's tasks were at a uniformly random level; without them the in-band fraction
   rose from 0.29 to 0.36 over 6 seeds, and a perfect imitation of the teacher from 0.31 to 0.44:
-  docs/curriculum_cpu.md, "Fourth round".) (Anchoring on the seed's level was tried first: the 0.5 M-parameter model never
-  learnt it, mean level 9.4 for a level-5 seed and 10.3 for a level-14 one; anchored on the newest recent task it
+  docs/curriculum_cpu.md, "Fourth round".) (Anchoring on the seed's level was tried first: the 0.5 M-parameter model
+  never learnt it, mean level 9.4 for a level-5 seed and 10.3 for a level-14 one; anchored on the newest recent task it
   follows, weakly: docs/curriculum_cpu.md.)
 
 Nothing in the loop knows about this world: the run uses the same backend, verifier and run directory as any other.
@@ -40,7 +40,7 @@ from typing import Any
 
 from ..types import TaskSpec
 from .arith import extract_answer
-from .base import Domain, LineageStats, ParseResult, SeedTask, data_dir
+from .base import Domain, LineageStats, ParseResult, SeedTask
 
 LOWEST, HIGHEST = 2, 15
 """The world's tables: both operands in [LOWEST, HIGHEST]."""

@@ -38,7 +38,7 @@ from typing import Any
 from ..evaluation.bfcl import ast_check, standardize_string
 from ..evaluation.calls import decode_calls
 from ..types import TaskSpec
-from .base import Domain, LineageStats, ParseResult
+from .base import Domain, ParseResult
 
 MAX_TEXT_CHARS = 6000
 MAX_FUNCTIONS = 6

@@ -80,7 +80,8 @@ def play(policy: Callable[[str, list[str]], str], games, max_steps: int = 50) ->
             obs, info = env.reset()
             transcript = [obs[0]]
             won, steps = False, 0
-            for steps in range(1, max_steps + 1):
+            for step in range(1, max_steps + 1):
+                steps = step
                 action = policy("\n".join(transcript), list(info["admissible_commands"][0]))
                 obs, _, dones, info = env.step([action])
                 transcript += [f"> {action}", obs[0]]

@@ -22,7 +22,8 @@ applies the same checker; its summary says it is not the official metric.
 True
 >>> score_item(item, "area(base=10, height=2)").reason
 "unexpected parameter 'height'"
->>> score_item(item, "```python\\n[area(base=10)]\\n```").correct, score_item_lenient(item, "Sure: area(base=10)").correct
+>>> (score_item(item, "```python\\n[area(base=10)]\\n```").correct,
+...  score_item_lenient(item, "Sure: area(base=10)").correct)
 (False, True)
 """
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .bfcl_checker import check, standardize_string
+from .bfcl_checker import check, standardize_string  # noqa: F401 - re-exported (tools domain, tests)
 from .bfcl_decode import TREE_SITTER_HINT, decode, has_call, is_call_list, tree_sitter_available
 from .calls import DecodedCalls, FunctionCall, decode_calls, format_calls_json, format_calls_python
 from .common import BenchmarkSpec, ItemResult, accuracy

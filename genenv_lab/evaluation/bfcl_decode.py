@@ -21,8 +21,8 @@ What it accepts, and the quirks it keeps on purpose (each is the official behavi
   (``+5`` -> ``-5``, ``not True`` -> ``-1``; a non-constant operand fails). Binary operators are evaluated
   (``2**3`` -> ``8``, ``'a' + 'b'`` -> ``'ab'``); upstream hands them to ``eval``, here they are evaluated over
   literals, containers, operators, comparisons and a few pure builtins, with bounded sizes; any other name or call
-  inside arithmetic fails here (upstream resolves it in its own module, where nearly every name fails too). Sets, comparisons, boolean operators, f-strings, lambdas,
-  attributes, comprehensions: fail.
+  inside arithmetic fails here (upstream resolves it in its own module, where nearly every name fails too). Sets,
+  comparisons, boolean operators, f-strings, lambdas, attributes, comprehensions: fail.
 - Java and JavaScript: the text between the outer brackets is parsed with tree-sitter (the grammar versions
   ``bfcl-eval`` pins) and rejected when the tree holds an ``ERROR`` node (a ``MISSING`` node passes). Only the
   first call is read.
@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import ast
 import operator
-import re
 import warnings
 from functools import lru_cache
 from typing import Any

@@ -271,7 +271,8 @@ def _ast_probes(item: BFCLItem, rng: random.Random) -> Iterator[tuple[str, str]]
         (name, params), = answer.items()
         schema = _schema(item, name)
         for p, allowed in params.items():
-            candidates: list[tuple[str, Any]] = [(f"alt{k}", _concrete(a)) for k, a in enumerate(_alternatives(allowed))]
+            candidates: list[tuple[str, Any]] = [(f"alt{k}", _concrete(a))
+                                                 for k, a in enumerate(_alternatives(allowed))]
             base = candidates[0][1] if candidates else None
             if candidates:
                 candidates += [(f"mut{k}", m) for k, m in enumerate(_mutations(base))]
@@ -350,7 +351,7 @@ def _ast_probes(item: BFCLItem, rng: random.Random) -> Iterator[tuple[str, str]]
                 text = text.replace("(", "(**extra, ", 1)
             yield f"python:{tag}", text
     # booleans and numbers swapped inside dict and list values (Python's True == 1)
-    for ci, (name, values) in enumerate(gold):
+    for ci, (_name, values) in enumerate(gold):
         for p, v in values.items():
             swapped = _swap_bools(v)
             if swapped is not None:

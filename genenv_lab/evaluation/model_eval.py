@@ -3,7 +3,8 @@
 The model answers every item greedily with the ``agent`` adapter; its raw outputs become a predictions JSONL file,
 which :func:`genenv_lab.evaluation.score_predictions` scores with the benchmark's official metric (or the
 approximation its summary names). So a model evaluated here and predictions produced anywhere else are scored by
-the same code.
+the same code. During a run, :func:`evaluate_epoch` is the held-out score logged per epoch (``eval/*``) and
+:func:`check_eval_data` fails at once when its benchmark data is missing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .runner import load_items, prompt_messages, score_predictions
+from .. import curriculum as cur
+from ..backends.base import Backend
+from ..config import RunConfig
+from ..domains import Domain, get_domain
+from .common import resolve_data_dir
+from .runner import get_benchmark, load_items, prompt_messages, score_predictions
 
 
 def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int | None = None,
@@ -69,7 +75,6 @@ def evaluate_backend(backend, benchmark: str, *, out_dir: str | Path, data_dir=N
 def backend_for(model: str, *, preset_name: str | None = None):
     """A backend for ``model``: a run directory (its config and last epoch's adapters) or a model id/directory."""
     from ..config import preset
-    from ..domains import get_domain
     from ..backends.factory import make_backend
     from ..runlog import adapter_dir, read_config, read_state
 
@@ -83,3 +88,40 @@ def backend_for(model: str, *, preset_name: str | None = None):
         return backend
     cfg = preset(preset_name or ("tiny" if model == "tiny" else "cpu-smollm2")).replace(model={"name_or_path": model})
     return make_backend(cfg, get_domain(cfg.loop.domain))
+
+
+# ------------------------------------------------------------------------------------------- during a run
+
+def check_eval_data(cfg: RunConfig) -> None:
+    """Fail at once (:class:`~genenv_lab.evaluation.common.BenchmarkDataMissing`, naming where it looked and the
+    canonical source) when the held-out evaluation needs benchmark files that are not there, rather than after the
+    model has loaded."""
+    lp = cfg.loop
+    if lp.eval_every and lp.eval_benchmark != "domain":
+        resolve_data_dir(get_benchmark(lp.eval_benchmark), lp.eval_data_dir or None)
+
+
+def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) -> dict[str, float]:
+    """Held-out benchmark score of the agent after ``epoch`` (files under ``eval/epoch_NNN/``)."""
+    lp = cfg.loop
+    if lp.eval_benchmark == "domain":
+        return {"eval/domain": heldout_score(backend, get_domain(lp.domain), cfg)}
+    summary = evaluate_backend(backend, lp.eval_benchmark, out_dir=Path(run_dir) / "eval" / f"epoch_{epoch:03d}",
+                               data_dir=lp.eval_data_dir or None, category=lp.eval_category or None,
+                               limit=lp.eval_limit or None, max_new_tokens=lp.eval_max_new_tokens, progress=False)
+    out = {f"eval/{lp.eval_benchmark}": summary["value"]}
+    if "f1" in summary:
+        out[f"eval/{lp.eval_benchmark}_f1"] = summary["f1"]
+    return out
+
+
+def heldout_score(backend: Backend, domain: Domain, cfg: RunConfig) -> float:
+    """Mean greedy reward of the agent on the domain's held-out tasks (the first ``eval_limit`` of them)."""
+    items = domain.heldout_tasks()
+    if not items:
+        raise ValueError(f"domain {domain.name!r} ships no held-out set (data/{domain.name}_heldout.jsonl); "
+                         "set loop.eval_benchmark to a benchmark instead")
+    items = items[: cfg.loop.eval_limit or None]
+    outs = backend.generate("agent", [domain.agent_messages(s.spec) for s in items], n=1,
+                            max_new_tokens=cfg.agent.max_completion_length, temperature=0.0)
+    return cur.mean_or_nan(domain.safe_score(s.spec, o[0])[0] for s, o in zip(items, outs))

@@ -27,12 +27,12 @@ covered / approximated).
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
 
 from . import alfworld, api_bank, bamboogle, bfcl, travelplanner
+from ..types import jsonable
 from .common import BenchmarkSpec, ItemResult, resolve_data_dir
 
 BENCHMARKS: dict[str, BenchmarkSpec] = {s.name: s for s in (bfcl.SPEC, api_bank.SPEC, bamboogle.SPEC, alfworld.SPEC,
@@ -83,16 +83,6 @@ def load_items(benchmark: str, data_dir: str | os.PathLike | None = None, catego
     return {c: spec.load(root, c)[:limit] if limit else spec.load(root, c) for c in _categories(spec, root, category)}
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 def score_safely(spec: BenchmarkSpec, item: Any, category: str, prediction: str,
                  scoring: str | None = None) -> ItemResult:
     """``spec.score`` for one prediction, where whatever a hostile prediction makes the scorer raise (a JSON number
@@ -137,20 +127,21 @@ def score_predictions(benchmark: str, predictions_path: str | os.PathLike, data_
             results[c].append(r)
             rows.append(r.row(pred))
     summary = spec.summarize(results)
-    summary = {"benchmark": spec.name, "scoring": scoring or "official", "official_metric": scoring in (None, "official"),
+    summary = {"benchmark": spec.name, "scoring": scoring or "official",
+               "official_metric": scoring in (None, "official"),
                **summary,
                "n_predictions": len(predictions),
                "n_missing_predictions": sum(1 for rs in results.values() for r in rs if r.reason == "no prediction"),
                "n_unmatched_prediction_ids": sum(1 for i in predictions if i not in known),
                "data_dir": str(root), "predictions": str(predictions_path),
                "categories_scored": list(results), "limit": limit}
-    summary = _jsonable(summary)
+    summary = jsonable(summary)
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         with open(out / "results.jsonl", "w", encoding="utf-8") as fh:
             for row in rows:
-                fh.write(json.dumps(_jsonable(row), ensure_ascii=False) + "\n")
+                fh.write(json.dumps(jsonable(row), ensure_ascii=False) + "\n")
         (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return summary
 

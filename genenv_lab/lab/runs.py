@@ -33,8 +33,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..runlog import (ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, STATE, TASKS, RunDirError, read_baseline,
-                      read_epochs, read_state, read_table)
+from ..runlog import (ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, STATE, TABLES, TASKS, RunDirError,
+                      read_baseline, read_epochs, read_state, read_table)
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """What a run name may be: a single path component that is neither hidden nor ``.``/``..``."""
@@ -140,7 +140,7 @@ def fingerprint(path: str | Path) -> tuple:
     lab redraws a run only when this changes."""
     path = Path(path)
     parts: list[Any] = []
-    for name in (CONFIG, STATE, EPOCHS, TASKS, ATTEMPTS, EVENTS):
+    for name in (CONFIG, STATE, EPOCHS, TASKS, ATTEMPTS, f"{TASKS}.parquet", f"{ATTEMPTS}.parquet", EVENTS):
         try:
             st = (path / name).stat()
             parts.append((name, st.st_mtime_ns, st.st_size))
@@ -158,9 +158,12 @@ def fingerprint(path: str | Path) -> tuple:
 
 MB = 1 << 20
 FILE_LIMITS = {CONFIG: 4 * MB, STATE: 4 * MB, BASELINE: 4 * MB, EPOCHS: 256 * MB, EVENTS: 256 * MB,
-               f"{TASKS}.parquet": 2048 * MB, f"{ATTEMPTS}.parquet": 2048 * MB}
+               f"{TASKS}.parquet": 2048 * MB, f"{ATTEMPTS}.parquet": 2048 * MB, "reference_tasks.parquet": 256 * MB}
 """The run files the lab opens and the most it reads of each (``events.log``: only its last
-:data:`EVENTS_TAIL` bytes are read, whatever its size)."""
+:data:`EVENTS_TAIL` bytes are read, whatever its size; ``tasks.parquet``/``attempts.parquet``: the single-file
+layout of older runs)."""
+TABLE_FILE_LIMIT = 512 * MB
+"""The most the lab reads of one per-epoch table file (``tasks/epoch_NNN.parquet``)."""
 EVENTS_TAIL = 64 * 1024
 
 
@@ -175,7 +178,20 @@ def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> l
         base = run_dir.resolve()
     except (OSError, RuntimeError) as exc:
         return [f"{run_dir} cannot be resolved ({exc})."]
-    for name, limit in (FILE_LIMITS if limits is None else limits).items():
+    checks = list((FILE_LIMITS if limits is None else limits).items())
+    if limits is None:
+        for table in TABLES:
+            folder_problem = _unsafe_entry(run_dir / table, table, base, folder=True)
+            if folder_problem:
+                out.append(folder_problem)
+                continue
+            try:
+                entries = sorted(p.name for p in (run_dir / table).iterdir()) if (run_dir / table).is_dir() else []
+            except OSError as exc:
+                out.append(f"{table}/ cannot be listed ({exc}).")
+                continue
+            checks += [(f"{table}/{entry}", TABLE_FILE_LIMIT) for entry in entries if not entry.startswith(".")]
+    for name, limit in checks:
         path = run_dir / name
         try:
             info = path.lstat()
@@ -195,6 +211,27 @@ def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> l
         elif name != EVENTS and info.st_size > limit:
             out.append(f"{name} is {info.st_size / MB:.0f} MB, above the lab's {limit // MB} MB limit; not read.")
     return out
+
+
+def _unsafe_entry(path: Path, name: str, base: Path, folder: bool) -> str | None:
+    """Why a table folder must not be opened: a link leaving the run folder, or not a folder at all."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{name}/ cannot be examined ({exc})."
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            target = path.resolve()
+        except (OSError, RuntimeError) as exc:
+            return f"{name}/ cannot be resolved ({exc})."
+        if base not in target.parents:
+            return f"{name} is a link to {target}, outside the run folder; the lab does not follow it."
+        info = target.stat()
+    if folder and not stat.S_ISDIR(info.st_mode):
+        return f"{name} is not a folder of per-epoch tables; the lab does not open it."
+    return None
 
 
 def _tail_text(path: Path, n_bytes: int = EVENTS_TAIL) -> str:
@@ -251,7 +288,7 @@ def _read_records(run_dir: Path, problems: list[str]) -> list[dict[str, Any]]:
 
 
 def _read_frame(run_dir: Path, name: str, columns: tuple[str, ...], problems: list[str]) -> pd.DataFrame:
-    file = f"{name}.parquet"
+    file = f"the {name} table"
     try:
         frame = read_table(run_dir, name)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a corrupt file
@@ -382,11 +419,12 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
         records = [r for r in records if r["epoch"] <= last]
         tasks = tasks[pd.to_numeric(tasks["epoch"], errors="coerce") <= last] if len(tasks) else tasks
         attempts = attempts[pd.to_numeric(attempts["epoch"], errors="coerce") <= last] if len(attempts) else attempts
-    if records and not len(tasks) and not any("tasks.parquet" in p for p in problems):
+    if records and not len(tasks) and not any("tasks" in p for p in problems):
         if any(r.get("n_generated") for r in records):
-            problems.append(f"tasks.parquet is missing although {len(records)} epoch(s) are recorded.")
-    if records and not len(attempts) and not any("attempts.parquet" in p for p in problems):
-        problems.append(f"attempts.parquet is missing although {len(records)} epoch(s) are recorded.")
+            problems.append(f"the tasks table (tasks/) is missing although {len(records)} epoch(s) are recorded.")
+    if records and not len(attempts) and not any("attempts" in p for p in problems):
+        problems.append(f"the attempts table (attempts/) is missing although {len(records)} epoch(s) are "
+                        "recorded.")
     events = ""
     try:
         events = "\n".join(_tail_text(path / EVENTS).splitlines()[-40:])

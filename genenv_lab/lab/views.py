@@ -29,6 +29,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+from .. import curriculum as cur
 from ..runlog import fmt_num
 from .runs import ComparisonData, RunData, RunSummary
 
@@ -181,11 +182,11 @@ def _difficulty_bars(run: RunData) -> tuple[list[float], list[tuple[int, list[in
     out = []
     for epoch in epochs:
         sub = valid[valid["epoch"] == epoch]["p_hat"]
-        nearest = sub.map(lambda v: min(levels, key=lambda lv: abs(lv - v)))
+        nearest = sub.map(lambda v: min(levels, key=lambda level: abs(level - v)))
         counts = [int((nearest == lv).sum()) for lv in levels]
         in_band = None
         if run.alpha is not None and run.k_min is not None and len(sub):
-            in_band = float(((sub - run.alpha).abs() <= run.k_min + 1e-9).mean())
+            in_band = float(sub.map(lambda p: cur.in_band(p, run.alpha, run.k_min)).mean())
         out.append((epoch, counts, len(sub), int((tasks["epoch"] == epoch).sum()) - len(sub), in_band))
     return levels, out
 
@@ -199,7 +200,7 @@ def band_span(levels: Sequence[float], alpha: float, k_min: float, step: float) 
     >>> band_span([0, .125, .25, .375, .5, .625, .75, .875, 1], 0.5, 0.125, 0.125)
     (0.3125, 0.6875)
     """
-    inside = [v for v in levels if abs(v - alpha) <= k_min + 1e-9]
+    inside = [v for v in levels if cur.in_band(v, alpha, k_min)]
     if not inside:
         return max(0.0, alpha - k_min), min(1.0, alpha + k_min)
     return min(inside) - step / 2, max(inside) + step / 2

@@ -8,14 +8,20 @@ import gradio as gr
 import pandas as pd
 
 
-class Table(gr.Dataframe):
-    """A ``gr.Dataframe`` that shows one ``(none)`` row instead of an empty body: gradio 6 draws a table without
-    rows under placeholder headers 1 2 3 (seen in the browser at 1280 px), hiding the column names."""
+def with_placeholder_row(value: Any) -> Any:
+    """One ``(none)`` row in place of an empty body: gradio 6 draws a table without rows under placeholder headers
+    1 2 3 (seen in the browser at 1280 px), hiding the column names."""
+    if isinstance(value, pd.DataFrame) and len(value) == 0 and len(value.columns):
+        return pd.DataFrame([["(none)"] + [""] * (len(value.columns) - 1)], columns=value.columns)
+    return value
 
-    def get_block_name(self) -> str:
-        return "dataframe"  # the frontend component to use (by default the class name)
 
-    def postprocess(self, value: Any) -> Any:
-        if isinstance(value, pd.DataFrame) and len(value) == 0 and len(value.columns):
-            value = pd.DataFrame([["(none)"] + [""] * (len(value.columns) - 1)], columns=value.columns)
-        return super().postprocess(value)
+def Table(value: Any = None, **kwargs: Any) -> gr.Dataframe:  # noqa: N802 - used like the component it builds
+    """A ``gr.Dataframe`` whose every value (initial and updates) goes through :func:`with_placeholder_row`.
+
+    A wrapper rather than a subclass: gradio writes a ``.pyi`` stub next to the module of every Component subclass
+    when it is defined, which a read-only install cannot take."""
+    table = gr.Dataframe(with_placeholder_row(value), **kwargs)
+    postprocess = table.postprocess
+    table.postprocess = lambda v: postprocess(with_placeholder_row(v))  # type: ignore[method-assign]
+    return table

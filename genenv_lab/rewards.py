@@ -1,0 +1,54 @@
+"""The GRPO reward function of the agent's rollouts, which is also their record: one rollout pass serves both the
+agent's update and p̂ (each completion is scored by the domain and kept per task id, so p̂, the attempts table and
+GRPO's advantages come from the same rewards)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from . import curriculum as cur
+from .domains import Domain
+from .types import Attempt, TaskSpec
+
+
+class RewardLog:
+    """The GRPO reward function: scores completions with the domain and records them per task id."""
+
+    def __init__(self, domain: Domain, batch: list[tuple[str, TaskSpec, str]]):
+        self.domain = domain
+        self.specs = {task_id: spec for task_id, spec, _ in batch}
+        self.sources = {task_id: source for task_id, _, source in batch}
+        self.prompts = {task_id: _render(domain.agent_messages(spec)) for task_id, spec, _ in batch}
+        self.records: dict[str, list[tuple[str, float]]] = {t: [] for t in self.specs}
+        self.score_errors = 0
+        """Completions whose scorer raised (or returned a reward outside [0, 1]): scored 0, counted."""
+
+    def __call__(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[float]:
+        rewards = []
+        for task_id, completion in zip(task_ids, completions):
+            reward, error = self.domain.safe_score(self.specs[task_id], completion)
+            self.score_errors += bool(error)
+            self.records[task_id].append((completion, reward))
+            rewards.append(reward)
+        return rewards
+
+    def rewards(self, task_id: str) -> list[float]:
+        return [r for _, r in self.records.get(task_id, [])]
+
+    def groups(self) -> list[list[float]]:
+        return [self.rewards(t) for t in self.records if self.records[t]]
+
+    def attempts(self, epoch: int, threshold: float) -> list[Attempt]:
+        out = []
+        for task_id, recs in self.records.items():
+            adv = cur.group_advantages([r for _, r in recs])
+            for (completion, reward), a in zip(recs, adv):
+                out.append(Attempt(task_id=task_id, epoch=epoch, source=self.sources[task_id],
+                                   prompt=self.prompts[task_id], completion=completion, reward=reward,
+                                   success=reward >= threshold, advantage=a))
+        return out
+
+
+def _render(messages: list[dict[str, str]]) -> str:
+    """The non-system part of a prompt as readable text (the user turn, then any prefilled reply start)."""
+    return "\n".join(m["content"] for m in messages if m["role"] != "system")
