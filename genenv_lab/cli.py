@@ -69,7 +69,7 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
         if section not in groups:
             groups[section] = parser.add_argument_group(
                 f"{section} settings", f"every field of config.json's {section!r} section (default: the preset's)")
-        metavar = {bool: "true|false", int: "N", float: "X"}.get(kind, "LIST" if kind not in (str,) else "TEXT")
+        metavar = {bool: "true|false", int: "N", float: "X", str: "TEXT"}.get(kind, "LIST")
         options = choices.get((section, name))
         groups[section].add_argument(
             f"--{section}.{name}", dest=f"{FIELD_DEST}{section}.{name}", type=_parser_for(kind), choices=options,
@@ -360,7 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--gold", metavar="OUT.jsonl", help="write the answer keys as predictions (sanity check)")
     e.add_argument("--category", action="append", help="benchmark category (repeatable; default: all covered)")
     e.add_argument("--limit", type=_count(1), help="first N items of each category")
-    e.add_argument("--scoring", default="official", choices=["official", "lenient"],
+    scorings = ["official"] + sorted({name for spec in BENCHMARKS.values() for name, _ in spec.other_scorings})
+    e.add_argument("--scoring", default="official", choices=scorings,
                    help="official (default): the benchmark's own verdict; lenient (bfcl only): calls are also read "
                         "from prose, code fences, JSON and tool-call tags; not comparable with the leaderboard")
     e.add_argument("--data-dir", help="benchmark data folder (default: $GENENV_LAB_DATA/<name> or the cache)")

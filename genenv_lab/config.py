@@ -44,6 +44,8 @@ def _in_range(where: str, name: str, value: Any, lo: float | None = None, hi: fl
 
 
 ENGINES = ("hf", "unsloth", "vllm")
+
+
 @dataclass(frozen=True)
 class Variant:
     """What a baseline changes (method.md §7), read by the loop's named steps; never the agent optimiser or the
@@ -74,7 +76,6 @@ VARIANT_TABLE = {v.name: v for v in (
     Variant("offline_teacher", fixed_set="teacher", trains_env=False),
 )}
 VARIANTS = tuple(VARIANT_TABLE)
-FIXED_SET_VARIANTS = tuple(name for name, v in VARIANT_TABLE.items() if v.fixed_set)
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
@@ -558,7 +559,10 @@ def field_docs(cls: type) -> dict[str, str]:
     import inspect
     import textwrap
 
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError):  # installed without sources: the flags just have no help text
+        return {}
     body = tree.body[0].body
     docs = {}
     for node, nxt in zip(body, body[1:]):

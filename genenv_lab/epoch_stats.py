@@ -11,6 +11,7 @@ from typing import Sequence
 
 from . import curriculum as cur
 from .config import RunConfig
+from .rewards import RewardLog
 from .types import EpochRecord, GeneratedTask, LoopState, Measured
 
 
@@ -27,7 +28,7 @@ class PhaseTimer:
             self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
 
 
-def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards, agent_update, env_update,
+def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog, agent_update, env_update,
                  state: LoopState, timer: PhaseTimer, wall_s: float, reference_p_hats: Sequence[float],
                  cfg: RunConfig) -> EpochRecord:
     valid = [t for t in tasks if t.valid]

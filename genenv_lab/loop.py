@@ -43,7 +43,6 @@ from .config import RunConfig
 from .domains import Domain, LineageStats, SeedTask, get_domain
 from .epoch_stats import PhaseTimer, epoch_record
 from .evaluation.model_eval import check_eval_data, evaluate_epoch
-from .models.loading import check_model_source
 from .runlog import BASELINE, RunWriter, adapter_dir, read_state
 from .rewards import RewardLog
 from .state import next_pool, restore_state
@@ -339,6 +338,8 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         progress: bool = True) -> Iterator[EpochRecord]:
     """Run (or resume) co-evolution, yielding one EpochRecord per completed epoch."""
     if backend is None:
+        from .models.loading import check_model_source  # imports torch: only when a model will load
+
         check_engine(cfg)
         check_model_source(cfg.model.name_or_path)
     check_eval_data(cfg)

@@ -146,9 +146,9 @@ tags), for models that do not answer in BFCL's bare format; its numbers are not 
 
 
 def _upstream_form(calls: DecodedCalls | list) -> list[dict]:
-    return [{c.name: dict(c.arguments)} if isinstance(c, FunctionCall) else c for c in calls.calls] \
-        if isinstance(calls, DecodedCalls) else [{c.name: dict(c.arguments)} if isinstance(c, FunctionCall) else c
-                                                 for c in calls]
+    """Calls as BFCL's checker takes them, ``[{name: {param: value}}]`` (already in that form: unchanged)."""
+    items = calls.calls if isinstance(calls, DecodedCalls) else calls
+    return [{c.name: dict(c.arguments)} if isinstance(c, FunctionCall) else c for c in items]
 
 
 def _decode(text: str, lang: str, scoring: str) -> tuple[Any, str, str]:

@@ -248,10 +248,6 @@ def _parse_tree(source: str, lang: str) -> Any:
     return root
 
 
-def _children(node: Any) -> list:
-    return list(node.children)
-
-
 def _java_decode(source: str) -> list[dict] | dict:
     root = _parse_tree(source, "java")
 
@@ -274,19 +270,19 @@ def _java_decode(source: str) -> list[dict] | dict:
             arguments = node.child_by_field_name("arguments")
             if arguments is None:
                 return f"new {of_type}()"
-            inner = [value(c, True) for c in _children(arguments) if c.type not in (",", "(", ")")]
+            inner = [value(c, True) for c in arguments.children if c.type not in (",", "(", ")")]
             return f"new {of_type}({', '.join(inner)})"
         if kind == "set":
-            return "{" + ", ".join(value(c, True) for c in _children(node) if c.type not in (",", "set")) + "}"
+            return "{" + ", ".join(value(c, True) for c in node.children if c.type not in (",", "set")) + "}"
         if node.child_count:
-            return "".join(value(c, True) for c in _children(node))
+            return "".join(value(c, True) for c in node.children)
         return text(node)
 
     def arguments(node: Any) -> dict:
         out: dict[Any, Any] = {}
-        for child in _children(node):
+        for child in node.children:
             if child.type == "assignment_expression":
-                parts = _children(child)
+                parts = child.children
                 name, val = text(parts[0]), value(parts[2])
             elif child.type in ("identifier", "class_literal", "set"):
                 name, val = None, value(child)
@@ -307,7 +303,7 @@ def _java_decode(source: str) -> list[dict] | dict:
                 name = text(node.child_by_field_name("name"))
                 return [{f"{text(obj)}.{name}" if obj is not None else name: arguments(args)}]
             continue
-        stack.extend(reversed(_children(node)))
+        stack.extend(reversed(node.children))
     return {}
 
 
@@ -317,17 +313,17 @@ def _js_decode(source: str) -> list[dict] | None:
     def text(node: Any) -> str:
         return node.text.decode("utf-8")
 
-    for statement in _children(root):
+    for statement in root.children:
         if statement.type != "expression_statement":
             continue
-        for call in _children(statement):
+        for call in statement.children:
             if call.type != "call_expression":
                 continue
-            parts = _children(call)
+            parts = call.children
             out: dict[Any, Any] = {}
-            for child in _children(parts[1]):
+            for child in parts[1].children:
                 if child.type == "assignment_expression":
-                    pieces = _children(child)
+                    pieces = child.children
                     name, val = text(pieces[0]), text(pieces[2])
                     if any(val.startswith(q) and val.endswith(q) for q in "\"'"):
                         val = val[1:-1]

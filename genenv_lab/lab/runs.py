@@ -170,8 +170,8 @@ EVENTS_TAIL = 64 * 1024
 def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> list[str]:
     """One sentence per run file the lab must not open: not a regular file (a FIFO would block the reader, a device
     such as ``/dev/zero`` never ends), a symlink whose target leaves the run folder, or larger than its
-    :data:`FILE_LIMITS` entry (or ``limits``). Examined with ``lstat``/``stat`` only: nothing is opened. Absent
-    files are fine."""
+    :data:`FILE_LIMITS` entry (or ``limits``); by default also the table folders and every file in them
+    (:data:`TABLE_FILE_LIMIT`). Examined with ``lstat``/``stat`` only: nothing is opened. Absent files are fine."""
     run_dir = Path(run_dir)
     out = []
     try:
@@ -179,59 +179,48 @@ def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> l
     except (OSError, RuntimeError) as exc:
         return [f"{run_dir} cannot be resolved ({exc})."]
     checks = list((FILE_LIMITS if limits is None else limits).items())
-    if limits is None:
-        for table in TABLES:
-            folder_problem = _unsafe_entry(run_dir / table, table, base, folder=True)
-            if folder_problem:
-                out.append(folder_problem)
-                continue
-            try:
-                entries = sorted(p.name for p in (run_dir / table).iterdir()) if (run_dir / table).is_dir() else []
-            except OSError as exc:
-                out.append(f"{table}/ cannot be listed ({exc}).")
-                continue
-            checks += [(f"{table}/{entry}", TABLE_FILE_LIMIT) for entry in entries if not entry.startswith(".")]
-    for name, limit in checks:
-        path = run_dir / name
+    for table in TABLES if limits is None else ():
+        info, problem = _examine(run_dir / table, table, base)
+        if problem or info is None:
+            out += [problem] if problem else []
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            out.append(f"{table} is not a folder of per-epoch tables; the lab does not open it.")
+            continue
         try:
-            info = path.lstat()
-            if stat.S_ISLNK(info.st_mode):
-                target = path.resolve()
-                if base not in target.parents:
-                    out.append(f"{name} is a link to {target}, outside the run folder; the lab does not follow it.")
-                    continue
-                info = target.stat()
-        except FileNotFoundError:
+            entries = sorted(p.name for p in (run_dir / table).iterdir())
+        except OSError as exc:
+            out.append(f"{table}/ cannot be listed ({exc}).")
             continue
-        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on older Pythons
-            out.append(f"{name} cannot be examined ({exc}).")
+        checks += [(f"{table}/{entry}", TABLE_FILE_LIMIT) for entry in entries if not entry.startswith(".")]
+    for name, limit in checks:
+        info, problem = _examine(run_dir / name, name, base)
+        if problem:
+            out.append(problem)
+        elif info is None:
             continue
-        if not stat.S_ISREG(info.st_mode):
+        elif not stat.S_ISREG(info.st_mode):
             out.append(f"{name} is not a regular file (a FIFO, device, socket or folder); the lab does not open it.")
         elif name != EVENTS and info.st_size > limit:
             out.append(f"{name} is {info.st_size / MB:.0f} MB, above the lab's {limit // MB} MB limit; not read.")
     return out
 
 
-def _unsafe_entry(path: Path, name: str, base: Path, folder: bool) -> str | None:
-    """Why a table folder must not be opened: a link leaving the run folder, or not a folder at all."""
+def _examine(path: Path, name: str, base: Path) -> tuple[os.stat_result | None, str | None]:
+    """``(stat of path or of its link's target, problem)``: (None, None) when absent; a link leaving ``base``
+    or a path that cannot be examined is a problem."""
     try:
         info = path.lstat()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"{name}/ cannot be examined ({exc})."
-    if stat.S_ISLNK(info.st_mode):
-        try:
+        if stat.S_ISLNK(info.st_mode):
             target = path.resolve()
-        except (OSError, RuntimeError) as exc:
-            return f"{name}/ cannot be resolved ({exc})."
-        if base not in target.parents:
-            return f"{name} is a link to {target}, outside the run folder; the lab does not follow it."
-        info = target.stat()
-    if folder and not stat.S_ISDIR(info.st_mode):
-        return f"{name} is not a folder of per-epoch tables; the lab does not open it."
-    return None
+            if base not in target.parents:
+                return None, f"{name} is a link to {target}, outside the run folder; the lab does not follow it."
+            info = target.stat()
+    except FileNotFoundError:
+        return None, None
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on older Pythons
+        return None, f"{name} cannot be examined ({exc})."
+    return info, None
 
 
 def _tail_text(path: Path, n_bytes: int = EVENTS_TAIL) -> str:
@@ -419,10 +408,10 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
         records = [r for r in records if r["epoch"] <= last]
         tasks = tasks[pd.to_numeric(tasks["epoch"], errors="coerce") <= last] if len(tasks) else tasks
         attempts = attempts[pd.to_numeric(attempts["epoch"], errors="coerce") <= last] if len(attempts) else attempts
-    if records and not len(tasks) and not any("tasks" in p for p in problems):
+    if records and not len(tasks) and not any("the tasks table" in p for p in problems):
         if any(r.get("n_generated") for r in records):
             problems.append(f"the tasks table (tasks/) is missing although {len(records)} epoch(s) are recorded.")
-    if records and not len(attempts) and not any("attempts" in p for p in problems):
+    if records and not len(attempts) and not any("the attempts table" in p for p in problems):
         problems.append(f"the attempts table (attempts/) is missing although {len(records)} epoch(s) are "
                         "recorded.")
     events = ""

@@ -16,7 +16,7 @@ def with_placeholder_row(value: Any) -> Any:
     return value
 
 
-def Table(value: Any = None, **kwargs: Any) -> gr.Dataframe:  # noqa: N802 - used like the component it builds
+def Table(value: Any = None, **kwargs: Any) -> gr.Dataframe:  # named like the component it builds
     """A ``gr.Dataframe`` whose every value (initial and updates) goes through :func:`with_placeholder_row`.
 
     A wrapper rather than a subclass: gradio writes a ``.pyi`` stub next to the module of every Component subclass
