@@ -98,23 +98,29 @@ def parse_setting(item: str) -> tuple[str, str, object]:
     return section, field.strip(), value
 
 
-def _console():
+def _console(quiet: bool = False):
     """rich's console; written to a file or a pipe it keeps 120 columns (its default of 80 cuts the table)."""
     from rich.console import Console
 
-    return Console(width=None if sys.stdout.isatty() else 120)
+    return Console(width=None if sys.stdout.isatty() else 120, quiet=quiet)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    console = _console()
+    from . import distributed
+
+    console = _console(quiet=not distributed.processes().is_main)  # several processes: the main one speaks
     try:
         cfg = _run_config(args)  # validated before any model loads
     except ConfigError as exc:
         console.print(f"[red]config error:[/red] {exc}")
         return 2
-    out = Path(args.out) if args.out else Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if args.out:
+        out = Path(args.out)
+    else:  # every process of a job must name the same folder: the main process's clock decides
+        out = Path(distributed.processes().broadcast(str(Path("runs") / f"{cfg.preset}-"
+                                                         f"{time.strftime('%Y%m%d-%H%M%S')}")))
     from .loop import run
     from .runlog import RunDirError
 
@@ -148,6 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(line)
     console.print(f"run directory: {out}  (inspect it with: python app.py --runs {out.parent}, tab Curriculum: "
                   f"the p̂ histogram per epoch against the shaded α band)")
+    distributed.close()
     return 0
 
 

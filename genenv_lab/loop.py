@@ -28,6 +28,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
+import tempfile
 import threading
 import time
 import warnings
@@ -43,7 +45,8 @@ from .config import RunConfig
 from .domains import Domain, LineageStats, SeedTask, get_domain
 from .epoch_stats import PhaseTimer, epoch_record
 from .evaluation.model_eval import check_eval_data, evaluate_epoch
-from .runlog import BASELINE, RunWriter, adapter_dir, read_state
+from .distributed import Processes, processes
+from .runlog import BASELINE, FollowerWriter, RunDirError, RunWriter, adapter_dir, read_state
 from .rewards import RewardLog
 from .state import next_pool, restore_state
 from .types import EpochRecord, EpochResult, GeneratedTask, LoopState, Measured, PoolTask, TaskSpec
@@ -306,9 +309,10 @@ def measure_reference(backend: Backend, domain: Domain, reference: Sequence[Pool
 
 
 def _seed_torch(seed: int) -> None:
+    """Seed this process's sampling (each process of a data-parallel job its own stream; process 0 ``seed``)."""
     import torch
 
-    torch.manual_seed(seed)
+    torch.manual_seed(processes().seed(seed))
 
 
 def _spec(t: GeneratedTask) -> TaskSpec:
@@ -329,9 +333,36 @@ STOP_REQUESTED = threading.Event()
 the KeyboardInterrupt raised by the handler was swallowed by library code."""
 
 
-def _stop_if_requested() -> None:
-    if STOP_REQUESTED.is_set():
+def _stop_if_requested(procs: Processes) -> None:
+    """Stop (as ``interrupted``) when a stop was requested, here or (several processes) in any process, so that all
+    stop at the same phase."""
+    if procs.any(STOP_REQUESTED.is_set()):
         raise KeyboardInterrupt("stop requested")
+
+
+ADAPTER_HASHES = "processes/adapter_sha256"
+"""Epoch-record key of a multi-process run: every process's adapter hash after the epoch (all equal, or the run
+stops)."""
+
+
+def open_run(out: str | Path, cfg: RunConfig, resume: bool, procs: Processes) -> RunWriter | FollowerWriter:
+    """The main process creates or resumes the run directory (:class:`RunWriter`); the others follow it (read it,
+    write nothing) once it is ready, with the same last epoch, or stop with the main process's error."""
+    if procs.world_size == 1:
+        return RunWriter(out, cfg, resume=resume)
+    writer, outcome = None, None
+    if procs.is_main:
+        try:
+            writer = RunWriter(out, cfg, resume=resume, world_size=procs.world_size)
+            outcome = ("ok", writer.last_epoch)
+        except Exception as exc:  # noqa: BLE001 - the others are told, then it is raised here too
+            outcome = ("error", f"{type(exc).__name__}: {exc}")
+            procs.broadcast(outcome)
+            raise
+    kind, value = procs.broadcast(outcome)
+    if kind == "error":
+        raise RunDirError(f"the main process could not open the run directory: {value}")
+    return writer if procs.is_main else FollowerWriter(out, value)
 
 
 def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backend | None = None,
@@ -343,8 +374,11 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         check_engine(cfg)
         check_model_source(cfg.model.name_or_path)
     check_eval_data(cfg)
-    writer = RunWriter(out, cfg, resume=resume)
+    procs = processes()
+    writer = open_run(out, cfg, resume, procs)
     saved_env_version = int(read_state(writer.dir).get("env_version", 0)) if writer.last_epoch else 0
+    # held-out evaluation files: the main process's go into the run, the others' (the same) into a scratch folder
+    eval_dir = writer.dir if procs.is_main else Path(tempfile.mkdtemp(prefix="genenv-eval-"))
     state: LoopState | None = None
     bar = None
     try:  # from here on an interrupt (Ctrl-C, the lab's Stop) leaves the run marked "interrupted"
@@ -359,23 +393,25 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         if writer.last_epoch:
             backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
         bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
-                   disable=not progress)
+                   disable=not (progress and procs.is_main))
         if cfg.loop.eval_every and state.epoch == 0 and not (writer.dir / BASELINE).is_file():
             bar.set_postfix_str(f"epoch 0: eval {cfg.loop.eval_benchmark} (untrained agent)")
-            writer.write_baseline(evaluate_epoch(backend, cfg, writer.dir, 0))
+            writer.write_baseline(evaluate_epoch(backend, cfg, eval_dir, 0))
 
         def on_phase(phase: str) -> None:
-            _stop_if_requested()
+            _stop_if_requested(procs)
             bar.set_postfix_str(f"epoch {state.epoch + 1}: {phase}")
 
         while state.epoch < cfg.loop.epochs:
-            _stop_if_requested()
+            _stop_if_requested(procs)
             teacher = make_teacher(cfg, domain) if state.epoch == 0 else None
             state, result = run_epoch(state, backend, domain, seeds, cfg, generator=teacher, on_phase=on_phase)
             del teacher
             if cfg.loop.eval_every and state.epoch % cfg.loop.eval_every == 0:
                 bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.loop.eval_benchmark}")
-                result.record.extra.update(evaluate_epoch(backend, cfg, writer.dir, state.epoch))
+                result.record.extra.update(evaluate_epoch(backend, cfg, eval_dir, state.epoch))
+            if procs.world_size > 1:  # every process must hold the same adapters before the epoch is committed
+                result.record.extra[ADAPTER_HASHES] = procs.check_in_sync(backend, backend.adapters)
             writer.commit_epoch(result.record, result.tasks, result.attempts,
                                 backend.save_adapters if cfg.loop.save_adapters else None, reference=result.reference)
             bar.update(1)
@@ -391,6 +427,8 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         raise
     finally:
         writer.release()
+        if eval_dir != writer.dir:
+            shutil.rmtree(eval_dir, ignore_errors=True)
         if bar is not None:
             bar.close()
 

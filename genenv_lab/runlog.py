@@ -3,7 +3,8 @@
 Layout::
 
     config.json          the resolved RunConfig
-    state.json           {"last_complete_epoch", "status", "pid", "updated_at", "env_version"}: the commit marker
+    state.json           {"last_complete_epoch", "status", "pid", "updated_at", "env_version", "epochs_planned",
+                         "world_size"}: the commit marker (world_size: processes of a data-parallel job)
     epochs.jsonl         one EpochRecord per line, append-only
     tasks/epoch_NNN.parquet     every generation (valid or rejected) of epoch NNN: lineage, p̂, R_env, band, weight
     attempts/epoch_NNN.parquet  every agent completion of epoch NNN with its reward and advantage
@@ -123,9 +124,10 @@ def _tasks_frame(rows: list[dict]) -> pd.DataFrame:
 class RunWriter:
     """Creates or resumes a run directory and commits epochs atomically."""
 
-    def __init__(self, run_dir: str | Path, cfg: RunConfig, *, resume: bool = False):
+    def __init__(self, run_dir: str | Path, cfg: RunConfig, *, resume: bool = False, world_size: int = 1):
         self.dir = Path(run_dir)
         self.cfg = cfg
+        self.world_size = world_size
         self._lock_fd: int | None = None
         self._state_before: bytes | None = None
         try:
@@ -149,7 +151,9 @@ class RunWriter:
         except BaseException:
             self.release()
             raise
-        self.event(f"{'resumed after epoch ' + str(self.last_epoch) if resume else 'started'} (pid {os.getpid()})")
+        procs = f", {world_size} processes" if world_size > 1 else ""
+        self.event(f"{'resumed after epoch ' + str(self.last_epoch) if resume else 'started'} (pid {os.getpid()}"
+                   f"{procs})")
 
     # ---------------------------------------------------------------------------------------------- the lock
     def _lock(self) -> None:
@@ -198,6 +202,10 @@ class RunWriter:
         else:  # killed between config.json and the first state.json: nothing was committed yet
             state = {}
         last = int(state.get("last_complete_epoch", 0))
+        before = state.get("world_size", 1)
+        if last and before != self.world_size:
+            self.event(f"warning: resumed with {self.world_size} process(es); epochs 1-{last} ran with {before}: the "
+                       "run continues, but not as an uninterrupted run with either number would have")
         # Discard everything past the last committed epoch.
         records = [r for r in read_epochs(self.dir) if r["epoch"] <= last]
         if len(records) != last:
@@ -231,7 +239,7 @@ class RunWriter:
         atomic_write_json(self.dir / STATE, {
             "last_complete_epoch": self.last_epoch if last is None else last,
             "status": status, "pid": os.getpid(), "updated_at": time.time(), "env_version": env_version,
-            "epochs_planned": self.cfg.loop.epochs,
+            "epochs_planned": self.cfg.loop.epochs, "world_size": self.world_size,
         })
 
     def event(self, line: str) -> None:
@@ -305,6 +313,33 @@ class RunWriter:
             self._write_state("failed", env_version=env_version)
         self.event(f"failed: {type(exc).__name__}: {exc}")
         self.release()
+
+
+class FollowerWriter:
+    """The run directory as a process that is not the main one of a data-parallel job sees it: it reads the run
+    (``dir``, ``last_epoch``) and writes nothing; the main process's :class:`RunWriter` writes every file."""
+
+    def __init__(self, run_dir: str | Path, last_epoch: int):
+        self.dir = Path(run_dir)
+        self.last_epoch = last_epoch
+
+    def commit_epoch(self, record: EpochRecord, *_: Any, **__: Any) -> None:
+        self.last_epoch = record.epoch
+
+    def event(self, line: str) -> None:
+        """Events are the main process's."""
+
+    def write_baseline(self, scores: dict[str, float]) -> None:
+        """The baseline is the main process's."""
+
+    def finish(self, env_version: int, status: str = "finished") -> None:
+        """The final state is the main process's."""
+
+    def fail(self, exc: BaseException, env_version: int) -> None:
+        """The main process records the failure (this process's error is raised as usual)."""
+
+    def release(self) -> None:
+        """A follower holds no lock."""
 
 
 def fmt_num(x: Any, digits: int = 3) -> str:

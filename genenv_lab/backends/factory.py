@@ -9,8 +9,20 @@ from .base import Backend
 
 
 def check_engine(cfg: RunConfig) -> None:
-    """Fail at once when the configured engine cannot run here (a GPU engine without CUDA names the CPU presets)."""
+    """Fail at once when the configured engine cannot run here (a GPU engine without CUDA names the CPU presets;
+    an engine that does not run data-parallel under a multi-process launch)."""
     from ..config import CPU_PRESETS
+    from ..distributed import ENGINES_DATA_PARALLEL, launched_world_size
+
+    world = launched_world_size()
+    if world > 1 and cfg.model.engine not in ENGINES_DATA_PARALLEL:
+        raise RuntimeError(f"engine {cfg.model.engine!r} runs on one GPU; this job has {world} processes. Launch it "
+                           f"with one process, or use engine {ENGINES_DATA_PARALLEL[0]!r} (--model.engine hf) "
+                           "to train data-parallel (docs/multi_gpu.md)")
+    if cfg.agent.prompts_per_step % world:
+        raise RuntimeError(f"agent.prompts_per_step = {cfg.agent.prompts_per_step} prompts of a GRPO step do not "
+                           f"split evenly between {world} processes; pass --agent.prompts_per_step with a multiple "
+                           f"of {world}")
 
     if cfg.is_gpu:
         import importlib.metadata
@@ -29,8 +41,18 @@ def check_engine(cfg: RunConfig) -> None:
 
 
 def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
-    """The engine named by ``cfg.model.engine``."""
+    """The engine named by ``cfg.model.engine``; under several processes its generation is split between them
+    (:class:`~genenv_lab.distributed.DataParallelBackend`), and the main process builds any cached model first."""
+    from ..distributed import DataParallelBackend, processes
+
     check_engine(cfg)
+    procs = processes()
+    with procs.main_first():
+        backend = _engine(cfg, domain)
+    return DataParallelBackend(backend, procs) if procs.world_size > 1 else backend
+
+
+def _engine(cfg: RunConfig, domain: Domain) -> Backend:
     from ..models.tiny import chatml
 
     corpus = [chatml(m, r) for m, r in domain.format_examples(cfg.curriculum.alpha)] \

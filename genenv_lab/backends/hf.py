@@ -14,6 +14,10 @@
   where NLL_i is the mean token NLL of example i and the KL is the full-vocabulary KL at each target position.
   The epoch's env steps stop as soon as the measured KL exceeds ``kl_cap``. Its AdamW optimiser also lives for
   the whole run.
+- Under N processes (``torchrun``/``accelerate launch``; :mod:`genenv_lab.distributed`) TRL's trainer runs its own
+  data-parallel path (each process ``prompts_per_step / N`` prompts of a step); the RWR step gives each process its
+  share of every mini-batch, averages the env adapter's gradients before the step and stops on the processes' mean
+  KL. With one process both are the single-process updates, unchanged.
 - Both optimisers' states are saved beside the adapters (``optimizer.pt``) and restored with them on ``--resume``,
   so a resumed run takes the same next step as an uninterrupted one.
 """
@@ -32,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import RunConfig
+from ..distributed import processes
 from ..models.loading import ADAPTERS, attach_adapters, load_base
 from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
@@ -55,7 +60,8 @@ class HFBackend:
 
     def __init__(self, cfg: RunConfig, format_corpus: Sequence[str] = ()):
         self.cfg = cfg
-        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.procs = processes()
+        self.device = self.procs.device
         base, self.tokenizer = load_base(cfg.model.name_or_path, dtype=cfg.model.dtype, seed=cfg.loop.seed,
                                          format_corpus=format_corpus,
                                          tiny_warmup_steps=cfg.model.tiny_warmup_steps, world=world_spec(cfg))
@@ -155,7 +161,10 @@ class HFBackend:
         seed = self.next_trainer_seed()
         with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
             args = GRPOConfig(
-                output_dir=tmp, per_device_train_batch_size=a.num_generations * a.prompts_per_step,
+                # under N processes each takes prompts_per_step / N prompts of a step (check_engine: it divides)
+                output_dir=tmp,
+                per_device_train_batch_size=a.num_generations * a.prompts_per_step // self.procs.world_size,
+                ddp_find_unused_parameters=False,  # only the active adapter requires grad (peft's set_adapter)
                 num_generations=a.num_generations, max_completion_length=a.max_completion_length,
                 learning_rate=a.lr, num_train_epochs=1, beta=a.kl_beta, temperature=a.temperature,
                 logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
@@ -224,21 +233,25 @@ class HFBackend:
         self._use("env")
         self.model.train()
         opt = self.optimizer("env")
+        params = [p for group in opt.param_groups for p in group["params"]]
+        procs = self.procs
         losses, steps, capped = [], 0, False
-        order = list(range(len(examples)))
+        n = len(examples)
+        per_process = math.ceil(min(e.batch_size, n) / procs.world_size)
         for step in range(e.max_steps):
-            start = (step * e.batch_size) % len(order)
-            idx = [order[(start + k) % len(order)] for k in range(min(e.batch_size, len(order)))]
-            batch = self._batch([examples[i] for i in idx])
+            # this process's share of the step's mini-batch (all of it with one process)
+            start = (step * e.batch_size) % n + procs.rank * per_process
+            batch = self._batch([examples[(start + k) % n] for k in range(per_process)])
             nll, kl = self._rwr_losses(batch, grad=True)
-            if kl.item() > e.kl_cap:
+            if procs.mean(kl.item()) > e.kl_cap:  # decided on every process's KL: all stop together
                 capped = True
                 break
             loss = nll + e.kl_coef * kl
             loss.backward()
+            procs.average_gradients(params)
             opt.step()
             opt.zero_grad(set_to_none=True)
-            losses.append(loss.item())
+            losses.append(procs.mean(loss.item()))
             steps += 1
         self.model.eval()
         final_kl = self.env_kl(examples)
