@@ -73,9 +73,10 @@ class Processes:
         """This process's device (its own GPU under a multi-GPU launch)."""
         import torch
 
-        if self._state is not None:
-            return self._state.device
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device = self._state.device if self._state is not None else torch.device("cuda" if torch.cuda.is_available()
+                                                                                  else "cpu")
+        # accelerate says cpu:0 on CPU; torch.load cannot map a tensor saved on "cpu" onto "cpu:0"
+        return torch.device("cpu") if device.type == "cpu" else device
 
     def seed(self, seed: int) -> int:
         """This process's sampling seed for ``seed`` (process 0 keeps it: a 1-process run is the plain run)."""

@@ -1,0 +1,246 @@
+"""Data parallelism: the loop under ``torchrun`` with two CPU processes (gloo), launched as a user launches it, and
+the pieces of genenv_lab.distributed on their own.
+
+The two-process tier (tiny preset, ~15 s a run): the run directory is complete and written once, both processes
+hold the same adapters after every epoch, every process's rows are in the tables exactly once, p̂ is what the
+attempts say, a killed process is recovered by ``--resume``, and one process under torchrun is the plain run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from genenv_lab import curriculum as cur
+from genenv_lab.config import preset
+from genenv_lab.distributed import DataParallelBackend, Processes, adapter_hash
+from genenv_lab.runlog import read_epochs, read_state, read_table
+
+EPOCHS = 3
+RUN = ["-m", "genenv_lab.cli", "run", "--preset", "tiny", "--loop.epochs", str(EPOCHS)]
+
+
+def torchrun(n: int) -> list[str]:
+    """``torchrun --nproc_per_node n`` of this interpreter's environment (its module when the script is absent)."""
+    script = Path(sys.executable).parent / "torchrun"
+    return ([str(script)] if script.is_file() else [sys.executable, "-m", "torch.distributed.run"]) + [
+        "--nproc_per_node", str(n)]
+
+
+def launch(prefix: list[str], out: Path, *extra: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    proc = subprocess.run(prefix + RUN + ["--out", str(out), *extra], capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return proc
+
+
+def numbers(run_dir: Path) -> list[dict]:
+    """epochs.jsonl without timings (what must match between two runs of the same seed)."""
+    out = []
+    for r in read_epochs(run_dir):
+        r = {k: v for k, v in r.items() if k not in ("wall_s", "phase_s")}
+        r["extra"] = {k: v for k, v in r["extra"].items() if not k.endswith("_s")}
+        out.append(r)
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_process_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("dp") / "run"
+    return out, launch(torchrun(2), out)
+
+
+# ------------------------------------------------------------------------------------------ two processes
+
+def test_two_processes_write_one_complete_run_directory(two_process_run):
+    out, proc = two_process_run
+    state = read_state(out)
+    assert state["status"] == "finished" and state["last_complete_epoch"] == EPOCHS and state["world_size"] == 2
+    assert [r["epoch"] for r in read_epochs(out)] == list(range(1, EPOCHS + 1))
+    for epoch in range(1, EPOCHS + 1):
+        for adapter in ("agent", "env"):
+            assert (out / "adapters" / f"epoch_{epoch:03d}" / adapter / "adapter_model.safetensors").is_file()
+    events = (out / "events.log").read_text().splitlines()
+    assert sum("started" in line for line in events) == 1 and "2 processes" in events[0]
+    assert sum("epoch 1 complete" in line for line in events) == 1  # written by the main process only
+    assert proc.stdout.count("GenEnv co-evolution") == 1  # the main process speaks
+
+
+def test_both_processes_hold_the_same_adapters_after_every_epoch(two_process_run):
+    out, _ = two_process_run
+    for r in read_epochs(out):
+        hashes = r["extra"]["processes/adapter_sha256"]
+        assert len(hashes) == 2 and len(set(hashes)) == 1 and len(hashes[0]) == 64, (r["epoch"], hashes)
+    assert len({r["extra"]["processes/adapter_sha256"][0] for r in read_epochs(out)}) == EPOCHS  # they do train
+
+
+def test_every_process_rows_are_in_the_tables_exactly_once(two_process_run):
+    out, _ = two_process_run
+    g = preset("tiny").agent.num_generations
+    tasks, attempts = read_table(out, "tasks"), read_table(out, "attempts")
+    for r in read_epochs(out):
+        t = tasks[tasks["epoch"] == r["epoch"]]
+        a = attempts[attempts["epoch"] == r["epoch"]]
+        assert len(t) == r["n_generated"] and t["task_id"].is_unique
+        sizes = a.groupby("task_id").size()
+        # each prompt's G completions came from one process, and each process's completions were logged once
+        assert len(sizes) == r["n_agent_prompts"] and set(sizes) == {g}, sizes.to_dict()
+
+
+def test_p_hat_is_recomputed_from_the_gathered_attempts(two_process_run):
+    out, _ = two_process_run
+    threshold = preset("tiny").agent.success_threshold
+    tasks, attempts = read_table(out, "tasks"), read_table(out, "attempts")
+    measured = tasks[tasks["p_hat"].notna()]
+    assert len(measured) > 0
+    for _, t in measured.iterrows():
+        rewards = attempts[(attempts["epoch"] == t["epoch"]) & (attempts["task_id"] == t["task_id"])]["reward"]
+        assert t["p_hat"] == pytest.approx(cur.success_rate(list(rewards), threshold)), t["task_id"]
+    for r in read_epochs(out):
+        epoch = measured[measured["epoch"] == r["epoch"]]
+        if len(epoch):
+            assert r["p_hat_mean"] == pytest.approx(epoch["p_hat"].mean())
+
+
+def test_a_killed_process_is_recovered_by_resume(two_process_run, tmp_path):
+    psutil = pytest.importorskip("psutil")
+    reference, _ = two_process_run
+    out = tmp_path / "run"
+    job = subprocess.Popen(torchrun(2) + RUN + ["--out", str(out)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            try:
+                if read_state(out)["last_complete_epoch"] >= 1:
+                    break
+            except Exception:  # noqa: BLE001 - not written yet, or mid-replace
+                pass
+            time.sleep(0.02)
+        else:
+            pytest.fail("epoch 1 was never committed")
+        workers = psutil.Process(job.pid).children(recursive=True)
+        victim = next(w for w in workers if w.environ().get("RANK") == "1")
+        victim.kill()  # SIGKILL of the second process: torchrun then ends the job
+        assert job.wait(timeout=120) != 0
+    finally:
+        if job.poll() is None:
+            job.kill()
+    state = read_state(out)
+    assert state["status"] in ("failed", "interrupted") and 1 <= state["last_complete_epoch"] < EPOCHS
+    launch(torchrun(2), out, "--resume")
+    assert read_state(out)["status"] == "finished"
+    assert numbers(out) == numbers(reference)  # as if it had never been killed
+    assert read_table(out, "attempts").shape == read_table(reference, "attempts").shape
+
+
+def test_one_process_under_torchrun_is_the_plain_run(tmp_path):
+    launch(torchrun(1), tmp_path / "torchrun")
+    launch([sys.executable], tmp_path / "plain")
+    assert numbers(tmp_path / "torchrun") == numbers(tmp_path / "plain")
+    assert read_state(tmp_path / "torchrun")["world_size"] == 1
+
+
+# --------------------------------------------------------------------------------------------- the pieces
+
+def test_one_process_collectives_are_local(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    p = Processes()
+    assert (p.world_size, p.rank, p.is_main) == (1, 0, True)
+    assert p.shard([1, 2, 3]) == p.gather([1, 2, 3]) == [1, 2, 3]
+    assert p.broadcast({"a": 1}) == {"a": 1} and p.mean(0.25) == 0.25 and p.any(False) is False
+    assert p.seed(7) == 7
+
+
+def test_engines_and_batches_that_cannot_split_are_refused(monkeypatch):
+    from genenv_lab.backends.factory import check_engine
+
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with pytest.raises(RuntimeError, match="do not split evenly between 3 processes.*--agent.prompts_per_step"):
+        check_engine(preset("tiny"))  # 2 prompts a step
+    check_engine(preset("tiny").replace(agent={"prompts_per_step": 3}))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(RuntimeError, match="engine 'unsloth' runs on one GPU; this job has 2 processes"):
+        check_engine(preset("colab-t4"))
+    monkeypatch.setenv("WORLD_SIZE", "two")
+    with pytest.raises(RuntimeError, match="not a number of processes"):
+        check_engine(preset("tiny"))
+
+
+def test_adapter_hash_sees_every_weight():
+    import torch
+
+    class Weights:
+        def __init__(self, value):
+            self.state = {"agent": {"a.lora_A": torch.zeros(2, 3)}, "env": {"e.lora_A": torch.full((2,), value)}}
+
+        def adapter_state(self, adapter):
+            return self.state[adapter]
+
+    same = adapter_hash(Weights(1.0), ("agent", "env"))
+    assert same == adapter_hash(Weights(1.0), ("agent", "env"))
+    assert same != adapter_hash(Weights(1.0 + 1e-7), ("agent", "env"))
+    assert same != adapter_hash(Weights(1.0), ("agent",))
+
+
+class TwoProcesses:
+    """Process 0 of a two-process job whose process 1 is scripted: gather appends its share."""
+
+    world_size, rank, is_main = 2, 0, True
+
+    def __init__(self, theirs):
+        self.theirs = theirs
+
+    def shard(self, items):
+        return list(items)[: (len(items) + 1) // 2]
+
+    def gather(self, mine):
+        return list(mine) + self.theirs(mine)
+
+
+def test_generation_is_split_and_gathered_in_process_order():
+    seen = []
+
+    class Inner:
+        def generate(self, adapter, prompts, **kw):
+            seen.append(list(prompts))
+            return [[f"{adapter}:{p}"] for p in prompts]
+
+    procs = TwoProcesses(lambda mine: [["env:c"]])  # process 1 answered the third prompt
+    assert DataParallelBackend(Inner(), procs).generate("env", ["a", "b", "c"], n=1) == [["env:a"], ["env:b"],
+                                                                                        ["env:c"]]
+    assert seen == [["a", "b"]]
+
+
+def test_the_reward_log_gets_every_process_completions_once():
+    calls = []
+
+    def reward_fn(task_ids, completions):
+        calls.append((list(task_ids), list(completions)))
+        return [1.0] * len(task_ids)
+
+    class Inner:
+        def grpo_step(self, prompts, fn):  # TRL calls the reward function once per generation batch
+            fn(["t1", "t1"], ["x", "y"])
+            fn(["t2", "t2"], ["z", "w"])
+            return "update"
+
+    procs = TwoProcesses(lambda mine: [(1, "t3", "p"), (1, "t3", "q")])
+    assert DataParallelBackend(Inner(), procs).grpo_step([], reward_fn) == "update"
+    assert calls == [(["t1", "t1"], ["x", "y"]), (["t2", "t2"], ["z", "w"]), (["t3", "t3"], ["p", "q"])]
+
+
+def test_the_accelerate_configs_load_with_accelerate():
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    root = Path(__file__).resolve().parent.parent / "configs" / "accelerate"
+    ddp = load_config_from_file(str(root / "ddp.yaml"))
+    zero2 = load_config_from_file(str(root / "deepspeed_zero2.yaml"))
+    assert (ddp.distributed_type, zero2.distributed_type) == ("MULTI_GPU", "DEEPSPEED")
+    assert zero2.deepspeed_config["zero_stage"] == 2 and ddp.num_processes == zero2.num_processes == 8
+    # the example command's preset splits its GRPO steps over the configured processes
+    assert preset("a100").agent.prompts_per_step % ddp.num_processes == 0
