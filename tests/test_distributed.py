@@ -8,6 +8,8 @@ attempts say, a killed process is recovered by ``--resume``, and one process und
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 import time
@@ -244,3 +246,19 @@ def test_the_accelerate_configs_load_with_accelerate():
     assert zero2.deepspeed_config["zero_stage"] == 2 and ddp.num_processes == zero2.num_processes == 8
     # the example command's preset splits its GRPO steps over the configured processes
     assert preset("a100").agent.prompts_per_step % ddp.num_processes == 0
+
+
+def test_the_lab_shows_the_number_of_processes(two_process_run, tmp_path):
+    from genenv_lab.lab.runs import load_run, summarize
+    from genenv_lab.lab.views import run_card, runs_frame
+
+    out, _ = two_process_run
+    assert summarize(out).processes == 2 and runs_frame([summarize(out)])["processes"].tolist() == [2]
+    assert "2 processes" in run_card(load_run(out))
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    for bad in ("two", True, 0, None):  # a hand-edited state.json shows one process, never an error
+        state = read_state(copy)
+        state["world_size"] = bad
+        (copy / "state.json").write_text(json.dumps(state))
+        assert summarize(copy).processes == 1 and "1 process" in run_card(load_run(copy))

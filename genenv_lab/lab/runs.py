@@ -353,6 +353,12 @@ class RunData:
         return len(self.records)
 
     @property
+    def processes(self) -> int:
+        """Processes of the data-parallel job that wrote the run (state.json ``world_size``; 1 when absent)."""
+        value = self.state.get("world_size")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+
+    @property
     def epochs_planned(self) -> int | None:
         for value in (self.state.get("epochs_planned"), self._section("loop").get("epochs")):
             if isinstance(value, int) and not isinstance(value, bool):
@@ -447,6 +453,7 @@ class RunSummary:
     variant: str = "?"
     epochs_done: int = 0
     epochs_planned: int | None = None
+    processes: int = 1
     updated_at: float | None = None
     p_hat_mean: float | None = None
     in_band_frac: float | None = None
@@ -492,6 +499,7 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
     last_rec = records[-1] if records else {}
     return RunSummary(name=name, status=status, preset=run.preset, model=run.model, domain=run.domain,
                       variant=run.variant, epochs_done=len(records), epochs_planned=run.epochs_planned,
+                      processes=run.processes,
                       updated_at=updated, p_hat_mean=last_rec.get("p_hat_mean"),
                       in_band_frac=last_rec.get("in_band_frac"), problem=" ".join(problems))
 

@@ -133,13 +133,13 @@ def runs_frame(summaries: Iterable[RunSummary]) -> pd.DataFrame:
         planned = "?" if s.epochs_planned is None else str(s.epochs_planned)
         rows.append({
             "run": s.name, "status": STATUS_BADGE.get(s.status, s.status), "preset": s.preset, "model": s.model,
-            "domain": s.domain, "epochs": f"{s.epochs_done} / {planned}",
+            "domain": s.domain, "epochs": f"{s.epochs_done} / {planned}", "processes": s.processes,
             "p̂ mean": fmt_num(s.p_hat_mean, 2), "in band": fmt_num(s.in_band_frac, 2),
             "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.updated_at)) if s.updated_at else "",
             "note": s.problem,
         })
-    frame = pd.DataFrame(rows, columns=["run", "status", "preset", "model", "domain", "epochs", "p̂ mean",
-                                        "in band", "updated", "note"])
+    frame = pd.DataFrame(rows, columns=["run", "status", "preset", "model", "domain", "epochs", "processes",
+                                        "p̂ mean", "in band", "updated", "note"])
     return frame
 
 
@@ -148,7 +148,8 @@ def run_card(run: RunData) -> str:
     planned = "?" if run.epochs_planned is None else run.epochs_planned
     esc = lambda value: html.escape(str(value))  # noqa: E731 - names and config strings come from run folders
     parts = [f"preset **{esc(run.preset)}**", f"model **{esc(run.model)}**", f"domain **{esc(run.domain)}**",
-             f"variant {esc(run.variant)}", f"epochs **{esc(run.epochs_done)} / {esc(planned)}**"]
+             f"variant {esc(run.variant)}", f"epochs **{esc(run.epochs_done)} / {esc(planned)}**",
+             f"{run.processes} process{'es' if run.processes > 1 else ''}"]
     if run.alpha is not None:
         parts.append(f"α = {run.alpha:g}")
     if run.k_min is not None:
