@@ -17,6 +17,9 @@ Deliberate choices (method.md where the paper is silent):
 - Counterfactual (``loop.reference_tasks``): tasks written once by the untrained simulator, on which every epoch's
   agent is measured, so that "the simulator calibrates difficulty" can be told apart from "the agent improves".
 
+Under ``torchrun``/``accelerate launch`` with several processes every process runs this loop on the same inputs;
+the backend splits the model work between them and the main process writes the run (:mod:`.distributed`).
+
 ``run()`` is a generator of :class:`EpochRecord` that the CLI, the notebooks and the app all drive. Around it:
 the pool across epochs and resume (:mod:`.state`), the rollouts' reward log (:mod:`.rewards`), the epoch's
 statistics (:mod:`.epoch_stats`), what each baseline changes (``config.VARIANT_TABLE``), the held-out evaluation
@@ -45,8 +48,8 @@ from .config import RunConfig
 from .domains import Domain, LineageStats, SeedTask, get_domain
 from .epoch_stats import PhaseTimer, epoch_record
 from .evaluation.model_eval import check_eval_data, evaluate_epoch
-from .distributed import Processes, processes
-from .runlog import BASELINE, FollowerWriter, RunDirError, RunWriter, adapter_dir, read_state
+from .distributed import ADAPTER_HASHES, Processes, processes
+from .runlog import BASELINE, adapter_dir, open_run, read_state
 from .rewards import RewardLog
 from .state import next_pool, restore_state
 from .types import EpochRecord, EpochResult, GeneratedTask, LoopState, Measured, PoolTask, TaskSpec
@@ -338,31 +341,6 @@ def _stop_if_requested(procs: Processes) -> None:
     stop at the same phase."""
     if procs.any(STOP_REQUESTED.is_set()):
         raise KeyboardInterrupt("stop requested")
-
-
-ADAPTER_HASHES = "processes/adapter_sha256"
-"""Epoch-record key of a multi-process run: every process's adapter hash after the epoch (all equal, or the run
-stops)."""
-
-
-def open_run(out: str | Path, cfg: RunConfig, resume: bool, procs: Processes) -> RunWriter | FollowerWriter:
-    """The main process creates or resumes the run directory (:class:`RunWriter`); the others follow it (read it,
-    write nothing) once it is ready, with the same last epoch, or stop with the main process's error."""
-    if procs.world_size == 1:
-        return RunWriter(out, cfg, resume=resume)
-    writer, outcome = None, None
-    if procs.is_main:
-        try:
-            writer = RunWriter(out, cfg, resume=resume, world_size=procs.world_size)
-            outcome = ("ok", writer.last_epoch)
-        except Exception as exc:  # noqa: BLE001 - the others are told, then it is raised here too
-            outcome = ("error", f"{type(exc).__name__}: {exc}")
-            procs.broadcast(outcome)
-            raise
-    kind, value = procs.broadcast(outcome)
-    if kind == "error":
-        raise RunDirError(f"the main process could not open the run directory: {value}")
-    return writer if procs.is_main else FollowerWriter(out, value)
 
 
 def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backend | None = None,

@@ -342,6 +342,27 @@ class FollowerWriter:
         """A follower holds no lock."""
 
 
+def open_run(out: str | Path, cfg: RunConfig, resume: bool, procs) -> RunWriter | FollowerWriter:
+    """The main process (of ``procs``, a :class:`genenv_lab.distributed.Processes`) creates or resumes the run
+    directory (:class:`RunWriter`); the others follow it (read it, write nothing) once it is ready, with the same
+    last epoch, or stop with the main process's error."""
+    if procs.world_size == 1:
+        return RunWriter(out, cfg, resume=resume)
+    writer, outcome = None, None
+    if procs.is_main:
+        try:
+            writer = RunWriter(out, cfg, resume=resume, world_size=procs.world_size)
+            outcome = ("ok", writer.last_epoch)
+        except Exception as exc:  # noqa: BLE001 - the others are told, then it is raised here too
+            outcome = ("error", f"{type(exc).__name__}: {exc}")
+            procs.broadcast(outcome)
+            raise
+    kind, value = procs.broadcast(outcome)
+    if kind == "error":
+        raise RunDirError(f"the main process could not open the run directory: {value}")
+    return writer if procs.is_main else FollowerWriter(out, value)
+
+
 def fmt_num(x: Any, digits: int = 3) -> str:
     """The one number format of the CLI, the lab and the run's events: ``digits`` decimals, "n/a" for a missing
     value (None, NaN, anything not a number; epochs.jsonl writes NaN as null).

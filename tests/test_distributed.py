@@ -262,3 +262,18 @@ def test_the_lab_shows_the_number_of_processes(two_process_run, tmp_path):
         state["world_size"] = bad
         (copy / "state.json").write_text(json.dumps(state))
         assert summarize(copy).processes == 1 and "1 process" in run_card(load_run(copy))
+
+
+def test_what_a_multi_process_run_adds_is_documented(two_process_run):
+    out, _ = two_process_run
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "run_directory.md").read_text()
+    assert all(f"`{key}`" in doc for key in read_state(out))
+    assert "`extra.processes/adapter_sha256`" in doc
+
+
+def test_when_the_main_process_cannot_open_the_run_every_process_stops_with_its_reason(two_process_run):
+    out, _ = two_process_run
+    before = (out / "epochs.jsonl").read_bytes()
+    proc = subprocess.run(torchrun(2) + RUN + ["--out", str(out)], capture_output=True, text=True, timeout=180)
+    assert proc.returncode != 0 and "is not empty; pass --resume" in proc.stdout, proc.stdout[-2000:]
+    assert (out / "epochs.jsonl").read_bytes() == before and read_state(out)["status"] == "finished"
