@@ -144,6 +144,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                           f"{r.wall_s:.1f}")
     except (RunDirError, RuntimeError, FileNotFoundError) as exc:
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        if not distributed.processes().is_main:  # the main process's console speaks for the run; this error is ours
+            print(f"process {distributed.processes().rank}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         console.print(table)
@@ -209,6 +211,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluation import BenchmarkDataMissing, gold_predictions, score_predictions
 
     console = _console()
+    if not _one_process(console, "eval"):
+        return 2
     category = args.category or None
     out = Path(args.out) if args.out else Path("runs") / "eval" / f"{args.benchmark}-{time.strftime('%Y%m%d-%H%M%S')}"
     try:
@@ -244,6 +248,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import band_residence, bands_of, compare_grid, summarise, sweep_entries, variant_entries
 
     console = _console()
+    if not _one_process(console, args.command):
+        return 2
     try:
         if args.command == "sweep":
             entries = sweep_entries(args.preset, alphas=args.alphas, shapes=args.shapes, epochs=args.epochs,
@@ -275,6 +281,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console.print(f"report: {out / 'report.html'}  table: {out / 'comparison.csv'}  "
                   f"summary: {out / 'summary.csv'}  band residence: {out / 'band_residence.csv'}")
     return 0
+
+
+def _one_process(console, command: str) -> bool:
+    """Whether this is a one-process job; otherwise says that ``command`` runs in one process (only ``run`` is
+    data-parallel: every process of an ``eval`` or ``compare`` job would write the same files)."""
+    from .distributed import launched_world_size
+
+    if launched_world_size() == 1:
+        return True
+    console.print(f"[red]error:[/red] genenv-lab {command} runs in one process; launch it without torchrun or "
+                  "accelerate launch (only genenv-lab run is data-parallel)")
+    return False
 
 
 def _interruptible() -> None:

@@ -9,9 +9,9 @@ every process takes the same decisions; only the model work is split:
 - GRPO: TRL's own distributed path (each process its share of the prompts, G completions of a prompt on one
   process); afterwards every process's completions are gathered and scored into the epoch's reward log, so p̂ is
   computed from all of them, never from a shard;
-- the env's RWR update: each process takes its share of every mini-batch and the adapter's gradients are averaged
-  before the step (:meth:`Processes.average_gradients`); the KL cap is decided on the processes' mean KL, so all
-  stop together;
+- the env's RWR update: each process takes its part of every mini-batch, its loss scaled by its share, and the
+  adapter's gradients are averaged before the step (:meth:`Processes.average_gradients`): the update of the whole
+  mini-batch. The KL cap is decided on the KL over every process's target tokens, so all stop together;
 - the run directory, events and progress bars are written by the main process only; the others read it.
 
 After every epoch the processes compare hashes of their adapters (:meth:`Processes.check_in_sync`); a run whose
@@ -117,6 +117,17 @@ class Processes:
         values = self.gather([float(value)])
         return sum(values) / len(values)
 
+    def pooled_mean(self, mean: float, count: int) -> tuple[float, float]:
+        """(the mean over every process's items, given this process's ``mean`` over its ``count`` items; this
+        process's share of all the items). With one process: ``(mean, 1.0)``, unchanged."""
+        if self._state is None:
+            return mean, 1.0
+        parts = self.gather([(float(mean), int(count))])
+        total = sum(c for _, c in parts)
+        if total == 0:
+            return 0.0, 0.0
+        return sum(m * c for m, c in parts) / total, count / total
+
     def any(self, flag: bool) -> bool:
         """True on every process when it is true on one (a stop request, a failed check)."""
         return flag if self._state is None else any(self.gather([bool(flag)]))
@@ -142,8 +153,9 @@ class Processes:
             self._state.wait_for_everyone()
 
     def main_first(self):
-        """A context in which the main process goes first (building a cached model the others then load)."""
-        return self._state.main_process_first() if self._state is not None else nullcontext()
+        """A context in which each node's first process goes first (building a cached model the node's other
+        processes then load)."""
+        return self._state.local_main_process_first() if self._state is not None else nullcontext()
 
     def check_in_sync(self, backend: Any, adapters: Sequence[str]) -> list[str]:
         """Every process's adapter hash (one per process, in process order); raises when they differ."""
@@ -161,6 +173,7 @@ class Processes:
         if self._state is not None:
             self._state.wait_for_everyone()
             self._state.destroy_process_group()
+            self._state._reset_state()  # accelerate's shared state would otherwise still name the ended group
             self._state = None
 
 

@@ -353,7 +353,7 @@ def open_run(out: str | Path, cfg: RunConfig, resume: bool, procs) -> RunWriter 
         try:
             writer = RunWriter(out, cfg, resume=resume, world_size=procs.world_size)
             outcome = ("ok", writer.last_epoch)
-        except Exception as exc:  # noqa: BLE001 - the others are told, then it is raised here too
+        except BaseException as exc:  # an interrupt too: the others are told, then it is raised here
             outcome = ("error", f"{type(exc).__name__}: {exc}")
             procs.broadcast(outcome)
             raise

@@ -277,3 +277,39 @@ def test_when_the_main_process_cannot_open_the_run_every_process_stops_with_its_
     proc = subprocess.run(torchrun(2) + RUN + ["--out", str(out)], capture_output=True, text=True, timeout=180)
     assert proc.returncode != 0 and "is not empty; pass --resume" in proc.stdout, proc.stdout[-2000:]
     assert (out / "epochs.jsonl").read_bytes() == before and read_state(out)["status"] == "finished"
+
+
+def test_a_two_process_rwr_step_is_the_update_of_the_whole_mini_batch(tmp_path):
+    import torch
+
+    driver = str(Path(__file__).resolve().parent / "rwr_step_driver.py")
+    sizes = ["5", "3", "1"]  # of 5 examples: 5 and 3 do not split evenly; 1 leaves process 1 without an example
+    results = {}
+    for label, prefix in (("one", [sys.executable]), ("two", torchrun(2))):
+        out = tmp_path / f"{label}.pt"
+        proc = subprocess.run(prefix + [driver, str(out), *sizes], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        results[label] = torch.load(out, weights_only=True)
+    for size in map(int, sizes):
+        one, two = results["one"][size], results["two"][size]
+        assert one["steps"] == two["steps"] == 3
+        assert two["loss"] == pytest.approx(one["loss"], rel=1e-5)
+        assert two["kl"] == pytest.approx(one["kl"], rel=1e-4)
+        moved = 0.0
+        for name, weight in one["env"].items():
+            # AdamW moves each weight by about lr (1e-2) a step whatever the gradient's size, so an element whose
+            # gradient is near zero carries the summation-order noise of the all-reduce into its step: 1 % of lr
+            torch.testing.assert_close(two["env"][name], weight, rtol=1e-3, atol=1e-4)
+            moved = max(moved, weight.abs().max().item())
+        assert moved > 0  # the update did change the adapter (LoRA B starts at zero)
+
+
+def test_eval_and_compare_refuse_a_multi_process_launch(monkeypatch, capsys, tmp_path):
+    from genenv_lab.cli import main
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert main(["eval", "--benchmark", "bamboogle", "--gold", str(tmp_path / "gold.jsonl")]) == 2
+    assert main(["compare", "--out", str(tmp_path / "cmp")]) == 2
+    out = capsys.readouterr().out
+    assert out.count("runs in one process; launch it without torchrun") == 2
+    assert not (tmp_path / "gold.jsonl").exists() and not (tmp_path / "cmp").exists()

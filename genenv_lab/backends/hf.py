@@ -15,9 +15,11 @@
   The epoch's env steps stop as soon as the measured KL exceeds ``kl_cap``. Its AdamW optimiser also lives for
   the whole run.
 - Under N processes (``torchrun``/``accelerate launch``; :mod:`genenv_lab.distributed`) TRL's trainer runs its own
-  data-parallel path (each process ``prompts_per_step / N`` prompts of a step); the RWR step gives each process its
-  share of every mini-batch, averages the env adapter's gradients before the step and stops on the processes' mean
-  KL. With one process both are the single-process updates, unchanged.
+  data-parallel path (each process ``prompts_per_step / N`` prompts of a step); the RWR step splits every
+  mini-batch between the processes (an example on one process only), scales each process's loss by its share of
+  the examples and target tokens, averages the env adapter's gradients before the step and stops on the KL over
+  all target tokens: the same update as one process on the whole mini-batch. With one process both updates are
+  the single-process ones, unchanged.
 - Both optimisers' states are saved beside the adapters (``optimizer.pt``) and restored with them on ``--resume``,
   so a resumed run takes the same next step as an uninterrupted one.
 """
@@ -237,21 +239,31 @@ class HFBackend:
         procs = self.procs
         losses, steps, capped = [], 0, False
         n = len(examples)
-        per_process = math.ceil(min(e.batch_size, n) / procs.world_size)
         for step in range(e.max_steps):
-            # this process's share of the step's mini-batch (all of it with one process)
-            start = (step * e.batch_size) % n + procs.rank * per_process
-            batch = self._batch([examples[(start + k) % n] for k in range(per_process)])
-            nll, kl = self._rwr_losses(batch, grad=True)
-            if procs.mean(kl.item()) > e.kl_cap:  # decided on every process's KL: all stop together
+            start = (step * e.batch_size) % n
+            idx = [(start + k) % n for k in range(min(e.batch_size, n))]
+            share = procs.shard(idx)  # this process's part of the step's mini-batch (all of it with one process)
+            if share:
+                batch = self._batch([examples[i] for i in share])
+                nll, kl = self._rwr_losses(batch, grad=True)
+                tokens = int(batch["target_mask"][:, 1:].sum())
+            # the batch's KL over every process's target tokens: all processes take the same decision
+            kl_all, token_share = procs.pooled_mean(kl.item() if share else 0.0, tokens if share else 0)
+            if kl_all > e.kl_cap:
                 capped = True
                 break
-            loss = nll + e.kl_coef * kl
-            loss.backward()
+            local = 0.0
+            if share:
+                # scaled so that the processes' mean of these losses (and of their gradients) is the loss of the
+                # whole mini-batch; with one process both factors are exactly 1
+                loss = nll * (procs.world_size * len(share) / len(idx)) + \
+                    e.kl_coef * kl * (procs.world_size * token_share)
+                loss.backward()
+                local = loss.item()
             procs.average_gradients(params)
             opt.step()
             opt.zero_grad(set_to_none=True)
-            losses.append(procs.mean(loss.item()))
+            losses.append(procs.mean(local))
             steps += 1
         self.model.eval()
         final_kl = self.env_kl(examples)
