@@ -140,11 +140,20 @@ def test_a_killed_process_is_recovered_by_resume(two_process_run, tmp_path):
     assert read_table(out, "attempts").shape == read_table(reference, "attempts").shape
 
 
-def test_one_process_under_torchrun_is_the_plain_run(tmp_path):
-    launch(torchrun(1), tmp_path / "torchrun")
+def accelerate_launch(n: int) -> list[str]:
+    """``accelerate launch`` with ``n`` processes (every setting given, so that it asks and warns nothing)."""
+    script = Path(sys.executable).parent / "accelerate"
+    return ([str(script)] if script.is_file() else [sys.executable, "-m", "accelerate.commands.accelerate_cli"]) + [
+        "launch", "--num_processes", str(n), "--num_machines", "1", "--mixed_precision", "no",
+        "--dynamo_backend", "no"] + (["--multi_gpu"] if n > 1 else [])
+
+
+def test_one_process_under_torchrun_or_accelerate_is_the_plain_run(tmp_path):
     launch([sys.executable], tmp_path / "plain")
-    assert numbers(tmp_path / "torchrun") == numbers(tmp_path / "plain")
-    assert read_state(tmp_path / "torchrun")["world_size"] == 1
+    for name, prefix in (("torchrun", torchrun(1)), ("accelerate", accelerate_launch(1))):
+        launch(prefix, tmp_path / name)
+        assert numbers(tmp_path / name) == numbers(tmp_path / "plain"), name
+        assert read_state(tmp_path / name)["world_size"] == 1
 
 
 # --------------------------------------------------------------------------------------------- the pieces
@@ -313,3 +322,10 @@ def test_eval_and_compare_refuse_a_multi_process_launch(monkeypatch, capsys, tmp
     out = capsys.readouterr().out
     assert out.count("runs in one process; launch it without torchrun") == 2
     assert not (tmp_path / "gold.jsonl").exists() and not (tmp_path / "cmp").exists()
+
+
+def test_accelerate_launch_with_two_processes_is_the_torchrun_job(two_process_run, tmp_path):
+    reference, _ = two_process_run
+    launch(accelerate_launch(2), tmp_path / "accelerate")
+    assert numbers(tmp_path / "accelerate") == numbers(reference)
+    assert read_state(tmp_path / "accelerate")["world_size"] == 2
