@@ -109,7 +109,7 @@ def test_p_hat_is_recomputed_from_the_gathered_attempts(two_process_run):
 
 
 def test_a_killed_process_is_recovered_by_resume(two_process_run, tmp_path):
-    psutil = pytest.importorskip("psutil")
+    import psutil  # accelerate requires it: always installed with genenv_lab
     reference, _ = two_process_run
     out = tmp_path / "run"
     job = subprocess.Popen(torchrun(2) + RUN + ["--out", str(out)], stdout=subprocess.DEVNULL,
