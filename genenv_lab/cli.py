@@ -110,7 +110,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from . import distributed
 
-    console = _console(quiet=not distributed.processes().is_main)  # several processes: the main one speaks
+    procs = distributed.processes()
+    console = _console(quiet=not procs.is_main)  # several processes: the main one speaks
     try:
         cfg = _run_config(args)  # validated before any model loads
     except ConfigError as exc:
@@ -119,8 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
     else:  # every process of a job must name the same folder: the main process's clock decides
-        out = Path(distributed.processes().broadcast(str(Path("runs") / f"{cfg.preset}-"
-                                                         f"{time.strftime('%Y%m%d-%H%M%S')}")))
+        out = Path(procs.broadcast(str(Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}")))
     from .loop import run
     from .runlog import RunDirError
 
@@ -144,8 +144,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                           f"{r.wall_s:.1f}")
     except (RunDirError, RuntimeError, FileNotFoundError) as exc:
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
-        if not distributed.processes().is_main:  # the main process's console speaks for the run; this error is ours
-            print(f"process {distributed.processes().rank}: error: {exc}", file=sys.stderr)
+        if not procs.is_main:  # the main process's console speaks for the run; this error is ours
+            print(f"process {procs.rank}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         console.print(table)

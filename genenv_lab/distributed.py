@@ -148,10 +148,6 @@ class Processes:
             p.grad = flat[offset: offset + g.numel()].view_as(g).clone()
             offset += g.numel()
 
-    def barrier(self) -> None:
-        if self._state is not None:
-            self._state.wait_for_everyone()
-
     def main_first(self):
         """A context in which each node's first process goes first (building a cached model the node's other
         processes then load)."""
@@ -202,7 +198,7 @@ _PROCESSES: Processes | None = None
 def processes() -> Processes:
     """The job's :class:`Processes` (created on first use; the process group lives until :meth:`Processes.close`)."""
     global _PROCESSES
-    if _PROCESSES is None or (_PROCESSES._state is None and _PROCESSES.world_size != launched_world_size()):
+    if _PROCESSES is None:
         _PROCESSES = Processes()
     return _PROCESSES
 
