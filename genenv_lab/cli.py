@@ -181,8 +181,29 @@ def run_summary(out: Path, cfg) -> list[str]:
     if key:
         base = (read_baseline(out) or {}).get(key)
         lines.append(f"held-out {key[5:]}: {_f(base)} (untrained agent) → {_f(lx[key])} (epoch {last['epoch']})")
+    consumed = consumption_line(lx)
+    if consumed:
+        lines.append(consumed)
     lines.append(_verdict(records, c.alpha, c.k_min))
     return lines
+
+
+def consumption_line(extra: dict) -> str:
+    """What the agent's training consumed by the last record (its ``cumulative/*``), or "" for a run written
+    before those keys.
+
+    >>> consumption_line({"cumulative/agent_rollouts": 640, "cumulative/agent_tokens": None,
+    ...                   "cumulative/distinct_tasks": 40, "cumulative/distinct_questions": 38})
+    'consumed for training: 640 agent rollouts (tokens not counted), 40 distinct tasks (38 distinct questions)'
+    """
+    rollouts = extra.get("cumulative/agent_rollouts")
+    if rollouts is None:
+        return ""
+    tokens = extra.get("cumulative/agent_tokens")
+    tokens_text = "tokens not counted" if tokens is None else f"{tokens:,} completion tokens"
+    return (f"consumed for training: {rollouts:,} agent rollouts ({tokens_text}), "
+            f"{extra.get('cumulative/distinct_tasks', 0):,} distinct tasks "
+            f"({extra.get('cumulative/distinct_questions', 0):,} distinct questions)")
 
 
 def _verdict(records: list[dict], alpha: float, k_min: float) -> str:
@@ -245,7 +266,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import band_residence, bands_of, compare_grid, summarise, sweep_entries, variant_entries
+    from .compare import (band_residence, bands_of, compare_grid, rollouts_to_reach_table, summarise, sweep_entries,
+                          variant_entries)
 
     console = _console()
     if not _one_process(console, args.command):
@@ -278,8 +300,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     last = table[table["epoch"] == table["epoch"].max()] if len(table) else table
     console.print(summarise(last).to_string(index=False))
     console.print(band_residence(table, bands=bands_of(entries)).to_string(index=False))
+    for row in rollouts_to_reach_table(table).itertuples():
+        console.print(f"{row.label}: {row.verdict}")
     console.print(f"report: {out / 'report.html'}  table: {out / 'comparison.csv'}  "
-                  f"summary: {out / 'summary.csv'}  band residence: {out / 'band_residence.csv'}")
+                  f"summary: {out / 'summary.csv'}  band residence: {out / 'band_residence.csv'}  "
+                  f"rollouts to reach: {out / 'rollouts_to_reach.csv'}")
     return 0
 
 
@@ -360,7 +385,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="task domain (default: the preset's: times for cpu-demo and cpu-smollm2, else arith)")
     p.add_argument("--epochs", type=int, help="number of epochs")
     p.add_argument("--seed", type=int, help="random seed")
-    p.add_argument("--variant", choices=VARIANTS, help="genenv (default) or a baseline")
+    p.add_argument("--variant", choices=VARIANTS,
+                   help="genenv (default) or a baseline of docs/method.md (Baselines): random_env, static, "
+                        "filter_only, offline_teacher, online_filter (static's fixed set screened online for "
+                        "0 < p̂ < 1, as DAPO's dynamic sampling; --loop.screen_factor caps the screening)")
     p.add_argument("--out", help="run directory (default runs/<preset>-<time>)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last complete epoch")
     p.add_argument("--eval-every", type=int, help="evaluate the agent on --eval-benchmark every N epochs")
@@ -411,7 +439,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", help="run GenEnv and baselines over seeds and write a side-by-side report")
     c.add_argument("--presets", nargs="+", default=["tiny"], choices=sorted(PRESETS))
-    c.add_argument("--variants", nargs="+", default=["genenv", "random_env", "static"], choices=VARIANTS)
+    c.add_argument("--variants", nargs="+", default=["genenv", "random_env", "static"], choices=VARIANTS,
+                   help="genenv and the baselines to run (default: genenv random_env static; docs/method.md, "
+                        "Baselines); the report reads each baseline's final held-out score against the agent "
+                        "rollouts genenv needs to reach it")
     c.add_argument("--teacher", help="teacher model of the offline_teacher variant (hub id or directory)")
     c.add_argument("--teacher-multipliers", nargs="+", type=float, default=[1.8, 3.3],
                    help="offline_teacher data sizes relative to GenEnv's (default 1.8 3.3)")

@@ -6,20 +6,24 @@ held-out evaluation every epoch and the counterfactual reference set switched on
 directories back into one table (one row per label, seed, epoch); ``summarise`` gives mean and spread over seeds;
 ``report_figure`` draws the comparison; ``write_report`` saves ``comparison.csv``, ``comparison.parquet``,
 ``summary.csv``, ``band_residence.csv`` (per label and seed: first epoch with p̂ on generated tasks inside the
-label's own band [α−k_min, α+k_min], whether it stayed, epochs in band) and ``report.html`` (a self-contained
-plotly page the lab also shows).
+label's own band [α−k_min, α+k_min], whether it stayed, epochs in band), ``rollouts_to_reach.csv`` (per baseline:
+the agent rollouts GenEnv needs to reach its final held-out score, :func:`rollouts_to_reach_table`) and
+``report.html`` (a self-contained plotly page the lab also shows).
 
 Columns of the comparison table: ``label, variant, seed, epoch`` (0: the untrained agent, held-out score and
-``tasks_consumed`` = 0 only), ``heldout`` (``eval/domain``, or the first ``eval/<benchmark>`` score),
-``p_hat_mean``, ``in_band_frac``, ``p_hat_reference`` (the same epoch's agent on the untrained simulator's tasks),
-``valid_frac``, ``agent_reward_mean``, ``tasks_consumed`` (distinct non-seed tasks the agent has trained on so far),
-``wall_s``.
+``tasks_consumed`` = ``agent_rollouts`` = ``agent_tokens`` = 0 only), ``heldout`` (``eval/domain``, or the first
+``eval/<benchmark>`` score), ``p_hat_mean``, ``in_band_frac``, ``p_hat_reference`` (the same epoch's agent on the
+untrained simulator's tasks), ``valid_frac``, ``agent_reward_mean``, ``tasks_consumed`` (distinct non-seed tasks
+the agent has trained on so far), ``agent_rollouts`` and ``agent_tokens`` (agent completions sampled for training
+so far, screening included, and their completion tokens: the records' ``cumulative/*``; a run written before those
+keys counts its attempts rows as rollouts and has no tokens), ``wall_s``.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -29,11 +33,16 @@ from plotly.subplots import make_subplots
 
 from . import curriculum as cur
 from .config import RunConfig, for_domain, preset
+from .efficiency import Point, reach_text, rollouts_to_reach
 
 COLUMNS = ("label", "variant", "seed", "epoch", "heldout", "p_hat_mean", "in_band_frac", "p_hat_reference",
-           "valid_frac", "agent_reward_mean", "tasks_consumed", "wall_s")
-METRICS = ("heldout", "p_hat_mean", "p_hat_reference", "in_band_frac", "tasks_consumed", "valid_frac")
+           "valid_frac", "agent_reward_mean", "tasks_consumed", "agent_rollouts", "agent_tokens", "wall_s")
+METRICS = ("heldout", "p_hat_mean", "p_hat_reference", "in_band_frac", "tasks_consumed", "agent_rollouts",
+           "agent_tokens", "valid_frac")
 RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_epoch", "stayed", "epochs_in_band")
+REACH_COLUMNS = ("label", "reference", "target_heldout", "baseline_epoch", "baseline_rollouts", "reached_at_epoch",
+                 "reference_rollouts", "ratio", "verdict")
+REFERENCE_VARIANT = "genenv"
 
 
 def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: int | None = None,
@@ -156,8 +165,9 @@ def collect(out: str | Path) -> pd.DataFrame:
     rows = []
     for entry, seed in itertools.product(manifest["entries"], manifest["seeds"]):
         run_dir = run_dir_for(out, entry["label"], seed)
+        attempts = read_table(run_dir, "attempts")
         rows += table_rows(entry["label"], entry["config"]["loop"]["variant"], seed, read_epochs(run_dir),
-                           _tasks_consumed(read_table(run_dir, "attempts")), read_baseline(run_dir))
+                           _tasks_consumed(attempts), read_baseline(run_dir), _attempt_rollouts(attempts))
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype({m: float for m in METRICS})
 
 
@@ -171,21 +181,25 @@ def heldout_of(scores: Mapping) -> float | None:
 
 
 def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], consumed: Mapping[int, int],
-               baseline: Mapping | None = None) -> list[dict]:
+               baseline: Mapping | None = None, rollouts: Mapping[int, int] | None = None) -> list[dict]:
     """Rows of the comparison table for one run: epoch 0 from ``baseline`` (held-out score only, no training yet)
-    when it has a score, then one row per epoch record."""
+    when it has a score, then one row per epoch record. Agent rollouts and tokens come from the records'
+    ``cumulative/*``; ``rollouts`` (cumulative attempts rows per epoch, :func:`_attempt_rollouts`) stands in for a
+    record written before those keys."""
     rows = []
     start = heldout_of(baseline or {})
     if start is not None:
         rows.append({"label": label, "variant": variant, "seed": seed, "epoch": 0, "heldout": start,
-                     "tasks_consumed": 0})
+                     "tasks_consumed": 0, "agent_rollouts": 0, "agent_tokens": 0})
     for r in records:
         extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
+        done = extra.get("cumulative/agent_rollouts", (rollouts or {}).get(r["epoch"]))
         rows.append({"label": label, "variant": variant, "seed": seed, "epoch": r["epoch"],
                      "heldout": heldout_of(extra), "p_hat_mean": r.get("p_hat_mean"),
                      "in_band_frac": r.get("in_band_frac"), "p_hat_reference": extra.get("p_hat_reference"),
                      "valid_frac": r.get("valid_frac"), "agent_reward_mean": r.get("agent_reward_mean"),
-                     "tasks_consumed": consumed.get(r["epoch"], 0), "wall_s": r.get("wall_s")})
+                     "tasks_consumed": consumed.get(r["epoch"], 0), "agent_rollouts": done,
+                     "agent_tokens": extra.get("cumulative/agent_tokens"), "wall_s": r.get("wall_s")})
     return rows
 
 
@@ -199,6 +213,15 @@ def _tasks_consumed(attempts: pd.DataFrame) -> dict[int, int]:
         seen |= set(trained.loc[trained["epoch"] == epoch, "task_id"])
         out[int(epoch)] = len(seen)
     return out
+
+
+def _attempt_rollouts(attempts: pd.DataFrame) -> dict[int, int]:
+    """Cumulative number of attempts rows (GRPO completions) per epoch: the agent rollouts of a run whose records
+    predate ``cumulative/agent_rollouts`` (no variant screened then, so every training rollout is a row)."""
+    if attempts.empty:
+        return {}
+    per_epoch = attempts.groupby("epoch").size().sort_index().cumsum()
+    return {int(e): int(n) for e, n in per_epoch.items()}
 
 
 def summarise(table: pd.DataFrame) -> pd.DataFrame:
@@ -218,35 +241,88 @@ REPORT_PANELS = (  # (y metric, x column, title, row, col)
     ("p_hat_mean", "epoch", "p̂ on the simulator's tasks (band shaded)", 2, 1),
     ("p_hat_reference", "epoch", "p̂ on the untrained simulator's tasks (counterfactual)", 2, 2),
     ("valid_frac", "epoch", "valid fraction of the generations", 2, 3),
+    ("heldout", "agent_rollouts", "held-out score per agent rollouts (screening included)", 3, 1),
+    ("heldout", "agent_tokens", "held-out score per agent completion tokens", 3, 2),
 )
+X_TITLES = {"epoch": "epoch", "tasks_consumed": "training tasks consumed",
+            "agent_rollouts": "cumulative agent rollouts", "agent_tokens": "cumulative agent completion tokens"}
+REACH_TITLE = "rollouts genenv needs to reach each baseline's final held-out score<br>(ratio: baseline's ÷ genenv's)"
+REACH_CELL = (3, 3)
+"""Row and column of the figure's table of :func:`rollouts_to_reach_table`."""
 
 
 def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1) -> go.Figure:
-    """Six panels, mean ± std over seeds per label: held-out score and training tasks consumed per epoch (epoch 0:
-    the untrained agent), held-out score against tasks consumed (data efficiency), p̂ on the simulator's tasks and
-    on the untrained simulator's tasks with the α band shaded, and the valid fraction of the generations."""
+    """Eight panels, mean ± std over seeds per label (error bars on both axes where the x axis is a count, which
+    differs between seeds): held-out score and training tasks consumed per epoch (epoch 0: the untrained agent),
+    held-out score against tasks consumed (data efficiency), p̂ on the simulator's tasks and on the untrained
+    simulator's tasks with the α band shaded, the valid fraction of the generations, held-out score against
+    cumulative agent rollouts and against completion tokens (compute); and a table: for each baseline, the agent
+    rollouts genenv needs to reach its final held-out score, as a ratio (:func:`rollouts_to_reach_table`)."""
     summary = summarise(table)
-    fig = make_subplots(rows=2, cols=3, subplot_titles=[title for *_, title, _, _ in REPORT_PANELS],
-                        horizontal_spacing=0.07, vertical_spacing=0.16)
+    specs = [[{}, {}, {}], [{}, {}, {}], [{}, {}, {"type": "table"}]]
+    fig = make_subplots(rows=3, cols=3, specs=specs, horizontal_spacing=0.07, vertical_spacing=0.1,
+                        subplot_titles=[title for *_, title, _, _ in REPORT_PANELS] + [REACH_TITLE])
     palette = ["#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880"]
     for i, label in enumerate(summary["label"].unique() if len(summary) else []):
         part = summary[summary["label"] == label]
         color = palette[i % len(palette)]
         for k, (metric, x, _, row, col) in enumerate(REPORT_PANELS):
             shown = part[part[f"{metric}_mean"].notna()]
+            if x != "epoch":
+                shown = shown[shown[f"{x}_mean"].notna()]
             error = {"type": "data", "array": shown[f"{metric}_std"].fillna(0.0), "visible": True}
+            error_x = None if x == "epoch" else {"type": "data", "array": shown[f"{x}_std"].fillna(0.0),
+                                                 "visible": True, "thickness": 1}
             fig.add_scatter(x=shown[x if x == "epoch" else f"{x}_mean"], y=shown[f"{metric}_mean"], error_y=error,
-                            mode="lines+markers", name=label, legendgroup=label, showlegend=(k == 0),
-                            line={"color": color}, row=row, col=col)
+                            error_x=error_x, mode="lines+markers", name=label, legendgroup=label,
+                            showlegend=(k == 0), line={"color": color}, row=row, col=col)
     for col in (1, 2):
         fig.add_hrect(y0=alpha - k_min, y1=alpha + k_min, fillcolor="green", opacity=0.1, line_width=0,
                       row=2, col=col)
     for metric, x, _, row, col in REPORT_PANELS:
-        fig.update_xaxes(title_text="epoch" if x == "epoch" else "training tasks consumed", row=row, col=col)
+        fig.update_xaxes(title_text=X_TITLES[x], row=row, col=col)
         if metric != "tasks_consumed":  # rates and scores: the whole [0, 1], so a flat line reads as flat
             fig.update_yaxes(range=[-0.03, 1.03], row=row, col=col)
-    fig.update_layout(template="plotly_white", height=760, title="GenEnv and baselines (mean ± std over seeds)")
+    reach = rollouts_to_reach_table(table)
+    cells = ([list(reach["label"]), [f"{r:.2f}" if math.isfinite(r) else ("∞" if r > 0 else "not reached")
+                                     for r in reach["ratio"]], list(reach["verdict"])]
+             if len(reach) else [["—"], ["—"], [f"no {REFERENCE_VARIANT} arm with a baseline beside it yet"]])
+    fig.add_trace(go.Table(columnwidth=[1.2, 0.6, 3.2],
+                           header={"values": ["baseline", "ratio", "how it was read"],
+                                   "align": "left", "font": {"size": 11}},
+                           cells={"values": cells, "align": "left", "font": {"size": 10}, "height": 22}),
+                  row=REACH_CELL[0], col=REACH_CELL[1])
+    fig.update_layout(template="plotly_white", height=1080, title="GenEnv and baselines (mean ± std over seeds)")
     return fig
+
+
+def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT) -> pd.DataFrame:
+    """For each baseline label, the agent rollouts the reference arm (the same preset's ``genenv`` label, the part
+    of a label before its first ``:`` naming the preset) needs to reach the baseline's final held-out score, from
+    the means over seeds per epoch (:func:`genenv_lab.efficiency.rollouts_to_reach`): ``ratio`` is the baseline's
+    rollouts at its final epoch ÷ the reference's at its first epoch whose mean held-out score reaches it (above 1:
+    genenv needed fewer; NaN: not reached; inf: the untrained agent's epoch 0 already scores it). Labels without a
+    reference beside them (a sweep) give no row."""
+    if table.empty or "agent_rollouts" not in table:
+        return pd.DataFrame(columns=list(REACH_COLUMNS))
+    summary = summarise(table)
+    variants = table.drop_duplicates("label").set_index("label")["variant"].to_dict()
+    curves = {label: [Point(int(r.epoch), float(r.agent_rollouts_mean), float(r.heldout_mean))
+                      for r in part.itertuples()]
+              for label, part in summary.groupby("label", sort=False)}
+    rows = []
+    for label, variant in variants.items():
+        reference = f"{str(label).split(':', 1)[0]}:{reference_variant}"
+        if variant == reference_variant or reference not in curves or label not in curves:
+            continue
+        reach = rollouts_to_reach(curves[reference], curves[label])
+        if reach is None:
+            continue
+        rows.append({"label": label, "reference": reference, "target_heldout": reach.target,
+                     "baseline_epoch": reach.baseline_epoch, "baseline_rollouts": reach.baseline_rollouts,
+                     "reached_at_epoch": reach.epoch, "reference_rollouts": reach.rollouts, "ratio": reach.ratio,
+                     "verdict": reach_text(reach, reference_variant)})
+    return pd.DataFrame(rows, columns=list(REACH_COLUMNS))
 
 
 def write_report(table: pd.DataFrame, out: str | Path,
@@ -256,6 +332,7 @@ def write_report(table: pd.DataFrame, out: str | Path,
     table.to_parquet(out / "comparison.parquet", index=False)
     summarise(table).to_csv(out / "summary.csv", index=False)
     band_residence(table, bands=bands).to_csv(out / "band_residence.csv", index=False)
+    rollouts_to_reach_table(table).to_csv(out / "rollouts_to_reach.csv", index=False)
     # the band shaded is the runs' own (the first label's when presets differ, as the lab's Comparisons tab does)
     alpha, k_min = next(iter(bands.values())) if bands else (0.5, 0.1)
     report_figure(table, alpha=alpha, k_min=k_min).write_html(out / "report.html", include_plotlyjs=True,

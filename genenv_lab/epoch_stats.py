@@ -1,6 +1,7 @@
 """The statistics of one epoch: its :class:`~genenv_lab.types.EpochRecord` (one line of ``epochs.jsonl``, every
-key documented in docs/run_directory.md), the env update's ``rwr/*`` and the tasks' ``features/*`` means, and the
-per-phase timer. Pure: no model, no I/O."""
+key documented in docs/run_directory.md), the env update's ``rwr/*``, the tasks' ``features/*`` means, what the
+agent has consumed so far (``cumulative/*``), ``online_filter``'s screening (``screen/*``), and the per-phase
+timer. Pure: no model, no I/O."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Sequence
 from . import curriculum as cur
 from .config import RunConfig
 from .rewards import RewardLog
+from .screening import USED_UP, Screening
 from .types import EpochRecord, GeneratedTask, LoopState, Measured
 
 
@@ -30,7 +32,7 @@ class PhaseTimer:
 
 def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog, agent_update, env_update,
                  state: LoopState, timer: PhaseTimer, wall_s: float, reference_p_hats: Sequence[float],
-                 cfg: RunConfig) -> EpochRecord:
+                 cfg: RunConfig, screening: Screening | None = None, screen_rollouts: int = 0) -> EpochRecord:
     valid = [t for t in tasks if t.valid]
     scored = list(measured.values())
     c = cfg.curriculum
@@ -44,6 +46,9 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
     extra.update({k: v for k, v in agent_update.metrics.items() if k.startswith("grpo/")})
     extra.update(rwr_metrics(env_update))
     extra.update(feature_means(valid))
+    extra.update(state.consumed.metrics())
+    if screening is not None:
+        extra.update(screen_metrics(screening, screen_rollouts))
     all_rewards = [r for g in rewards.groups() for r in g]
     reasons: dict[str, int] = {}
     for t in tasks:
@@ -79,6 +84,17 @@ def rwr_metrics(update) -> dict[str, float]:
                 "rwr/kl_capped": math.nan}
     return {"rwr/ran": 1.0, "rwr/loss": update.loss, "rwr/kl": update.kl, "rwr/steps": float(update.steps),
             "rwr/kl_capped": 1.0 if update.stopped_by_kl_cap else 0.0}
+
+
+def screen_metrics(screening: Screening, rollouts: int) -> dict:
+    """``screen/*``: how many candidates ``online_filter`` screened with how many agent ``rollouts``, how many it
+    kept (0 < p̂ < 1) and added as fill-up, how many it found at p̂ = 0 and at p̂ = 1, their mean screened p̂, and
+    the ids of the p̂ = 1 ones (``screen/used_up``: the run directory's record of the tasks that leave the pool)."""
+    return {"screen/screened": len(screening.screened), "screen/rollouts": rollouts,
+            "screen/kept": len(screening.kept), "screen/fill": len(screening.fill),
+            "screen/unsolved": len(screening.unsolved), "screen/solved": len(screening.used_up),
+            "screen/p_hat_mean": cur.mean_or_nan(s.p_hat for s in screening.screened),
+            USED_UP: list(screening.used_up)}
 
 
 def feature_means(valid: Sequence[GeneratedTask]) -> dict[str, float]:

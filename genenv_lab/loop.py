@@ -13,7 +13,11 @@ Deliberate choices (method.md where the paper is silent):
 - Baselines (method.md §7) change named steps only, never the agent optimiser or the per-epoch budget of fresh
   tasks (``RunConfig.budget``): ``random_env`` skips the env update; ``static`` and ``offline_teacher`` generate a
   fixed set in epoch 1 (with the untrained simulator, or a teacher model) and sample each epoch's fresh tasks from
-  it; ``filter_only`` reproduces the authors' release (:func:`.state.next_pool`).
+  it; ``filter_only`` reproduces the authors' release (:func:`.state.next_pool`); ``online_filter`` samples static's
+  fixed set and screens each candidate with G agent rollouts first, training only on informative ones
+  (:func:`screen_fresh`, :mod:`.screening`).
+- What the agent's training consumes (agent rollouts including screening, completion tokens, distinct tasks) is
+  counted cumulatively in the loop state and every record (:class:`.efficiency.Consumption`).
 - Counterfactual (``loop.reference_tasks``): tasks written once by the untrained simulator, on which every epoch's
   agent is measured, so that "the simulator calibrates difficulty" can be told apart from "the agent improves".
 
@@ -23,7 +27,7 @@ the backend splits the model work between them and the main process writes the r
 ``run()`` is a generator of :class:`EpochRecord` that the CLI, the notebooks and the app all drive. Around it:
 the pool across epochs and resume (:mod:`.state`), the rollouts' reward log (:mod:`.rewards`), the epoch's
 statistics (:mod:`.epoch_stats`), what each baseline changes (``config.VARIANT_TABLE``), the held-out evaluation
-(:mod:`.evaluation.model_eval`).
+(:mod:`.evaluation.model_eval`), the screening of ``online_filter`` (:mod:`.screening`).
 """
 
 from __future__ import annotations
@@ -46,13 +50,15 @@ from .backends.base import AgentPrompt, Backend, EnvExample
 from .backends.factory import check_engine, make_backend
 from .config import RunConfig
 from .domains import Domain, LineageStats, SeedTask, get_domain
+from .efficiency import Consumption
 from .epoch_stats import PhaseTimer, epoch_record
 from .evaluation.model_eval import check_eval_data, evaluate_epoch
 from .distributed import ADAPTER_HASHES, Processes, processes
 from .runlog import BASELINE, adapter_dir, open_run, read_state
 from .rewards import RewardLog
+from .screening import Screening, screen
 from .state import next_pool, restore_state
-from .types import EpochRecord, EpochResult, GeneratedTask, LoopState, Measured, PoolTask, TaskSpec
+from .types import Attempt, EpochRecord, EpochResult, GeneratedTask, LoopState, Measured, PoolTask, TaskSpec
 
 
 # ------------------------------------------------------------------------------------------------ Algorithm 1
@@ -74,8 +80,14 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
         _seed_torch(cfg.loop.seed * 1_000_003 + epoch)  # sampling differs per epoch and a resumed epoch replays it
         tasks = generate_tasks(state, generator or backend, domain, seeds, cfg, rng, epoch)
 
+    screening, screen_outs = None, []
+    if cfg.variant.screens:
+        on_phase("screening")
+        with timer("screen"):
+            fresh, screening, screen_outs = screen_fresh(tasks, state, backend, domain, cfg, rng)
+    else:
+        fresh = fresh_tasks(tasks, state, cfg, rng)
     on_phase("rollouts + agent update")
-    fresh = fresh_tasks(tasks, state, cfg, rng)
     batch = agent_batch(fresh, state, seeds, cfg, rng)
     rewards = RewardLog(domain, batch)
     agent_update = backend.grpo_step([AgentPrompt(t, domain.agent_messages(s)) for t, s, _ in batch], rewards)
@@ -83,6 +95,8 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
     timer.seconds["agent_update"] = agent_update.update_s
 
     measured = score_generations(tasks, fresh, rewards, cfg)
+    attempts = rewards.attempts(epoch, cfg.agent.success_threshold)
+    consumed = consume(state, backend, rewards, attempts, screen_outs)
 
     on_phase("env update")
     with timer("env_update"):
@@ -90,16 +104,17 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
         env_update = backend.rwr_step(env_examples) if env_examples else None
     env_version = state.env_version + (1 if env_update and env_update.steps > 0 else 0)
 
-    new_state = aggregate(state, tasks, measured, epoch, env_version, cfg, reference)
+    new_state = aggregate(state, tasks, measured, epoch, env_version, cfg, reference,
+                          used_up=screening.used_up if screening else (), consumed=consumed)
     if new_state.reference:
         on_phase("reference rollouts")
         with timer("reference"):
             reference_p_hats = measure_reference(backend, domain, new_state.reference, cfg)
     else:
         reference_p_hats = []
-    attempts = rewards.attempts(epoch, cfg.agent.success_threshold)
     record = epoch_record(epoch, tasks, measured, rewards, agent_update, env_update, new_state, timer,
-                          time.perf_counter() - start, reference_p_hats, cfg)
+                          time.perf_counter() - start, reference_p_hats, cfg, screening=screening,
+                          screen_rollouts=sum(len(group) for group in screen_outs))
     return new_state, EpochResult(record, tasks, attempts, reference)
 
 
@@ -109,7 +124,7 @@ def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: 
                    rng: random.Random, epoch: int) -> list[GeneratedTask]:
     """This epoch's generations: n variations of each chosen parent (genenv, random_env); one variation each of
     ``budget`` parents without statistics (filter_only); the whole fixed set in epoch 1 and nothing after
-    (static, offline_teacher)."""
+    (static, online_filter, offline_teacher)."""
     v = cfg.variant
     if v.fixed_set:
         if state.epoch > 0:
@@ -158,9 +173,37 @@ def fresh_tasks(tasks: list[GeneratedTask], state: LoopState, cfg: RunConfig,
     """The tasks whose p̂ this epoch measures: the new valid generations, or (fixed-set variants) ``budget`` tasks
     drawn from the fixed set."""
     if cfg.variant.fixed_set:
-        fixed = [(t.task_id, t.spec) for t in state.pool] + [(t.task_id, _spec(t)) for t in tasks if t.valid]
+        fixed = fixed_set(tasks, state)
         return [(tid, spec, "fixed") for tid, spec in rng.sample(fixed, min(cfg.budget, len(fixed)))]
     return [(t.task_id, _spec(t), "generated") for t in tasks if t.valid]
+
+
+def fixed_set(tasks: list[GeneratedTask], state: LoopState) -> list[tuple[str, TaskSpec]]:
+    """A fixed-set variant's tasks to draw from: the pool (the set written in epoch 1; ``online_filter``: less the
+    tasks it used up) and, in epoch 1, the set just written."""
+    return [(t.task_id, t.spec) for t in state.pool] + [(t.task_id, _spec(t)) for t in tasks if t.valid]
+
+
+def screen_fresh(tasks: list[GeneratedTask], state: LoopState, backend: Backend, domain: Domain, cfg: RunConfig,
+                 rng: random.Random) -> tuple[list[tuple[str, TaskSpec, str]], Screening, list[list[str]]]:
+    """``online_filter``'s fresh tasks: the fixed set in a random order, screened by G sampled agent rollouts per
+    candidate without an update (as :func:`measure_reference` measures), in rounds, until ``budget`` tasks at
+    0 < p̂ < 1 are found or ``loop.screen_factor × budget`` candidates are screened (:func:`.screening.screen`,
+    which also says how a short batch is topped up). Returns the batch's tasks, the screening and its completions
+    (they count as agent rollouts). The order comes from the epoch's random stream and the rollouts from its torch
+    seed, so a resumed epoch screens as the uninterrupted one did."""
+    fixed = fixed_set(tasks, state)
+    specs = dict(fixed)
+    order = [tid for tid, _ in rng.sample(fixed, len(fixed))]
+    outs: list[list[str]] = []
+
+    def measure(ids):
+        p_hats, completions = sample_p_hats(backend, domain, [specs[i] for i in ids], cfg)
+        outs.extend(completions)
+        return p_hats
+
+    screening = screen(order, measure, cfg.budget, cfg.budget * cfg.loop.screen_factor)
+    return [(tid, specs[tid], "fixed") for tid in screening.batch], screening, outs
 
 
 def choose_parents(state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig, rng: random.Random,
@@ -289,26 +332,56 @@ def env_update_batch(tasks: list[GeneratedTask], contexts: dict[str, list[dict[s
 
 
 def aggregate(state: LoopState, tasks: list[GeneratedTask], measured: dict[str, Measured], epoch: int,
-              env_version: int, cfg: RunConfig, reference: Sequence[GeneratedTask] = ()) -> LoopState:
+              env_version: int, cfg: RunConfig, reference: Sequence[GeneratedTask] = (), *,
+              used_up: Sequence[str] = (), consumed: Consumption | None = None) -> LoopState:
     """D_train ← D_train ∪ valid generated tasks (tasks, not frozen traces: GRPO re-rolls them).
 
     ``filter_only`` reproduces the authors' release: the epoch's tasks ranked by p̂ lose their easiest and hardest
     10 % by rank (``k = int(0.1·n)``, slicing ``[k:-k]``, so that fewer than 10 tasks leave nothing, as in the
-    release), and the pool keeps only the last epoch's tasks.
+    release), and the pool keeps only the last epoch's tasks. ``online_filter``'s ``used_up`` tasks leave it.
     """
     new = [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t), t.p_hat) for t in tasks if t.valid]
-    pool = next_pool(state.pool, [t for t in new if t.task_id in measured], new, cfg)
+    pool = next_pool(state.pool, [t for t in new if t.task_id in measured], new, cfg, used_up=used_up)
     ref = state.reference or [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t)) for t in reference if t.valid]
-    return LoopState(epoch=epoch, env_version=env_version, pool=pool, reference=ref)
+    return LoopState(epoch=epoch, env_version=env_version, pool=pool, reference=ref,
+                     consumed=state.consumed if consumed is None else consumed)
+
+
+def consume(state: LoopState, backend: Backend, rewards: RewardLog, attempts: Sequence[Attempt],
+            screen_outs: Sequence[Sequence[str]]) -> Consumption:
+    """The state's consumption plus this epoch's: every completion of the GRPO pass (the reward log holds every
+    process's) and of the screening, their tokens (:func:`completion_tokens`), and the non-seed tasks of the GRPO
+    batch with their prompts (the attempts table's rows, from which a resume rebuilds the same sets)."""
+    texts = [c for recs in rewards.records.values() for c, _ in recs] + [c for group in screen_outs for c in group]
+    return state.consumed.add(len(texts), completion_tokens(backend, texts),
+                              [(a.task_id, a.prompt) for a in attempts if a.source != "seed"])
+
+
+def completion_tokens(backend: Backend, texts: Sequence[str]) -> int | None:
+    """Tokens of the agent's completions ``texts`` as the backend's tokenizer counts them, or None when the backend
+    cannot count (it has no ``completion_tokens``): a count it cannot make honestly is left unknown."""
+    count = getattr(backend, "completion_tokens", None)
+    if count is None:
+        return None
+    return int(sum(count(list(texts)))) if texts else 0
+
+
+def sample_p_hats(backend: Backend, domain: Domain, specs: Sequence[TaskSpec],
+                  cfg: RunConfig) -> tuple[list[float], list[list[str]]]:
+    """p̂ of the current agent on each task, G sampled rollouts each and no update, with the completions: the
+    counterfactual's measurement and ``online_filter``'s screening."""
+    if not specs:
+        return [], []
+    a = cfg.agent
+    outs = backend.generate("agent", [domain.agent_messages(s) for s in specs], n=a.num_generations,
+                            max_new_tokens=a.max_completion_length, temperature=a.temperature)
+    return [cur.success_rate([domain.safe_score(s, o)[0] for o in group], a.success_threshold)
+            for s, group in zip(specs, outs)], outs
 
 
 def measure_reference(backend: Backend, domain: Domain, reference: Sequence[PoolTask], cfg: RunConfig) -> list[float]:
     """p̂ of the current agent on the counterfactual tasks: G sampled rollouts each, no update."""
-    a = cfg.agent
-    outs = backend.generate("agent", [domain.agent_messages(t.spec) for t in reference], n=a.num_generations,
-                            max_new_tokens=a.max_completion_length, temperature=a.temperature)
-    return [cur.success_rate([domain.safe_score(t.spec, o)[0] for o in group], a.success_threshold)
-            for t, group in zip(reference, outs)]
+    return sample_p_hats(backend, domain, [t.spec for t in reference], cfg)[0]
 
 
 def _seed_torch(seed: int) -> None:

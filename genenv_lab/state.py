@@ -1,28 +1,39 @@
 """D_train across epochs: how an epoch's tasks extend the pool (:func:`next_pool`, by the variant's rules) and
 how the loop state is rebuilt from a run directory on ``--resume`` (:func:`restore_state`, the same pool
-:func:`next_pool` built, replayed epoch by epoch)."""
+:func:`next_pool` built, replayed epoch by epoch, and the same :class:`~genenv_lab.efficiency.Consumption`)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Collection, Mapping
+
+import pandas as pd
 
 from . import curriculum as cur
 from .config import RunConfig
-from .runlog import read_table
+from .efficiency import KEYS, Consumption
+from .runlog import read_epochs, read_table
+from .screening import USED_UP
 from .types import LoopState, PoolTask, TaskSpec
 
-
-def next_pool(pool: list[PoolTask], measured: list[PoolTask], new: list[PoolTask], cfg: RunConfig) -> list[PoolTask]:
+def next_pool(pool: list[PoolTask], measured: list[PoolTask], new: list[PoolTask], cfg: RunConfig,
+              used_up: Collection[str] = ()) -> list[PoolTask]:
     """D_train after an epoch: the old pool and the new valid tasks, or (``rank_trim`` variants) the epoch's
-    measured tasks without the ends of their p̂ ranking (:func:`~genenv_lab.curriculum.trim_by_rank`)."""
+    measured tasks without the ends of their p̂ ranking (:func:`~genenv_lab.curriculum.trim_by_rank`); less the
+    tasks ``online_filter`` used up this epoch (``used_up``), so that no later epoch draws them again."""
     v = cfg.variant
     kept = cur.trim_by_rank(measured, lambda t: t.p_hat, v.rank_trim) if v.rank_trim else new
-    return kept if v.pool_keeps_last_epoch else pool + kept
+    out = kept if v.pool_keeps_last_epoch else pool + kept
+    if used_up:
+        gone = set(used_up)
+        out = [t for t in out if t.task_id not in gone]
+    return out
 
 
 def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConfig) -> LoopState:
-    """Rebuild the loop state from a run directory's committed epochs (the same pool :func:`aggregate` built)."""
+    """Rebuild the loop state from a run directory's committed epochs (the same pool :func:`aggregate` built, and
+    what the agent has consumed so far)."""
     def pool_tasks(frame) -> list[PoolTask]:
         out = []
         for row in frame[frame["valid"]].itertuples() if len(frame) else []:
@@ -32,9 +43,34 @@ def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConf
 
     tasks = read_table(run_dir, "tasks")
     tasks = tasks[tasks["epoch"] <= last_epoch] if len(tasks) else tasks
+    records = {r["epoch"]: r for r in read_epochs(run_dir) if r.get("epoch", 0) <= last_epoch}
     pool: list[PoolTask] = []
     for epoch in range(1, last_epoch + 1):  # replayed epoch by epoch, as aggregate() built it
         new = pool_tasks(tasks[tasks["epoch"] == epoch]) if len(tasks) else []
-        pool = next_pool(pool, [t for t in new if not math.isnan(t.p_hat)], new, cfg)
+        pool = next_pool(pool, [t for t in new if not math.isnan(t.p_hat)], new, cfg,
+                         used_up=_extra(records.get(epoch)).get(USED_UP) or ())
+    attempts = read_table(run_dir, "attempts")
+    attempts = attempts[attempts["epoch"] <= last_epoch] if len(attempts) else attempts
     return LoopState(epoch=last_epoch, env_version=env_version, pool=pool,
-                     reference=pool_tasks(read_table(run_dir, "reference_tasks")))
+                     reference=pool_tasks(read_table(run_dir, "reference_tasks")),
+                     consumed=restore_consumption(_extra(records.get(last_epoch)), attempts))
+
+
+def restore_consumption(last_extra: Mapping, attempts: pd.DataFrame) -> Consumption:
+    """What the agent had consumed after the last committed epoch: rollouts and tokens from that epoch's record
+    (``cumulative/*``), distinct tasks and questions from the attempts table (the GRPO batches' non-seed rows, as the
+    loop counts them). A run written before these keys existed had no screening, so its rollouts are its attempts
+    rows; its tokens were never counted (None)."""
+    rollouts_key, tokens_key = KEYS[0], KEYS[1]
+    trained = attempts[attempts["source"] != "seed"] if len(attempts) else attempts
+    pairs = list(zip(trained["task_id"], trained["prompt"])) if len(trained) else []
+    rollouts = last_extra.get(rollouts_key)
+    tokens = last_extra.get(tokens_key)
+    return Consumption(rollouts=int(rollouts) if rollouts is not None else len(attempts),
+                       tokens=None if tokens is None else int(tokens),
+                       task_ids=frozenset(t for t, _ in pairs), questions=frozenset(q for _, q in pairs))
+
+
+def _extra(record: Mapping | None) -> Mapping:
+    extra = (record or {}).get("extra")
+    return extra if isinstance(extra, dict) else {}

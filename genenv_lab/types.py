@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .efficiency import Consumption
+
 
 @dataclass(frozen=True)
 class TaskSpec:
@@ -141,9 +143,11 @@ class LoopState:
     epoch: int = 0
     env_version: int = 0
     pool: list[PoolTask] = field(default_factory=list)
-    """D_train: valid generated tasks of earlier epochs."""
+    """D_train: valid generated tasks of earlier epochs (``online_filter``: less the tasks it used up)."""
     reference: list[PoolTask] = field(default_factory=list)
     """Counterfactual tasks of the untrained simulator (``loop.reference_tasks``)."""
+    consumed: Consumption = field(default_factory=Consumption)
+    """What the agent's training has consumed so far (agent rollouts, tokens, distinct tasks): ``cumulative/*``."""
 
 
 @dataclass(frozen=True)

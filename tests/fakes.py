@@ -2,7 +2,8 @@
 
 Its simulator rewrites the seed's expression (adding operands as its version grows) and writes a malformed reply
 every fourth time; its agent solves a task when the task has fewer operands than its skill, half the rollouts at
-equal skill, none above; every GRPO step raises the skill, every RWR step with examples raises the version.
+equal skill, none above; every GRPO step raises the skill, every RWR step with examples raises the version. A token is a
+whitespace-separated word.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ class ScriptedBackend:
             reward_fn([p.task_id] * self.g, self._solve(p.messages, self.g))
         self.skill += 1
         return AgentUpdate(loss=0.0, steps=len(prompts))
+
+    def completion_tokens(self, texts):
+        """The scripted world's tokens: whitespace-separated words (a completion " 42" is one token)."""
+        return [len(t.split()) for t in texts]
 
     def rwr_step(self, examples):
         self.calls["rwr"] += 1

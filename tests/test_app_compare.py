@@ -61,15 +61,27 @@ def test_finished_comparison_reads_like_collect_and_draws(made):
     card, fig, summary, residence, runs = _everything(cmp)
     assert "cmp1 · ✔ finished" in card and "**4 runs**: 4 finished" in card and "`tiny:random_env`" in card
     assert "missing" not in card
-    # report_figure: 6 panels (held-out, tasks consumed, held-out per task, p̂ sim, p̂ untrained sim, valid) × 2
-    assert len(fig.data) == 6 * 2 and {t.name for t in fig.data} == set(LABELS)
-    efficiency = [t for t in fig.data if t.xaxis == "x3"]
+    # report_figure: 8 panels (held-out, tasks consumed, held-out per task, p̂ sim, p̂ untrained sim, valid,
+    # held-out per agent rollouts, held-out per completion tokens) × 2 labels, and the rollouts-to-reach table
+    scatters = [t for t in fig.data if isinstance(t, go.Scatter)]
+    tables = [t for t in fig.data if isinstance(t, go.Table)]
+    assert len(scatters) == 8 * 2 and {t.name for t in scatters} == set(LABELS) and len(tables) == 1
+    efficiency = [t for t in scatters if t.xaxis == "x3"]
     assert len(efficiency) == 2 and all(list(t.x)[0] == 0 for t in efficiency)  # untrained agent: no task yet
-    assert all(list(t.x) == [1, 2] for t in fig.data if t.xaxis == "x4")  # p̂: training epochs only
+    assert all(list(t.x) == [1, 2] for t in scatters if t.xaxis == "x4")  # p̂: training epochs only
+    per_rollout = {t.name: t for t in scatters if t.xaxis == "x7"}  # held-out against cumulative agent rollouts
+    means = cmp.table.groupby(["label", "epoch"])[["agent_rollouts", "heldout"]].mean()
+    for label in LABELS:
+        trace = per_rollout[label]
+        assert list(trace.x) == pytest.approx(list(means.loc[label, "agent_rollouts"]))  # epoch 0 (0 rollouts) on
+        assert list(trace.y) == pytest.approx(list(means.loc[label, "heldout"]))
+        assert list(trace.x)[0] == 0 and trace.error_x.array is not None and trace.error_y.array is not None
+    assert "tiny:random_env" in tables[0].cells.values[0] and len(tables[0].cells.values[0]) == 1  # one baseline
+    assert "rollouts genenv needs" in " ".join(a.text for a in fig.layout.annotations)
     assert "cmp1 · GenEnv and baselines" in fig.layout.title.text and "so far" not in fig.layout.title.text
     titles = [a.text for a in fig.layout.annotations]
     assert "held-out score" in titles and "p̂ on the untrained simulator's tasks (counterfactual)" in titles
-    assert all(t.error_y.array is not None for t in fig.data)  # ± std over seeds
+    assert all(t.error_y.array is not None for t in scatters)  # ± std over seeds
     assert list(summary["label"]) == list(LABELS) and set(summary["epoch"]) == {2} and set(summary["seeds"]) == {2}
     assert {"heldout_mean", "heldout_std", "p_hat_reference_mean", "tasks_consumed_mean"} <= set(summary.columns)
     last = cmp.table[cmp.table["epoch"] == 2].groupby("label")["heldout"].mean()
@@ -95,7 +107,7 @@ def test_half_finished_comparison_shows_what_exists_and_names_what_is_missing(ma
 
     card, fig, summary, residence, runs = _everything(cmp)
     assert "half · ● running" in card and "1 run(s) missing" in card and "`runs/tiny_random_env-s1`" in card
-    assert "3 of 4 runs so far" in fig.layout.title.text and len(fig.data) == 12
+    assert "3 of 4 runs so far" in fig.layout.title.text and len(fig.data) == 8 * 2 + 1
     assert summary.set_index("label")[["epoch", "seeds"]].to_dict("index") == {
         "tiny:genenv": {"epoch": 2, "seeds": 1}, "tiny:random_env": {"epoch": 2, "seeds": 1}}
     assert len(residence) == 3
@@ -147,7 +159,7 @@ def test_corrupt_comparisons_give_a_message_and_never_raise(made, tmp_path):
     assert any("2 seed(s)" in p for p in cmp.problems) and any("has no label" in p for p in cmp.problems)
     assert any(p.startswith("tiny_genenv-s0: ") and "not valid JSON" in p for p in cmp.problems)
     assert any(p.startswith("tiny_random_env-s0: ") and "attempts table is unreadable" in p for p in cmp.problems)
-    assert len(cmp.table) == 2 * 3 and len(fig.data) == 12  # both runs, epochs 0-2, still drawn
+    assert len(cmp.table) == 2 * 3 and len(fig.data) == 8 * 2 + 1  # both runs, epochs 0-2, still drawn
     assert set(cmp.table.loc[cmp.table["label"] == "tiny:random_env", "tasks_consumed"]) == {0.0}
 
     assert load_comparison(tmp_path / "gone").status == "missing"

@@ -80,6 +80,8 @@ def test_compare_cli_end_to_end_on_tiny(tmp_path):
     assert len(table) == 4 + 2 and table["heldout"].between(0, 1).all()
     assert sorted(table["epoch"].unique()) == [0, 1, 2]
     assert collect(out).shape[0] == 4 + 2  # the untrained agent's epoch 0 of each run too
+    trained = table[table["epoch"] > 0]  # the real backend counts its completions' tokens with the tokenizer
+    assert (trained["agent_tokens"] > 0).all() and (trained["agent_rollouts"] > 0).all()
 
 
 def test_missing_held_out_benchmark_data_fails_before_any_model_loads(tmp_path):
@@ -90,3 +92,60 @@ def test_missing_held_out_benchmark_data_fails_before_any_model_loads(tmp_path):
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "held-out data missing" in proc.stdout and "nowhere" in proc.stdout and "gorilla" in proc.stdout
     assert not out.exists()
+
+
+def test_online_filter_in_a_grid_counts_its_screening_and_the_report_reads_rollouts_to_reach(tmp_path):
+    from genenv_lab.cli import build_parser
+
+    args = build_parser().parse_args(["compare", "--variants", "genenv", "static", "online_filter", "--out", "x"])
+    assert args.variants == ["genenv", "static", "online_filter"]
+    entries = variant_entries(["tiny"], ["genenv", "static", "online_filter"], epochs=2, reference_tasks=3)
+    assert [cfg.loop.variant for _, cfg in entries] == ["genenv", "static", "online_filter"]
+    table = compare_grid(entries, 2, tmp_path, progress=False,
+                         backend_factory=lambda cfg: ScriptedBackend(num_generations=cfg.agent.num_generations))
+    assert table["agent_rollouts"].notna().all() and table["agent_tokens"].notna().all()
+    assert (table.loc[table["epoch"] == 0, ["agent_rollouts", "agent_tokens"]] == 0).all().all()
+    assert table.groupby(["label", "seed"])["agent_rollouts"].apply(lambda s: s.is_monotonic_increasing).all()
+    last = table[table["epoch"] == 2].groupby("label")["agent_rollouts"].mean()
+    # the same GRPO batch size per epoch; online_filter pays for its screening on top
+    assert last["tiny:online_filter"] > last["tiny:static"]
+    reach = pd.read_csv(tmp_path / "rollouts_to_reach.csv")
+    assert list(reach["label"]) == ["tiny:static", "tiny:online_filter"]
+    assert set(reach["reference"]) == {"tiny:genenv"}
+    mean = table.groupby(["label", "epoch"])[["agent_rollouts", "heldout"]].mean()
+    for row in reach.itertuples():  # the ratio as defined: baseline's final rollouts ÷ genenv's at first reach
+        assert row.target_heldout == pytest.approx(mean.loc[(row.label, 2), "heldout"])
+        assert row.baseline_rollouts == pytest.approx(mean.loc[(row.label, 2), "agent_rollouts"])
+        if row.verdict.startswith("not reached"):
+            assert pd.isna(row.ratio) and (mean.loc["tiny:genenv", "heldout"] < row.target_heldout - 1e-9).all()
+        else:
+            reached = mean.loc[("tiny:genenv", int(row.reached_at_epoch))]
+            assert reached["heldout"] >= row.target_heldout - 1e-9
+            assert row.ratio == pytest.approx(row.baseline_rollouts / reached["agent_rollouts"]) or (
+                reached["agent_rollouts"] == 0 and row.ratio == float("inf"))
+
+
+def test_rollouts_to_reach_table_hand_worked():
+    from genenv_lab.compare import REACH_COLUMNS, report_figure, rollouts_to_reach_table
+
+    rows = []
+    curves = {"p:genenv": [(0, 0.2), (100, 0.5), (200, 0.7)], "p:static": [(0, 0.2), (100, 0.3), (200, 0.5)],
+              "p:online_filter": [(0, 0.2), (300, 0.6), (600, 0.8)], "q:static": [(0, 0.1), (50, 0.2), (90, 0.3)]}
+    for label, points in curves.items():
+        for seed, jitter in ((0, -0.01), (1, 0.01)):  # two seeds around the mean
+            for epoch, (rollouts, score) in enumerate(points):
+                rows.append({"label": label, "variant": label.split(":")[1], "seed": seed, "epoch": epoch,
+                             "heldout": score + jitter, "agent_rollouts": rollouts, "tasks_consumed": epoch,
+                             "agent_tokens": rollouts * 2})
+    table = pd.DataFrame(rows)
+    for col in ("p_hat_mean", "p_hat_reference", "in_band_frac", "valid_frac"):
+        table[col] = float("nan")
+    reach = rollouts_to_reach_table(table).set_index("label")
+    assert list(reach.columns) == list(REACH_COLUMNS)[1:] and set(reach.index) == {"p:static", "p:online_filter"}
+    static = reach.loc["p:static"]  # genenv scores 0.5 at epoch 1 with 100 rollouts; static spent 200 on it
+    assert (static["reached_at_epoch"], static["reference_rollouts"], static["ratio"]) == (1, 100, 2.0)
+    online = reach.loc["p:online_filter"]  # 0.8: genenv never gets there
+    assert pd.isna(online["reached_at_epoch"]) and pd.isna(online["ratio"]) and "not reached" in online["verdict"]
+    fig = report_figure(table)  # q:static has no genenv beside it (another preset): no row
+    cells = [t for t in fig.data if t.type == "table"][0].cells.values
+    assert list(cells[0]) == ["p:static", "p:online_filter"] and list(cells[1]) == ["2.00", "not reached"]

@@ -331,3 +331,78 @@ def test_a_failed_run_says_failed_and_a_failed_resume_leaves_the_state_as_it_was
     with pytest.raises(RuntimeError, match="device lost"):
         list(run(cfg.replace(loop={"epochs": 2}), done, resume=True, backend=_Exploding(at=1), progress=False))
     assert (done / "state.json").read_bytes() == before and read_state(done)["status"] == "finished"
+
+
+# ------------------------------------------------------------------------------- what training consumed (cumulative/*)
+
+def _cumulative_from_attempts(attempts: pd.DataFrame) -> dict[int, tuple[int, int, int]]:
+    """Per epoch, from the attempts table alone: cumulative rows (GRPO rollouts), distinct non-seed task ids and
+    distinct non-seed prompts."""
+    out, rows, ids, prompts = {}, 0, set(), set()
+    for epoch, part in attempts.groupby("epoch"):
+        rows += len(part)
+        trained = part[part["source"] != "seed"]
+        ids |= set(trained["task_id"])
+        prompts |= set(trained["prompt"])
+        out[int(epoch)] = (rows, len(ids), len(prompts))
+    return out
+
+
+@pytest.mark.parametrize("variant", ["genenv", "static", "filter_only"])
+def test_records_count_training_rollouts_tokens_and_distinct_tasks(cfg, tmp_path, variant):
+    """cumulative/* counts the GRPO pass's completions and nothing the run only measures with: the counterfactual
+    reference rollouts and the held-out evaluation (both on here) are left out."""
+    from genenv_lab.compare import _tasks_consumed
+
+    cfg = cfg.replace(loop={"variant": variant, "epochs": 3, "reference_tasks": 5, "eval_every": 1,
+                            "eval_benchmark": "domain", "eval_limit": 4})
+    records = list(run(cfg, tmp_path / "r", backend=ScriptedBackend(num_generations=4), progress=False))
+    on_disk = read_epochs(tmp_path / "r")
+    attempts = read_table(tmp_path / "r", "attempts")
+    expected = _cumulative_from_attempts(attempts)
+    consumed = _tasks_consumed(attempts)
+    for rec, disk in zip(records, on_disk):
+        e = rec.extra
+        assert "p_hat_reference" in e and "eval/domain" in e  # measured, and not counted below
+        rows, ids, prompts = expected[rec.epoch]
+        assert e["cumulative/agent_rollouts"] == rows == rec.n_agent_prompts * 4 + (
+            on_disk[rec.epoch - 2]["extra"]["cumulative/agent_rollouts"] if rec.epoch > 1 else 0)
+        assert e["cumulative/agent_tokens"] == rows  # the scripted agent answers one word ("token") per completion
+        assert e["cumulative/distinct_tasks"] == ids == consumed[rec.epoch]  # the comparison's tasks_consumed
+        assert e["cumulative/distinct_questions"] == prompts <= ids
+        assert {k: disk["extra"][k] for k in e if k.startswith("cumulative/")} == {
+            k: v for k, v in e.items() if k.startswith("cumulative/")}
+        assert not any(k.startswith("screen/") for k in e)  # only online_filter screens
+
+
+class _NoTokenCount(ScriptedBackend):
+    completion_tokens = None  # a backend that cannot count tokens
+
+
+def test_tokens_a_backend_cannot_count_are_null_and_rollouts_survive_resume(cfg, tmp_path):
+    out = tmp_path / "r"
+    gen = run(cfg, out, backend=_NoTokenCount(num_generations=4), progress=False)
+    first = next(gen)
+    gen.close()
+    assert first.extra["cumulative/agent_tokens"] is None
+    assert read_epochs(out)[0]["extra"]["cumulative/agent_tokens"] is None  # null in epochs.jsonl
+    rest = list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=4), progress=False))
+    assert all(r.extra["cumulative/agent_tokens"] is None for r in rest)  # unknown once: unknown after
+    rows = _cumulative_from_attempts(read_table(out, "attempts"))
+    assert [r.extra["cumulative/agent_rollouts"] for r in rest] == [rows[2][0], rows[3][0]]
+    assert [r.extra["cumulative/distinct_tasks"] for r in rest] == [rows[2][1], rows[3][1]]
+
+
+def test_a_run_written_before_the_cumulative_keys_resumes_counting_from_its_attempts(cfg, tmp_path):
+    out = tmp_path / "r"
+    gen = run(cfg, out, backend=ScriptedBackend(num_generations=4), progress=False)
+    next(gen)
+    gen.close()
+    lines = [json.loads(line) for line in (out / "epochs.jsonl").read_text().splitlines()]
+    for rec in lines:  # as an older version wrote it
+        rec["extra"] = {k: v for k, v in rec["extra"].items() if not k.startswith("cumulative/")}
+    (out / "epochs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rest = list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=4), progress=False))
+    rows = _cumulative_from_attempts(read_table(out, "attempts"))
+    assert [r.extra["cumulative/agent_rollouts"] for r in rest] == [rows[2][0], rows[3][0]]
+    assert all(r.extra["cumulative/agent_tokens"] is None for r in rest)  # never counted for epoch 1

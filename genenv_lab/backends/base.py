@@ -94,6 +94,10 @@ class Backend(Protocol):
     def rwr_step(self, examples: Sequence[EnvExample]) -> EnvUpdate:
         """Weighted NLL of (context → target) on the ``env`` adapter, with a KL penalty and a KL cap."""
 
+    def completion_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Optional: tokens of each agent completion text under the agent's tokenizer (the run's compute
+        accounting, ``cumulative/agent_tokens``); a backend without it leaves the count unknown (null)."""
+
     def save_adapters(self, directory: Path) -> None: ...
 
     def load_adapters(self, directory: Path) -> None: ...

@@ -117,6 +117,15 @@ class HFBackend:
         limit = getattr(self.model.config, "max_position_embeddings", None) or self.cfg.model.max_seq_length
         return int(limit) - len(self.tokenizer(self.chat_prompt(messages), add_special_tokens=False)["input_ids"])
 
+    def completion_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each agent completion as the tokenizer encodes its text, without special tokens (the
+        end-of-sequence token a completion stopped on is not counted): the run's compute accounting
+        (``cumulative/agent_tokens``). TRL hands the reward function decoded text only, so the GRPO pass's
+        completions are counted the same way as the screening's."""
+        if not texts:
+            return []
+        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
     def tokens_outside(self, alphabet: str) -> list[int]:
         """The ids a generation restricted to ``alphabet`` must not sample (computed once per alphabet)."""
         if alphabet not in self._outside:

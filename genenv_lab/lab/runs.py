@@ -657,7 +657,7 @@ def _band_of(config: dict[str, Any]) -> tuple[float, float]:
 def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problems: list[str]) -> list[dict]:
     """The rows :func:`genenv_lab.compare.collect` makes for one run, read leniently: committed epochs only, a
     corrupt file becomes a sentence in ``problems``."""
-    from ..compare import _tasks_consumed, table_rows
+    from ..compare import _attempt_rollouts, _tasks_consumed, table_rows
 
     own: list[str] = []
     unsafe = unsafe_files(run_dir)
@@ -671,13 +671,13 @@ def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problem
         records = [r for r in records if r["epoch"] <= last]
     attempts = _read_frame(run_dir, "attempts", ATTEMPT_COLUMNS, own)
     try:
-        consumed = _tasks_consumed(attempts)
-    except Exception as exc:  # noqa: BLE001 - a table with odd values only loses this column
+        consumed, rollouts = _tasks_consumed(attempts), _attempt_rollouts(attempts)
+    except Exception as exc:  # noqa: BLE001 - a table with odd values only loses these columns
         own.append(f"tasks consumed unknown ({type(exc).__name__}: {exc}).")
-        consumed = {}
+        consumed, rollouts = {}, {}
     baseline = _lenient_baseline(run_dir, own)
     problems.extend(f"{run_dir.name}: {p}" for p in own)
-    return table_rows(label, variant, seed, records, consumed, baseline)
+    return table_rows(label, variant, seed, records, consumed, baseline, rollouts)
 
 
 def _lenient_baseline(run_dir: Path, problems: list[str]) -> dict[str, float]:

@@ -2,7 +2,7 @@
 
     python -m genenv_lab.lab.snapshots --compare runs/cmp-demo --run cpu-demo_genenv-s0 --out docs/figures
 
-writes ``<out>/<compare>-report.png`` (the report's six panels) and ``<out>/<run>-difficulty.png`` plus
+writes ``<out>/<compare>-report.png`` (the whole report) and ``<out>/<run>-difficulty.png`` plus
 ``<out>/<run>-curves.png`` (the lab's "Difficulty of generated tasks" and "Per-epoch curves" figures, taken from
 ``app.py`` serving a copy of the run in a temporary runs folder). Both are drawn by headless Chromium
 (:mod:`genenv_lab.lab.browser`), so the PNG is the page a browser shows, not a re-rendering; plotly's own PNG export

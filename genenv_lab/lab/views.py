@@ -10,7 +10,8 @@ target success rate, and the band |p̂ − α| ≤ k_min the filter that selects
 (``docs/run_directory.md``).
 
 Comparisons (``genenv-lab compare``) have their own views, :class:`~genenv_lab.lab.runs.ComparisonData` in: a
-card, the state of each expected run, :func:`genenv_lab.compare.report_figure`, the last epoch's summary and the
+card, the state of each expected run, :func:`genenv_lab.compare.report_figure` (with held-out score against
+cumulative agent rollouts and the rollouts genenv needs to reach each baseline), the last epoch's summary and the
 band residence, each drawing whatever runs exist so far.
 """
 
@@ -694,10 +695,12 @@ def _first_band(cmp: ComparisonData) -> tuple[float, float]:
     return next((cmp.bands[label] for label in cmp.labels if label in cmp.bands), default)
 
 
-def comparison_figure(cmp: ComparisonData, *, height: int = 720) -> go.Figure:
+def comparison_figure(cmp: ComparisonData, *, height: int = 1080) -> go.Figure:
     """:func:`genenv_lab.compare.report_figure` of the runs that exist so far (held-out score, training tasks
-    consumed, data efficiency, p̂ on the simulator's and on the untrained simulator's tasks, valid fraction;
-    mean ± std over seeds), or a figure that says why there is nothing to draw."""
+    consumed, data efficiency, p̂ on the simulator's and on the untrained simulator's tasks, valid fraction,
+    held-out score against cumulative agent rollouts and completion tokens; mean ± std over seeds; and the table
+    of the rollouts genenv needs to reach each baseline's final held-out score), or a figure that says why there is
+    nothing to draw."""
     from ..compare import REPORT_PANELS, report_figure
 
     if not len(cmp.table):

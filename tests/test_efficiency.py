@@ -1,0 +1,114 @@
+"""Data efficiency math (genenv_lab.efficiency): what training consumed, and the rollouts GenEnv needs to reach a
+baseline's final held-out score. Hand-worked examples and Hypothesis properties."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from genenv_lab.efficiency import KEYS, Consumption, Point, Reach, reach_text, rollouts_to_reach
+
+
+def test_consumption_adds_up_and_counts_distinct_tasks_and_questions():
+    c = Consumption().add(40, 120, [("a", "1+1"), ("b", "2+2")])
+    c = c.add(24, 60, [("a", "1+1"), ("c", "2+2"), ("d", "3+3")])
+    assert (c.rollouts, c.tokens, len(c.task_ids), len(c.questions)) == (64, 180, 4, 3)
+    assert c.metrics() == dict(zip(KEYS, (64, 180, 4, 3)))
+    unknown = c.add(8, None, [])
+    assert unknown.tokens is None and unknown.add(8, 5, []).tokens is None  # unknown once, unknown after
+    with pytest.raises(ValueError):
+        c.add(-1, 0, [])
+
+
+def _curve(values):
+    return [Point(e, r, s) for e, (r, s) in enumerate(values)]
+
+
+def test_reach_examples():
+    genenv = _curve([(0, 0.2), (100, 0.30), (200, 0.50), (300, 0.60)])
+    static = _curve([(0, 0.2), (120, 0.25), (240, 0.40), (360, 0.45)])
+    r = rollouts_to_reach(genenv, static)
+    assert (r.target, r.baseline_epoch, r.baseline_rollouts, r.epoch, r.rollouts) == (0.45, 3, 360, 2, 200)
+    assert r.ratio == pytest.approx(1.8) and r.reached
+    assert "1.80: genenv needs 200 rollouts to reach 0.450 (epoch 2)" in reach_text(r)
+    back = rollouts_to_reach(static, genenv)  # static never scores 0.60
+    assert not back.reached and math.isnan(back.ratio) and reach_text(back).startswith("not reached")
+    # a baseline no better than the untrained agent: reached at epoch 0, before any rollout
+    flat = rollouts_to_reach(genenv, _curve([(0, 0.2), (100, 0.2)]))
+    assert flat.epoch == 0 and flat.ratio == math.inf and "before training" in reach_text(flat)
+    # unknown points are skipped: the baseline's last usable epoch is its final one, NaN scores never reach
+    nan = float("nan")
+    gappy = rollouts_to_reach([Point(0, 0, nan), Point(1, 50, 0.5)], [Point(1, 80, 0.4), Point(2, nan, 0.9)])
+    assert (gappy.baseline_epoch, gappy.epoch, gappy.ratio) == (1, 1, pytest.approx(1.6))
+    assert rollouts_to_reach(genenv, [Point(1, nan, nan)]) is None and reach_text(None) == "no held-out score yet"
+
+
+scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+
+
+@st.composite
+def curves(draw, min_size=1):
+    """An arm's epochs 0..n: cumulative rollouts never decrease (0 at the untrained epoch 0), scores anywhere."""
+    n = draw(st.integers(min_value=min_size, max_value=10))
+    steps = draw(st.lists(st.integers(min_value=1, max_value=500), min_size=n - 1, max_size=n - 1))
+    rollouts = [0]
+    for s in steps:
+        rollouts.append(rollouts[-1] + s)
+    return [Point(e, float(r), draw(scores)) for e, r in enumerate(rollouts)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(curves(), curves())
+def test_reach_is_the_first_epoch_at_or_above_the_target(reference, baseline):
+    r = rollouts_to_reach(reference, baseline)
+    final = baseline[-1]
+    assert (r.target, r.baseline_rollouts, r.baseline_epoch) == (final.score, final.rollouts, final.epoch)
+    if r.reached:
+        hit = next(p for p in reference if p.epoch == r.epoch)
+        assert hit.score >= r.target - 1e-9 and hit.rollouts == r.rollouts
+        assert all(p.score < r.target - 1e-9 for p in reference if p.epoch < r.epoch)
+        assert r.ratio == (math.inf if r.rollouts == 0 else pytest.approx(final.rollouts / r.rollouts))
+    else:
+        assert max(p.score for p in reference) < r.target - 1e-9 and math.isnan(r.ratio)
+
+
+@settings(max_examples=200, deadline=None)
+@given(curves(min_size=2))
+def test_an_arm_against_itself_needs_no_more_than_it_spent(arm):
+    """An arm reaches its own final score at its final epoch at the latest: the ratio is ≥ 1 (rollouts never
+    decrease), exactly 1 when its final epoch is its first to reach it."""
+    assume(arm[-1].rollouts > 0)
+    r = rollouts_to_reach(arm, arm)
+    assert r.reached and r.epoch <= arm[-1].epoch and r.ratio >= 1.0
+    if all(p.score < arm[-1].score - 1e-9 for p in arm[:-1]):
+        assert r.ratio == 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(curves(), curves(), st.floats(min_value=0.1, max_value=10.0))
+def test_scaling_the_baselines_rollouts_scales_the_ratio(reference, baseline, k):
+    scaled = [Point(p.epoch, p.rollouts * k, p.score) for p in baseline]
+    r, rk = rollouts_to_reach(reference, baseline), rollouts_to_reach(reference, scaled)
+    assert rk.epoch == r.epoch
+    if r.reached and 0 < r.rollouts and r.ratio > 0:
+        assert rk.ratio == pytest.approx(k * r.ratio)
+
+
+@settings(max_examples=200, deadline=None)
+@given(curves(), scores, scores)
+def test_a_higher_target_is_reached_no_earlier(reference, a, b):
+    low, high = sorted((a, b))
+    r_low = rollouts_to_reach(reference, [Point(1, 100.0, low)])
+    r_high = rollouts_to_reach(reference, [Point(1, 100.0, high)])
+    if r_high.reached:
+        assert r_low.reached and r_low.epoch <= r_high.epoch and r_low.rollouts <= r_high.rollouts
+        assert r_low.ratio >= r_high.ratio
+
+
+def test_reach_ratio_definitions():
+    assert Reach(0.5, 3, 300.0, 1, 100.0).ratio == 3.0
+    assert Reach(0.5, 3, 300.0, 0, 0.0).ratio == math.inf
+    assert math.isnan(Reach(0.5, 3, 300.0, None, None).ratio)

@@ -1,0 +1,134 @@
+"""The ``online_filter`` baseline in the loop, with the scripted fake backend: static's fixed set, each epoch's
+candidates screened by G agent rollouts (no update), only informative tasks trained on (topped up to the budget),
+tasks screened at p̂ = 1 used up for good, the screening counted as agent rollouts; and --resume equal to an
+uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from genenv_lab.config import ConfigError
+from genenv_lab.loop import run
+from genenv_lab.runlog import read_epochs, read_table
+
+from fakes import ScriptedBackend
+
+G = 4
+
+
+class _Recording(ScriptedBackend):
+    """Records the prompts of every agent ``generate`` call (here: the screening's; no reference set, no eval)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.screened: list[list[str]] = []
+
+    def generate(self, adapter, prompts, **kw):
+        if adapter == "agent":
+            self.screened.append([m[-1]["content"] for m in prompts])
+        return super().generate(adapter, prompts, **kw)
+
+
+@pytest.fixture
+def cfg(tiny_cfg):
+    return tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": G},
+                            env={"static_variations": 4}, loop={"variant": "online_filter", "epochs": 5})
+
+
+def test_online_filter_trains_on_informative_tasks_and_uses_up_solved_ones(cfg, tmp_path):
+    backend = _Recording(num_generations=G)
+    records = list(run(cfg, tmp_path / "r", backend=backend, progress=False))
+    budget, cap = cfg.budget, cfg.budget * cfg.loop.screen_factor
+    tasks, attempts = read_table(tmp_path / "r", "tasks"), read_table(tmp_path / "r", "attempts")
+    fixed = tasks[tasks["valid"]]
+    # static's fixed set, written once by the untrained simulator; the simulator is never updated
+    assert records[0].n_generated == len(tasks) and [r.n_generated for r in records[1:]] == [0] * 4
+    assert backend.calls["generate"] == 1 and backend.calls["rwr"] == 0
+    assert all(r.env_version == 0 and r.n_env_steps == 0 for r in records)
+    gone: set[str] = set()
+    rollouts = 0
+    # every agent generation of this run is screening (no reference set, no held-out evaluation)
+    assert sum(len(call) for call in backend.screened) == sum(r.extra["screen/screened"] for r in records)
+    for rec in records:
+        e = rec.extra
+        n = e["screen/screened"]
+        assert n <= cap and e["screen/rollouts"] == n * G
+        assert e["screen/kept"] + e["screen/fill"] == e["n_fresh"] <= budget
+        assert e["screen/fill"] == 0 or e["screen/kept"] < budget  # fill-up only when short of informative tasks
+        assert e["screen/solved"] == len(e["screen/used_up"]) and e["screen/unsolved"] + e["screen/solved"] <= n
+        assert e["screen/fill"] <= e["screen/unsolved"] + e["screen/solved"]
+        ep = attempts[attempts["epoch"] == rec.epoch]
+        trained = list(dict.fromkeys(ep.loc[ep["source"].isin(["fixed", "replay"]), "task_id"]))
+        assert not gone & set(trained)  # a used-up task is never drawn again, fresh or replayed
+        assert not gone & set(e["screen/used_up"])  # nor screened again
+        fresh = list(dict.fromkeys(ep.loc[ep["source"] == "fixed", "task_id"]))
+        kept = fresh[:e["screen/kept"]]  # the batch is the kept tasks, then the fill-up
+        # the scripted agent's skill moves only in the GRPO step, so a kept task's GRPO p̂ is its screened p̂
+        p_hat = ep.groupby("task_id")["success"].mean()
+        assert all(0 < p_hat[t] < 1 for t in kept)
+        assert all(p_hat[t] in (0.0, 1.0) for t in fresh[e["screen/kept"]:])
+        gone |= set(e["screen/used_up"])
+        assert rec.pool_size == len(fixed) - len(gone)  # used-up tasks left the pool
+        rollouts += len(ep) + n * G
+        assert e["cumulative/agent_rollouts"] == rollouts  # GRPO rollouts and screening rollouts
+    assert gone, "the scripted agent improves every epoch: some tasks must have been used up"
+    # both paths ran: epochs that found the whole budget informative, and epochs topped up
+    assert any(r.extra["screen/kept"] == budget for r in records) and any(r.extra["screen/fill"] for r in records)
+
+
+def test_the_cap_bounds_the_screening(cfg, tmp_path):
+    """A hard fixed set (the scripted agent solves nothing): every epoch screens exactly the cap, finds nothing
+    informative, and trains on the budget of unsolved tasks topped up."""
+    cfg = cfg.replace(loop={"epochs": 2, "screen_factor": 2})
+    records = list(run(cfg, tmp_path / "r", backend=_Stuck(num_generations=G, skill=0), progress=False))
+    for rec in records:
+        assert rec.extra["screen/screened"] == 2 * cfg.budget and rec.extra["screen/kept"] == 0
+        assert rec.extra["screen/fill"] == rec.extra["n_fresh"] == cfg.budget
+        assert rec.extra["screen/unsolved"] == 2 * cfg.budget and rec.extra["screen/used_up"] == []
+    with pytest.raises(ConfigError, match="screen_factor"):
+        cfg.replace(loop={"screen_factor": 0})
+
+
+class _Stuck(ScriptedBackend):
+    """An agent that never learns: its GRPO step leaves the skill where it was."""
+
+    def grpo_step(self, prompts, reward_fn):
+        out = super().grpo_step(prompts, reward_fn)
+        self.skill -= 1
+        return out
+
+
+def _content(out):
+    """Everything a run wrote that must not depend on being interrupted (timings aside)."""
+    records = []
+    for r in read_epochs(out):
+        records.append({k: v for k, v in r.items() if k not in ("wall_s", "phase_s")})
+    tasks = read_table(out, "tasks")
+    attempts = read_table(out, "attempts")
+    return (records,
+            json.loads(tasks.drop(columns=["features"]).to_json(orient="records")),
+            json.loads(attempts.to_json(orient="records")))
+
+
+@pytest.mark.parametrize("stop_after", [1, 2, 3])
+def test_an_interrupted_and_resumed_online_filter_run_equals_an_uninterrupted_one(cfg, tmp_path, stop_after):
+    """Stopped after an epoch, with the next epoch's commit torn (rows written, record half-written), then resumed
+    with a fresh backend: the pool less its used-up tasks, the screening and the cumulative counts are rebuilt from
+    the run directory, and every record, task and attempt equals an uninterrupted run's."""
+    list(run(cfg, tmp_path / "whole", backend=ScriptedBackend(num_generations=G), progress=False))
+    out = tmp_path / "resumed"
+    gen = run(cfg, out, backend=ScriptedBackend(num_generations=G), progress=False)
+    for _ in range(stop_after):
+        next(gen)
+    gen.close()
+    attempts = read_table(out, "attempts")
+    torn = attempts[attempts["epoch"] == stop_after].copy()
+    torn["epoch"] = stop_after + 1
+    torn.to_parquet(out / "attempts" / f"epoch_{stop_after + 1:03d}.parquet", index=False)
+    with open(out / "epochs.jsonl", "a") as fh:
+        fh.write('{"epoch": %d, "extra": {"screen/used_up": ["e001-s00-v00"' % (stop_after + 1))
+    rest = list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=G), progress=False))
+    assert [r.epoch for r in rest] == list(range(stop_after + 1, cfg.loop.epochs + 1))
+    assert _content(out) == _content(tmp_path / "whole")
