@@ -116,7 +116,7 @@ def test_world_model_builds_loads_and_writes_tasks(tmp_path):
     from genenv_lab.config import preset
     from genenv_lab.loop import make_backend
 
-    cfg = preset("cpu-demo").replace(model={"world_steps": 3, "world_env_steps": 2, "world_hidden_size": 32,
+    cfg = preset("cpu-times").replace(model={"world_steps": 3, "world_env_steps": 2, "world_hidden_size": 32,
                                             "world_layers": 1})
     backend = make_backend(cfg, D)
     outs = backend.generate("env", [D.env_messages(D.seed_tasks()[0].spec, LineageStats(), 0.5, 0.125)], n=2,
@@ -140,4 +140,4 @@ def test_world_model_needs_a_domain_with_a_world():
     from genenv_lab.config import ConfigError, for_domain, preset
 
     with pytest.raises(ConfigError, match="tiny-world"):
-        for_domain(preset("cpu-demo"), "arith")
+        for_domain(preset("cpu-times"), "arith")

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from .base import Domain, LineageStats, ParseResult, SeedTask, get_domain
 from .arith import ArithDomain
+from .count import CountDomain
 from .qa import QADomain, QAExactDomain
 from .times import TimesDomain
 from .tools import ToolsDomain
 
 DOMAINS: dict[str, type[Domain]] = {"arith": ArithDomain, "tools": ToolsDomain, "qa": QADomain,
-                                    "qa_em": QAExactDomain, "times": TimesDomain}
+                                    "qa_em": QAExactDomain, "times": TimesDomain,
+                                    "count": CountDomain}
 
 __all__ = ["DOMAINS", "Domain", "LineageStats", "ParseResult", "SeedTask", "get_domain", "ArithDomain",
-           "TimesDomain", "ToolsDomain", "QADomain", "QAExactDomain"]
+           "TimesDomain", "CountDomain", "ToolsDomain", "QADomain", "QAExactDomain"]

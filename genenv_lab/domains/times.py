@@ -40,7 +40,8 @@ from typing import Any
 
 from ..types import TaskSpec
 from .arith import extract_answer
-from .base import Domain, LineageStats, ParseResult, SeedTask
+from .base import Domain, ParseResult, SeedTask
+from .worlds import LevelWorld
 
 LOWEST, HIGHEST = 2, 15
 """The world's tables: both operands in [LOWEST, HIGHEST]."""
@@ -125,19 +126,21 @@ class TimesDomain(Domain):
         return 1.0 if got is not None and got.lstrip("-").isdigit() and int(got) == int(spec.answer) else 0.0
 
 
-class TimesWorld:
-    """The generated pre-training corpus of the ``times`` world (see the module docstring): both roles, one stream.
+class TimesWorld(LevelWorld):
+    """The generated pre-training corpus of the ``times`` world (see the module docstring): both roles, one stream;
+    the env role is :class:`~genenv_lab.domains.worlds.LevelWorld`'s.
 
     ``midpoint`` and ``spread`` shape ``mastery(level) = 1 / (1 + exp((level − midpoint) / spread))``.
     """
 
+    lowest, highest = LOWEST, HIGHEST
+
     def __init__(self, midpoint: float = 8.5, spread: float = 2.0, env_share: float = 0.25,
                  random_level_share: float = 0.0, similar_shifts: tuple[int, ...] = (-1, 0, 0, 1),
                  harder_shifts: tuple[int, ...] = (0, 1, 1, 2, 2, 3)):
+        super().__init__(env_share, random_level_share, similar_shifts, harder_shifts)
         self.domain = TimesDomain()
         self.midpoint, self.spread = midpoint, spread
-        self.env_share, self.random_level_share = env_share, random_level_share
-        self.similar_shifts, self.harder_shifts = tuple(similar_shifts), tuple(harder_shifts)
         self.train_pairs = [(a, b) for a in range(LOWEST, HIGHEST + 1) for b in range(LOWEST, HIGHEST + 1)
                             if (min(a, b), max(a, b)) not in heldout_pairs()]
         self.all_pairs = [(a, b) for a in range(LOWEST, HIGHEST + 1) for b in range(LOWEST, HIGHEST + 1)]
@@ -155,52 +158,23 @@ class TimesWorld:
         """The teacher's one systematic mistake: a place-value slip, one ``0`` too many."""
         return a * b * 10
 
-    def example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
-        """One (messages, reply) pair of either role; a final assistant message is the reply's prefilled start."""
-        return self.env_example(rng) if rng.random() < self.env_share else self.agent_example(rng)
-
     def agent_example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
         a, b = rng.choice(self.all_pairs)  # the agent has seen every fact, held-out ones included (noisily)
         value = a * b if rng.random() < self.mastery(level(a, b)) else self.slip(a, b)
         return self.domain.agent_messages(self.domain._parse(f"Task: {a} * {b}", False).spec), f" {value}"
 
-    def env_example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
+    def seed_text(self, rng: random.Random) -> tuple[str, int]:
         a, b = rng.choice(self.train_pairs)
-        seed = self.domain.parse(f"Task: {a} * {b}").spec
-        alpha = rng.choice((0.3, 0.4, 0.5, 0.5, 0.5, 0.6, 0.7))
-        k_min = rng.choice((0.1, 0.125, 0.15))
-        stats, anchor = LineageStats(), level(a, b)
-        if rng.random() < 0.8:
-            n = rng.randint(1, 4)
-            g = rng.choice((4, 5, 8))
-            p_hats = [rng.randint(0, g) / g for _ in range(n)]
-            levels = [rng.randint(LOWEST, HIGHEST) for _ in p_hats]
-            recent = tuple((self.domain.describe({"level": lv}), p) for lv, p in zip(levels, p_hats))[-3:]
-            stats = LineageStats(n_tasks=n, successes=int(round(sum(p_hats) * g)), rollouts=n * g,
-                                 recent_p_hats=tuple(p_hats), recent=recent)
-            anchor = levels[-1]
-        messages = self.domain.env_messages(seed, stats, alpha, k_min)
-        target = self.target_level(rng, anchor, stats.success_rate, alpha, k_min)
-        return messages, " " + self.task_at(rng, target)[len("Task: "):]
+        return f"Task: {a} * {b}", level(a, b)
 
     def target_level(self, rng: random.Random, anchor: int, rate: float | None, alpha: float, k_min: float) -> int:
-        """The level the teacher writes next: ``random_level_share`` of the time a uniformly random level, else
-        ``anchor`` (the newest recent task's level, the seed's when there is none) moved by one of the shifts of
-        the hint the context states (``similar_shifts`` inside the band or without statistics, ``harder_shifts``
-        above it, their negatives below it).
+        """The level the teacher writes next (:meth:`LevelWorld.target_level`): the anchor is the newest recent
+        task's level, the seed's when there is none.
 
         >>> TimesWorld(random_level_share=0.0, harder_shifts=(1,)).target_level(random.Random(0), 9, 0.9, 0.5, 0.1)
         10
         """
-        if rng.random() < self.random_level_share:
-            return rng.randint(LOWEST, HIGHEST)
-        if rate is None or abs(rate - alpha) <= k_min:
-            shift = rng.choice(self.similar_shifts)
-        elif rate > alpha:
-            shift = rng.choice(self.harder_shifts)
-        else:
-            shift = -rng.choice(self.harder_shifts)
-        return min(max(anchor + shift, LOWEST), HIGHEST)
+        return super().target_level(rng, anchor, rate, alpha, k_min)
 
     def task_at(self, rng: random.Random, lvl: int) -> str:
         """A training (non-held-out) task of level ``lvl``, the larger operand first (its level is then the first

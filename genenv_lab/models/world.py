@@ -1,6 +1,7 @@
 """A tiny model pre-trained once on a domain's *world*: the learnable base of the ``cpu-demo`` preset.
 
-A domain that defines a world (``times``: :class:`genenv_lab.domains.times.TimesWorld`) supplies a stream of
+A domain that defines a world (``count``: :class:`genenv_lab.domains.count.CountWorld`; ``times``:
+:class:`genenv_lab.domains.times.TimesWorld`) supplies a stream of
 (messages, reply) pairs in both roles, the agent's and the simulator's, in exactly the prompts the loop uses. This
 module trains a tiny Qwen2-architecture model (and its byte-level BPE tokenizer) on that stream, with the loss on the
 reply tokens only, in two phases: ``steps`` batches of the agent role alone (at this size, mixing in the simulator's
@@ -8,7 +9,8 @@ long prompts from the start kept the agent from learning its facts: agent loss 0
 1:3 with simulator batches, 0.14 after 400 alone), then ``env_steps`` rounds of one simulator batch and one agent
 batch at half the learning rate, so the agent role is rehearsed while the simulator role is learnt. It caches it under
 ``<cache>/world-<domain>-<hash>/``; the hash covers the domain, the seed, the size, the steps and the world's version,
-so a changed recipe builds a new model and a rerun reuses the old one.
+so a changed recipe builds a new model and a rerun reuses the old one; for worlds other than ``times`` (whose models
+predate this) it also covers the teacher's parameters (:meth:`~genenv_lab.domains.worlds.LevelWorld.recipe`).
 
 Written by hand because it is a plain next-token loop on generated data (a few dozen lines); transformers'
 ``Trainer`` would add a dataset, a collator and a scheduler for no gain at this size.
@@ -46,7 +48,9 @@ class WorldModelSpec:
     lr: float = 2e-3
 
     def cache_name(self) -> str:
-        digest = hashlib.sha256(json.dumps([asdict(self), WORLDS_VERSION]).encode()).hexdigest()[:12]
+        recipe = world_class(self.domain)().recipe()
+        key = [asdict(self), WORLDS_VERSION] + ([recipe] if self.domain != "times" else [])
+        digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
         return f"world-{self.domain}-{digest}"
 
 
@@ -61,9 +65,10 @@ def world_spec(cfg) -> WorldModelSpec | None:
 
 def world_class(domain_name: str):
     """The class of the domain's world (whose instances offer ``agent_example``/``env_example(rng)``)."""
+    from ..domains.count import CountWorld
     from ..domains.times import TimesWorld
 
-    worlds = {"times": TimesWorld}
+    worlds = {"times": TimesWorld, "count": CountWorld}
     if domain_name not in worlds:
         raise ValueError(f"model 'tiny-world' needs a domain with a world to pre-train on; {domain_name!r} has none "
                          f"(domains with one: {sorted(worlds)}). Use --domain times, or another model.")
@@ -86,7 +91,8 @@ def build_world_model(out_dir: str | Path, spec: WorldModelSpec, progress: bool 
     world = world_class(spec.domain)()
     rng = random.Random(spec.seed)
     torch.manual_seed(spec.seed)
-    tokenizer = build_tokenizer([_prompt_and_full(*world.example(rng))[1] for _ in range(2000)])
+    tokenizer = build_tokenizer([_prompt_and_full(*world.example(rng))[1] for _ in range(2000)],
+                                whole_numbers=getattr(world, "whole_numbers", False))
     model = new_model(tokenizer, hidden_size=spec.hidden_size, num_layers=spec.num_layers)
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
     model.train()

@@ -1,0 +1,95 @@
+"""The simulator's half of a pre-training *world*: a teacher that writes the next task from the real simulator prompt.
+
+A world (:mod:`genenv_lab.models.world`) is a generated corpus a tiny model is pre-trained on once, so that both
+roles start where a pretrained LLM starts on a skill it half knows. Its tasks have a *level* (a single difficulty
+knob the simulator moves). The env role is shared by every world and lives here: given the domain's real simulator
+prompt (seed task, lineage statistics, band, recent tasks with their p̂, the hint that follows from them), the
+teacher writes a variation whose level starts from an *anchor* and follows the hint loosely (``similar_shifts``
+inside the band or without statistics, ``harder_shifts`` above it, their negatives below it). The anchor is the
+newest recent task's level (``anchor="newest"``; the seed's when the lineage has none) or always the seed's
+(``anchor="seed"``: the simulator varies the task it is shown, and the statistics only choose the hint); a
+``random_level_share`` of the teacher's tasks are at a uniformly random level instead.
+
+A subclass says what a task of a level looks like (:meth:`LevelWorld.task_at`), how a seed is drawn
+(:meth:`LevelWorld.seed_text`), what the agent role writes (:meth:`LevelWorld.agent_example`) and its level range.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .base import Domain, LineageStats
+
+
+class LevelWorld:
+    """Both roles of a world's corpus, one stream; the env role (this class) reads the context as described above."""
+
+    domain: Domain
+    lowest: int
+    highest: int
+
+    ANCHORS = ("newest", "seed")
+
+    def __init__(self, env_share: float, random_level_share: float, similar_shifts: tuple[int, ...],
+                 harder_shifts: tuple[int, ...], anchor: str = "newest"):
+        if anchor not in self.ANCHORS:
+            raise ValueError(f"anchor must be one of {self.ANCHORS}, not {anchor!r}")
+        self.anchor = anchor
+        self.env_share, self.random_level_share = env_share, random_level_share
+        self.similar_shifts, self.harder_shifts = tuple(similar_shifts), tuple(harder_shifts)
+
+    def recipe(self) -> dict:
+        """The teacher's parameters (part of the world model's cache key, so a changed recipe builds a new model)."""
+        return {k: v for k, v in vars(self).items() if isinstance(v, (int, float, str, tuple))}
+
+    # ---------------------------------------------------------------- what a subclass defines
+    def agent_example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
+        raise NotImplementedError
+
+    def seed_text(self, rng: random.Random) -> tuple[str, int]:
+        """A (training, never held-out) seed task's text and level for an env-role example."""
+        raise NotImplementedError
+
+    def task_at(self, rng: random.Random, lvl: int) -> str:
+        """A training (non-held-out) task text of level ``lvl`` (``Task: ...``)."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- the shared env role
+    def example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
+        """One (messages, reply) pair of either role; a final assistant message is the reply's prefilled start."""
+        return self.env_example(rng) if rng.random() < self.env_share else self.agent_example(rng)
+
+    def env_example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
+        """The simulator prompt of a random seed with random lineage statistics (80 %) or none, and the teacher's
+        next task."""
+        text, anchor = self.seed_text(rng)
+        seed = self.domain.parse(text).spec
+        alpha = rng.choice((0.3, 0.4, 0.5, 0.5, 0.5, 0.6, 0.7))
+        k_min = rng.choice((0.1, 0.125, 0.15))
+        stats = LineageStats()
+        if rng.random() < 0.8:
+            n = rng.randint(1, 4)
+            g = rng.choice((4, 5, 8))
+            p_hats = [rng.randint(0, g) / g for _ in range(n)]
+            levels = [rng.randint(self.lowest, self.highest) for _ in p_hats]
+            recent = tuple((self.domain.describe({"level": lv}), p) for lv, p in zip(levels, p_hats))[-3:]
+            stats = LineageStats(n_tasks=n, successes=int(round(sum(p_hats) * g)), rollouts=n * g,
+                                 recent_p_hats=tuple(p_hats), recent=recent)
+            if self.anchor == "newest":
+                anchor = levels[-1]
+        messages = self.domain.env_messages(seed, stats, alpha, k_min)
+        target = self.target_level(rng, anchor, stats.success_rate, alpha, k_min)
+        return messages, " " + self.task_at(rng, target)[len("Task: "):]
+
+    def target_level(self, rng: random.Random, anchor: int, rate: float | None, alpha: float, k_min: float) -> int:
+        """The level the teacher writes next: ``random_level_share`` of the time a uniformly random level, else
+        ``anchor`` moved by one of the shifts of the hint the context states, clipped to the world's range."""
+        if rng.random() < self.random_level_share:
+            return rng.randint(self.lowest, self.highest)
+        if rate is None or abs(rate - alpha) <= k_min:
+            shift = rng.choice(self.similar_shifts)
+        elif rate > alpha:
+            shift = rng.choice(self.harder_shifts)
+        else:
+            shift = -rng.choice(self.harder_shifts)
+        return min(max(anchor + shift, self.lowest), self.highest)
