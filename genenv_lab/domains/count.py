@@ -156,10 +156,6 @@ class CountWorld(LevelWorld):
         self.domain = CountDomain()
         self.midpoint, self.spread, self.floor = midpoint, spread, floor
         self.train_tasks = [t for t in all_tasks() if t not in heldout_pairs()]
-        self.whole_numbers = True
-        """The world model's tokenizer keeps each number in one token (:func:`genenv_lab.models.tiny.build_tokenizer`):
-        split digit by digit, the 0.5 M-parameter simulator confused the numbers 10-19 when it copied a level
-        (asked for level 10 it wrote 17-19 a third of the time, and almost never 11 or 12)."""
 
     def mastery(self, n: int) -> float:
         """Probability that the teacher takes the step to ``n`` right.

@@ -45,21 +45,15 @@ def chatml(messages: Sequence[dict[str, str]], reply: str) -> str:
     return f"{text}<|im_start|>assistant\n{start}{reply}<|im_end|>\n"
 
 
-WHOLE_NUMBERS_SPLIT = QWEN2_SPLIT.replace(r"|\p{N}|", r"|[^\r\n\p{L}\p{N}]?\p{N}+|")
-"""Qwen2's pre-tokenizer with a number (and the space before it) kept in one piece instead of split digit by digit."""
-
-
-def build_tokenizer(corpus: Sequence[str], vocab_size: int = 512, whole_numbers: bool = False):
-    """Train a byte-level BPE tokenizer on ``corpus`` with Qwen2's normaliser and pre-tokenizer (``whole_numbers``:
-    :data:`WHOLE_NUMBERS_SPLIT`, so that a frequent number such as `` 13`` becomes one token)."""
+def build_tokenizer(corpus: Sequence[str], vocab_size: int = 512):
+    """Train a byte-level BPE tokenizer on ``corpus`` with Qwen2's normaliser and pre-tokenizer."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(WHOLE_NUMBERS_SPLIT if whole_numbers else QWEN2_SPLIT), behavior="isolated",
-                             invert=False),
+        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     tok.decoder = decoders.ByteLevel()

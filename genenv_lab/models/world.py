@@ -91,8 +91,7 @@ def build_world_model(out_dir: str | Path, spec: WorldModelSpec, progress: bool 
     world = world_class(spec.domain)()
     rng = random.Random(spec.seed)
     torch.manual_seed(spec.seed)
-    tokenizer = build_tokenizer([_prompt_and_full(*world.example(rng))[1] for _ in range(2000)],
-                                whole_numbers=getattr(world, "whole_numbers", False))
+    tokenizer = build_tokenizer([_prompt_and_full(*world.example(rng))[1] for _ in range(2000)])
     model = new_model(tokenizer, hidden_size=spec.hidden_size, num_layers=spec.num_layers)
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
     model.train()
