@@ -267,7 +267,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import (band_residence, bands_of, compare_grid, rollouts_to_reach_table, summarise, sweep_entries,
-                          variant_entries)
+                          variant_entries, verdict)
 
     console = _console()
     if not _one_process(console, args.command):
@@ -290,7 +290,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _interruptible()
     try:
-        table = compare_grid(entries, args.seeds, out)
+        seeds = list(range(args.first_seed, args.first_seed + args.seeds))  # --first-seed N: N .. N+seeds-1
+        table = compare_grid(entries, seeds, out)
     except BenchmarkDataMissing as exc:
         console.print(f"[red]held-out data missing:[/red] {exc}")
         return 2
@@ -305,6 +306,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console.print(f"report: {out / 'report.html'}  table: {out / 'comparison.csv'}  "
                   f"summary: {out / 'summary.csv'}  band residence: {out / 'band_residence.csv'}  "
                   f"rollouts to reach: {out / 'rollouts_to_reach.csv'}")
+    if args.command == "compare":  # a sweep has no baseline to judge against
+        console.print()
+        console.print(verdict(table), markup=False)
     return 0
 
 
@@ -382,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "'smollm2-135m'")
     p.add_argument("--engine", choices=["hf", "unsloth", "vllm"], help="override the engine")
     p.add_argument("--domain", choices=sorted(DOMAINS),
-                   help="task domain (default: the preset's: times for cpu-demo and cpu-smollm2, else arith)")
+                   help="task domain (default: the preset's: count for cpu-demo, times for cpu-times and "
+                        "cpu-smollm2, else arith)")
     p.add_argument("--epochs", type=int, help="number of epochs")
     p.add_argument("--seed", type=int, help="random seed")
     p.add_argument("--variant", choices=VARIANTS,
@@ -424,9 +429,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     def grid_options(q: argparse.ArgumentParser) -> None:
         q.add_argument("--seeds", type=_count(1), default=3, help="seeds per configuration (default 3)")
+        q.add_argument("--first-seed", type=_count(0), default=0, metavar="N",
+                       help="the first seed: the runs use seeds N .. N+seeds-1 (default 0). To report on seeds no "
+                            "choice was made on, start past the seeds any setting was tuned on (e.g. --first-seed 3 "
+                            "after looking at seeds 0-2)")
         q.add_argument("--epochs", type=_count(1), help="epochs per run (default: the preset's)")
         q.add_argument("--domain", choices=sorted(DOMAINS),
-                       help="task domain (default: the preset's: times for cpu-demo and cpu-smollm2, else arith)")
+                       help="task domain (default: the preset's: count for cpu-demo, times for cpu-times and "
+                            "cpu-smollm2, else arith)")
         q.add_argument("--reference-tasks", type=_count(0),
                        help="tasks of the untrained simulator measured every epoch (the counterfactual; default: "
                             "the preset's, else 8)")

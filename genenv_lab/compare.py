@@ -8,7 +8,9 @@ directories back into one table (one row per label, seed, epoch); ``summarise`` 
 ``summary.csv``, ``band_residence.csv`` (per label and seed: first epoch with p̂ on generated tasks inside the
 label's own band [α−k_min, α+k_min], whether it stayed, epochs in band), ``rollouts_to_reach.csv`` (per baseline:
 the agent rollouts GenEnv needs to reach its final held-out score, :func:`rollouts_to_reach_table`) and
-``report.html`` (a self-contained plotly page the lab also shows).
+``report.html`` (a self-contained plotly page the lab also shows); :func:`verdict` writes the paragraph that ends
+``genenv-lab compare``: genenv's final held-out score against each baseline's, the rollouts it needed to reach them,
+and whether the curriculum paid against the fixed set (``static``).
 
 Columns of the comparison table: ``label, variant, seed, epoch`` (0: the untrained agent, held-out score and
 ``tasks_consumed`` = ``agent_rollouts`` = ``agent_tokens`` = 0 only), ``heldout`` (``eval/domain``, or the first
@@ -24,6 +26,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -323,6 +326,146 @@ def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERE
                      "reached_at_epoch": reach.epoch, "reference_rollouts": reach.rollouts, "ratio": reach.ratio,
                      "verdict": reach_text(reach, reference_variant)})
     return pd.DataFrame(rows, columns=list(REACH_COLUMNS))
+
+
+FIXED_SET_VARIANT = "static"
+"""The baseline the verdict judges the curriculum against: the same tasks' fixed set, written once."""
+
+
+@dataclass(frozen=True)
+class FinalScore:
+    """An arm's held-out score at its final epoch with one (its last epoch with a mean over seeds)."""
+
+    epoch: int
+    mean: float
+    std: float
+    """Standard deviation over seeds (NaN with one seed)."""
+    seeds: int
+
+    def text(self) -> str:
+        return f"{self.mean:.3f}" if self.seeds < 2 else f"{self.mean:.3f} ± {self.std:.3f}"
+
+
+def final_scores(table: pd.DataFrame) -> dict[str, FinalScore]:
+    """Label → its held-out score at its last epoch with one, mean and std over the seeds that have it; labels
+    without a held-out score are left out."""
+    out: dict[str, FinalScore] = {}
+    summary = summarise(table)
+    if summary.empty:
+        return out
+    for label, part in summary.groupby("label", sort=False):
+        part = part[part["heldout_mean"].notna()]
+        if part.empty:
+            continue
+        last = part.loc[part["epoch"].idxmax()]
+        out[str(label)] = FinalScore(int(last["epoch"]), float(last["heldout_mean"]), float(last["heldout_std"]),
+                                     int(last["heldout_count"]))
+    return out
+
+
+def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
+            fixed_variant: str = FIXED_SET_VARIANT, tol: float = 1e-9) -> str:
+    """What a comparison found, in a paragraph per preset (pure: the numbers are the table's): the reference arm's
+    (genenv's) held-out score at its final epoch against each baseline's (mean ± std over seeds when there are
+    several) and the difference; the agent rollouts genenv needed to reach each baseline's final score, as the
+    ratio of :func:`rollouts_to_reach_table`; and whether the curriculum paid against the fixed set
+    (``static``): it paid when genenv's final mean is above static's (by more than ``tol``), it did not pay
+    otherwise. A win smaller than the spread over seeds, or measured on one seed, is said to be so.
+
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": 0, "epoch": e, "heldout": h, "agent_rollouts": r}
+    ...         for v, curve in {"genenv": [(0, 0.2), (100, 0.5), (200, 0.6)],
+    ...                          "static": [(0, 0.2), (100, 0.3), (200, 0.5)]}.items()
+    ...         for e, (r, h) in enumerate(curve)]
+    >>> print(verdict(pd.DataFrame(rows, columns=list(COLUMNS))))
+    p: held-out score at the final epoch (one seed, so no spread): genenv 0.600 (epoch 2); static 0.500
+    (epoch 2), genenv +0.100. Agent rollouts genenv needed to reach each baseline's final score (ratio: the
+    baseline's rollouts ÷ genenv's; above 1, genenv needed fewer): static 2.00 (genenv: 100 by epoch 1; static:
+    200 by epoch 2). Against the fixed set (static) the curriculum paid: genenv ends 0.100 above it, on one seed
+    (more seeds say whether it holds).
+    """
+    if table.empty:
+        return "No run has finished an epoch yet: no verdict."
+    scores = final_scores(table)
+    variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
+    reach = {row.label: row for row in rollouts_to_reach_table(table, reference_variant).itertuples()}
+    presets = list(dict.fromkeys(str(label).split(":", 1)[0] for label in variants))
+    paragraphs = [_preset_verdict(p, variants, scores, reach, reference_variant, fixed_variant, tol)
+                  for p in presets]
+    found = [text for text in paragraphs if text]
+    return "\n\n".join(found) if found else (
+        f"No {reference_variant} arm with a baseline beside it (a sweep, or {reference_variant} alone): no verdict.")
+
+
+def _arm(label: str) -> str:
+    return str(label).split(":", 1)[1] if ":" in str(label) else str(label)
+
+
+def _preset_verdict(preset_name: str, variants: Mapping[str, str], scores: Mapping[str, FinalScore],
+                    reach: Mapping, reference_variant: str, fixed_variant: str, tol: float) -> str:
+    ref_label = f"{preset_name}:{reference_variant}"
+    if ref_label not in variants:
+        return ""
+    baselines = [label for label in variants
+                 if str(label).split(":", 1)[0] == preset_name and label != ref_label]
+    if not baselines:
+        return ""
+    ref = scores.get(ref_label)
+    if ref is None:
+        return f"{preset_name}: {reference_variant} has no held-out score yet: no verdict."
+    counts = sorted({ref.seeds} | {scores[b].seeds for b in baselines if b in scores})
+    spread = ("one seed, so no spread" if counts == [1] else
+              f"mean ± std over {counts[0]} seeds" if len(counts) == 1 else
+              f"mean ± std over {counts[0]}–{counts[-1]} seeds")
+    parts = [f"{_arm(b)} {scores[b].text()} (epoch {scores[b].epoch}), {reference_variant} "
+             f"{ref.mean - scores[b].mean:+.3f}" for b in baselines if b in scores]
+    text = (f"{preset_name}: held-out score at the final epoch ({spread}): {reference_variant} {ref.text()} "
+            f"(epoch {ref.epoch})")
+    text += ("; " + "; ".join(parts) + ".") if parts else "; no baseline has a held-out score yet."
+    clauses = [_reach_clause(_arm(b), reach[b], reference_variant) for b in baselines if b in reach]
+    if clauses:
+        text += (f" Agent rollouts {reference_variant} needed to reach each baseline's final score (ratio: the "
+                 f"baseline's rollouts ÷ {reference_variant}'s; above 1, {reference_variant} needed fewer): "
+                 + "; ".join(clauses) + ".")
+    fixed = next((b for b in baselines if variants[b] == fixed_variant), None)
+    if fixed is None:
+        return text + (f" No {fixed_variant} arm beside it, so nothing is said about the fixed set: add "
+                       f"--variants {reference_variant} {fixed_variant} to judge the curriculum against it.")
+    if fixed not in scores:
+        return text + f" {fixed_variant} has no held-out score yet: nothing to say about the fixed set."
+    return text + " " + _paid(ref, scores[fixed], reach.get(fixed), reference_variant, _arm(fixed), tol)
+
+
+def _reach_clause(name: str, row, reference_variant: str) -> str:
+    ratio = float(row.ratio)
+    if math.isnan(ratio):
+        return f"{name} not reached ({reference_variant}'s mean never scores {row.target_heldout:.3f})"
+    if math.isinf(ratio):
+        return f"{name} reached before training (the untrained agent already scores {row.target_heldout:.3f})"
+    return (f"{name} {ratio:.2f} ({reference_variant}: {row.reference_rollouts:,.0f} by epoch "
+            f"{int(row.reached_at_epoch)}; {name}: {row.baseline_rollouts:,.0f} by epoch {int(row.baseline_epoch)})")
+
+
+def _paid(ref: FinalScore, fixed: FinalScore, reach_row, reference_variant: str, fixed_name: str,
+          tol: float) -> str:
+    diff = ref.mean - fixed.mean
+    head = f"Against the fixed set ({fixed_name}) the curriculum"
+    if ref.epoch != fixed.epoch:  # a comparison still running: say which epochs are compared
+        head = (f"Comparing {reference_variant}'s epoch {ref.epoch} with {fixed_name}'s epoch {fixed.epoch} (not the "
+                f"same length of training yet), against the fixed set the curriculum")
+    if diff > tol:
+        if min(ref.seeds, fixed.seeds) < 2:
+            caveat = ", on one seed (more seeds say whether it holds)"
+        else:
+            spread = max(ref.std, fixed.std)
+            caveat = (f", less than the spread over seeds (std up to {spread:.3f}): not a clear difference"
+                      if diff <= spread else "")
+        return f"{head} paid: {reference_variant} ends {diff:.3f} above it{caveat}."
+    where = "level with it" if diff >= -tol else f"{-diff:.3f} below it"
+    text = f"{head} did not pay: {reference_variant} ends {where}"
+    ratio = float(reach_row.ratio) if reach_row is not None else math.nan
+    if math.isfinite(ratio) and ratio > 1:
+        text += f", though it reached {fixed_name}'s final score with {ratio:.2f}× fewer agent rollouts"
+    return text + "."
 
 
 def write_report(table: pd.DataFrame, out: str | Path,

@@ -149,3 +149,56 @@ def test_rollouts_to_reach_table_hand_worked():
     fig = report_figure(table)  # q:static has no genenv beside it (another preset): no row
     cells = [t for t in fig.data if t.type == "table"][0].cells.values
     assert list(cells[0]) == ["p:static", "p:online_filter"] and list(cells[1]) == ["2.00", "not reached"]
+
+
+def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_path, monkeypatch, capsys):
+    import json
+
+    import genenv_lab.cli as cli
+    import genenv_lab.compare as compare
+
+    parse = cli.build_parser().parse_args
+    assert parse(["compare", "--out", "x"]).first_seed == 0 and parse(["sweep", "--out", "x"]).first_seed == 0
+    assert parse(["sweep", "--first-seed", "3", "--out", "x"]).first_seed == 3
+    real, asked = compare.compare_grid, []
+
+    def scripted_grid(entries, seeds, out, **kwargs):  # the CLI's grid on the scripted backend
+        asked.append(list(seeds))
+        return real(entries, seeds, out, progress=False,
+                    backend_factory=lambda cfg: ScriptedBackend(num_generations=cfg.agent.num_generations))
+
+    monkeypatch.setattr(compare, "compare_grid", scripted_grid)
+    monkeypatch.setattr(cli, "_interruptible", lambda: None)
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", "--presets", "tiny", "--variants", "genenv", "static", "--seeds", "2",
+                     "--first-seed", "5", "--epochs", "2", "--reference-tasks", "3", "--out", str(out)]) == 0
+    assert asked == [[5, 6]]
+    names = sorted(p.name for p in (out / "runs").iterdir())
+    assert names == ["tiny_genenv-s5", "tiny_genenv-s6", "tiny_static-s5", "tiny_static-s6"]
+    assert json.loads((out / "runs" / "tiny_static-s6" / "config.json").read_text())["loop"]["seed"] == 6
+    table = collect(out)
+    assert sorted(table["seed"].unique()) == [5, 6]
+    assert json.loads((out / "manifest.json").read_text())["seeds"] == [5, 6]
+    printed = capsys.readouterr().out
+    assert "rollouts to reach: " in printed  # the files, then the verdict closes the output (wrapped at 120)
+    closing = " ".join(printed[printed.rindex("tiny: held-out score at the final epoch"):].split())
+    assert printed.index("rollouts to reach: ") < printed.rindex("tiny: held-out score at the final epoch")
+    assert closing == " ".join(compare.verdict(table).split())
+    assert "mean ± std over 2 seeds" in closing and "Against the fixed set (static) the curriculum" in closing
+
+
+def test_demo_script_runs_a_comparison_the_cli_accepts():
+    """scripts/demo.sh (set-up, then minutes of CPU) is not run here; its command line is parsed as the CLI would."""
+    import shlex
+    from pathlib import Path
+
+    from genenv_lab.cli import build_parser
+
+    script = (Path(__file__).resolve().parent.parent / "scripts" / "demo.sh").read_text()
+    line = next(li for li in script.splitlines() if li.startswith("genenv-lab compare"))
+    argv = shlex.split(line)[1:]
+    assert argv[-1] == "$@"  # extra arguments pass through, after the defaults (so they win)
+    args = build_parser().parse_args(argv[:-1])
+    assert (args.presets, args.variants, args.seeds, args.out) == (["cpu-demo"], ["genenv", "static"], 1, "runs/demo")
+    assert "python app.py --runs $out/runs" in script and "--seeds 3" in script
+    assert all(v in script for v in ("online_filter", "random_env"))  # the full comparison it points to: 4 arms

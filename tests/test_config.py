@@ -101,6 +101,8 @@ def test_cli_set_reaches_any_field_and_is_validated():
     (["compare", "--presets", "tiny", "--epochs", "0", "--out", "x"], "--epochs: 0 is below 1"),
     (["compare", "--presets", "tiny", "--seeds", "0", "--out", "x"], "--seeds: 0 is below 1"),
     (["compare", "--presets", "tiny", "--seeds", "-1", "--out", "x"], "--seeds: -1 is below 1"),
+    (["compare", "--presets", "tiny", "--first-seed", "-1", "--out", "x"], "--first-seed: -1 is below 0"),
+    (["sweep", "--first-seed", "two", "--out", "x"], "--first-seed: 'two' is not an integer"),
     (["eval", "--benchmark", "bfcl", "--limit", "-1"], "--limit: -1 is below 1"),
     (["run", "--model", ""], "--model: an empty value names nothing"),
     (["eval", "--benchmark", "bfcl", "--model", " "], "--model: an empty value names nothing"),
