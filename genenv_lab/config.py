@@ -452,7 +452,7 @@ def _cpu_demo() -> RunConfig:
         model=ModelConfig(name_or_path="tiny-world", lora_r=8, lora_alpha=16, max_seq_length=256),
         env=EnvConfig(seeds_per_epoch=10, n_variations=4, max_new_tokens=10, temperature=0.6, lr=1e-3,
                       batch_size=16, max_steps=4, kl_coef=1.0, kl_cap=0.4),
-        agent=AgentConfig(num_generations=8, max_completion_length=32, temperature=1.0, lr=1e-3,
+        agent=AgentConfig(num_generations=8, max_completion_length=64, temperature=1.0, lr=1e-3,
                           prompts_per_step=8, replay_size=4, base_seeds=4),
         curriculum=CurriculumConfig(alpha=0.5, k_min=0.125),
         loop=LoopConfig(epochs=16, domain="count", reference_tasks=32, eval_every=1, eval_benchmark="domain",
