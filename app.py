@@ -210,7 +210,7 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
                     l_preset = gr.Dropdown(label="Preset", choices=list(launcher.LAUNCH_PRESETS),
                                            value=launcher.LAUNCH_PRESETS[0])
                     l_domain = gr.Dropdown(label="Domain", choices=launcher.domain_names(),
-                                           value=launcher.domain_names()[0])
+                                           value=launcher.preset_domain(launcher.LAUNCH_PRESETS[0]))
                     l_name = gr.Textbox(label="Run name (optional)", placeholder="<preset>-<domain>-<time>")
                     start_btn = gr.Button("Start", variant="primary")
                 with gr.Row():
@@ -391,6 +391,7 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
         start_btn.click(start, [l_preset, l_domain, l_name, started],
                         [started, launch_msg, started_df, stop_dd, run_dd, launch_log], api_visibility="private")
         stop_btn.click(stop, [stop_dd, started], [launch_msg, started_df, launch_log], api_visibility="private")
+        l_preset.change(launcher.preset_domain, l_preset, l_domain, **quiet)  # the chosen preset's own domain
         stop_dd.change(poll_started, [stop_dd, started], [started_df, launch_log], **quiet)
 
         # ---------------------------------------------------------------------------------- API endpoints

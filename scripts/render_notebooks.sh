@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Execute every notebook on a preset (default cpu-demo) and write HTML copies with their outputs to docs/notebooks/
-# (the .ipynb files stay without outputs). About 8 minutes on 2 quiet cores for cpu-demo; the world model is
-# prepared once and cached. Usage: bash scripts/render_notebooks.sh [PRESET]
+# Execute every notebook on a preset (default cpu-demo, the counting world; cpu-times for the times tables) and write
+# HTML copies with their outputs to docs/notebooks/ (the .ipynb files stay without outputs). On cpu-demo most of the
+# time goes to 06 and 07 (two 16-epoch runs each, about five minutes a notebook on a busy 2-core machine) and to 08
+# (eight 16-epoch runs: four arms × two seeds): allow half an hour or more. The world model is prepared once (a few
+# minutes) and cached.
+# Usage: bash scripts/render_notebooks.sh [PRESET]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-cpu-demo}"

@@ -112,6 +112,23 @@ def test_first_render_shows_the_chosen_or_newest_run(tmp_path):
     assert value is None and all(p is None for p in plots)
 
 
+def test_the_start_form_offers_the_chosen_presets_domain(tmp_path):
+    """The Domain dropdown starts at the default preset's domain and follows the Preset dropdown (cpu-demo: count)."""
+    import gradio as gr
+
+    from genenv_lab.lab import launcher
+
+    demo = load_app_module().build_app(tmp_path / "runs")
+    blocks = list(demo.blocks.values())
+    preset_dd = next(b for b in blocks if isinstance(b, gr.Dropdown) and b.label == "Preset")
+    domain_dd = next(b for b in blocks if isinstance(b, gr.Dropdown) and b.label == "Domain")
+    assert domain_dd.value == launcher.preset_domain(preset_dd.value)
+    fns = demo.fns.values() if isinstance(demo.fns, dict) else demo.fns
+    on_change = [f for f in fns if (preset_dd._id, "change") in f.targets]
+    assert len(on_change) == 1 and on_change[0].outputs == [domain_dd]
+    assert on_change[0].fn("cpu-demo") == "count" and on_change[0].fn("cpu-times") == "times"
+
+
 def test_empty_tables_show_their_column_names(tmp_path):
     import gradio as gr
 

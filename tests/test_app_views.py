@@ -375,6 +375,19 @@ def test_launcher_only_builds_preset_commands(tmp_path):
     assert not any(p.name != "taken" for p in tmp_path.iterdir())  # nothing was created or started
 
 
+def test_the_start_form_defaults_to_the_presets_own_domain(tmp_path):
+    from genenv_lab.config import preset
+
+    assert launcher.preset_domain("cpu-demo") == "count" and launcher.preset_domain("cpu-times") == "times"
+    for name in launcher.LAUNCH_PRESETS:  # every preset the lab can start runs on its own domain as it is
+        domain = launcher.preset_domain(name)
+        assert domain == preset(name).loop.domain and domain in launcher.domain_names()
+        assert launcher.build_command(name, domain, tmp_path / "x")[-4:] == ("--domain", domain, "--out",
+                                                                               str(tmp_path / "x"))
+    with pytest.raises(LabError, match="preset"):
+        launcher.preset_domain("a100")
+
+
 @pytest.mark.parametrize("parent_sigint", ["default", "ignored"])
 def test_start_and_stop_a_run_from_the_lab(tmp_path, parent_sigint):
     """Stop works even when the lab itself ignores SIGINT (a lab started in the background with ``&``): children

@@ -1,9 +1,9 @@
 """Start a preset run from the lab as a separate process, watch it, stop it.
 
-The browser chooses a preset (:data:`LAUNCH_PRESETS`, the CPU ones), a domain (``genenv_lab.domains.DOMAINS``)
-and optionally a run name, nothing else: the command is always
-``sys.executable -m genenv_lab.cli run --preset P --domain D --out <runs>/<name>``, built here as an argument list
-(no shell). The run directory is created here first, so the run shows in the lab at once and a taken name fails
+The browser chooses a preset (:data:`LAUNCH_PRESETS`, the CPU ones), a domain (``genenv_lab.domains.DOMAINS``; the
+form sets the chosen preset's own, :func:`preset_domain`) and optionally a run name, nothing else: the command is
+always ``sys.executable -m genenv_lab.cli run --preset P --domain D --out <runs>/<name>``, built here as an argument
+list (no shell). The run directory is created here first, so the run shows in the lab at once and a taken name fails
 (``mkdir`` is atomic) before any process starts.
 
 Stopping sends SIGINT first, so that the run takes its own Ctrl-C path and marks itself ``interrupted``; a run
@@ -39,6 +39,16 @@ def domain_names() -> list[str]:
     from ..domains import DOMAINS
 
     return sorted(DOMAINS)
+
+
+def preset_domain(preset: str) -> str:
+    """The domain ``preset`` trains on (``cpu-demo``: ``count``, ``cpu-times``: ``times``): the Start-a-run form's
+    domain when that preset is chosen."""
+    if preset not in LAUNCH_PRESETS:
+        raise LabError(f"preset {preset!r} cannot be started from the lab; choose one of {list(LAUNCH_PRESETS)}")
+    from ..config import preset as get_preset
+
+    return get_preset(preset).loop.domain
 
 
 @dataclass(eq=False)
@@ -86,7 +96,7 @@ def build_command(preset: str, domain: str, out: Path) -> tuple[str, ...]:
         raise LabError(f"unknown domain {domain!r}; choose one of {domain_names()}")
     from ..config import ConfigError, for_domain, preset as get_preset
 
-    try:  # e.g. cpu-demo's world model exists for the times domain only
+    try:  # e.g. the tiny-world model of cpu-demo and cpu-times exists for the count and times domains only
         for_domain(get_preset(preset), domain)
     except ConfigError as exc:
         raise LabError(str(exc)) from None
