@@ -35,7 +35,7 @@ from typing import Any
 
 from ..types import TaskSpec
 from .base import Domain, ParseResult, SeedTask
-from .worlds import LevelWorld
+from .worlds import LevelWorld, task_numbers
 
 MAX_START = 4
 """A count starts at 1..MAX_START."""
@@ -43,7 +43,6 @@ LOWEST, HIGHEST = 3, 24
 """The world's levels (end numbers)."""
 MIN_STEPS = 2
 
-_TASK = re.compile(r"^\s*task\s*[:：]\s*(.*?)\s*$", re.IGNORECASE)
 _COUNT = re.compile(r"^(\d{1,6})\s+to\s+(\d{1,6})\s*[.?!]?$", re.IGNORECASE)
 _NUMBER = re.compile(r"^\d{1,6}$")
 
@@ -90,13 +89,10 @@ class CountDomain(Domain):
 
     def _parse(self, text: str, decontaminate: bool) -> ParseResult:
         """Parse ``Task: a to b``; the sequence is computed here, never taken from the text."""
-        body = next((m.group(1) for m in map(_TASK.match, text.splitlines()) if m), None)
-        if body is None:
-            return ParseResult(reason="missing 'Task:' line")
-        m = _COUNT.match(body)
-        if not m:
-            return ParseResult(reason="not of the form 'a to b'")
-        a, b = int(m.group(1)), int(m.group(2))
+        numbers = task_numbers(text, _COUNT, "a to b")
+        if isinstance(numbers, str):
+            return ParseResult(reason=numbers)
+        a, b = numbers
         if not 1 <= a <= MAX_START:
             return ParseResult(reason=f"start outside 1-{MAX_START}")
         if not LOWEST <= b <= HIGHEST:

@@ -41,12 +41,11 @@ from typing import Any
 from ..types import TaskSpec
 from .arith import extract_answer
 from .base import Domain, ParseResult, SeedTask
-from .worlds import LevelWorld
+from .worlds import LevelWorld, task_numbers
 
 LOWEST, HIGHEST = 2, 15
 """The world's tables: both operands in [LOWEST, HIGHEST]."""
 
-_TASK = re.compile(r"^\s*task\s*[:：]\s*(.*?)\s*$", re.IGNORECASE)
 _PRODUCT = re.compile(r"^(-?\d{1,6})\s*[*x×]\s*(-?\d{1,6})\s*[.?!]?$")
 
 
@@ -86,13 +85,10 @@ class TimesDomain(Domain):
 
     def _parse(self, text: str, decontaminate: bool) -> ParseResult:
         """Parse ``Task: a * b``; the product is computed here, never taken from the text."""
-        body = next((m.group(1) for m in map(_TASK.match, text.splitlines()) if m), None)
-        if body is None:
-            return ParseResult(reason="missing 'Task:' line")
-        m = _PRODUCT.match(body)
-        if not m:
-            return ParseResult(reason="not of the form 'a * b'")
-        a, b = int(m.group(1)), int(m.group(2))
+        numbers = task_numbers(text, _PRODUCT, "a * b")
+        if isinstance(numbers, str):
+            return ParseResult(reason=numbers)
+        a, b = numbers
         if not (LOWEST <= a <= HIGHEST and LOWEST <= b <= HIGHEST):
             return ParseResult(reason=f"operand outside the tables {LOWEST}-{HIGHEST}")
         if decontaminate and (min(a, b), max(a, b)) in heldout_pairs():

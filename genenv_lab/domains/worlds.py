@@ -17,8 +17,30 @@ A subclass says what a task of a level looks like (:meth:`LevelWorld.task_at`), 
 from __future__ import annotations
 
 import random
+import re
 
 from .base import Domain, LineageStats
+
+_TASK = re.compile(r"^\s*task\s*[:：]\s*(.*?)\s*$", re.IGNORECASE)
+
+
+def task_numbers(text: str, pattern: re.Pattern, form: str) -> tuple[int, int] | str:
+    """The two numbers of a world's one-line task (the first ``Task:`` line's body matched by ``pattern``), or the
+    rejection reason (``form`` names the expected shape).
+
+    >>> product = re.compile(r"^(\\d+) \\* (\\d+)$")
+    >>> task_numbers("Task: 3 * 7", product, "a * b"), task_numbers("3 * 7", product, "a * b")
+    ((3, 7), "missing 'Task:' line")
+    >>> task_numbers("Task: 3 + 7", product, "a * b")
+    "not of the form 'a * b'"
+    """
+    body = next((m.group(1) for m in map(_TASK.match, text.splitlines()) if m), None)
+    if body is None:
+        return "missing 'Task:' line"
+    m = pattern.match(body)
+    if not m:
+        return f"not of the form '{form}'"
+    return int(m.group(1)), int(m.group(2))
 
 
 class LevelWorld:
