@@ -303,7 +303,8 @@ def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERE
     """For each baseline label, the agent rollouts the reference arm (the same preset's ``genenv`` label, the part
     of a label before its first ``:`` naming the preset) needs to reach the baseline's final held-out score, from
     the means over seeds per epoch (:func:`genenv_lab.efficiency.rollouts_to_reach`): ``ratio`` is the baseline's
-    rollouts at its final epoch ÷ the reference's at its first epoch whose mean held-out score reaches it (above 1:
+    rollouts at its first epoch at its final score ÷ the reference's at its first epoch whose mean held-out score
+    reaches it (above 1:
     genenv needed fewer; NaN: not reached; inf: the untrained agent's epoch 0 already scores it). Labels without a
     reference beside them (a sweep) give no row."""
     if table.empty or "agent_rollouts" not in table:

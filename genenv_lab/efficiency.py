@@ -76,6 +76,7 @@ class Reach:
     target: float
     """The baseline's held-out score at its final epoch."""
     baseline_epoch: int
+    """The baseline's first epoch whose held-out score reaches its final score (a plateau is not charged)."""
     baseline_rollouts: float
     """The baseline's cumulative agent rollouts at that epoch."""
     epoch: int | None
@@ -104,9 +105,11 @@ def _usable(points: Iterable[Point]) -> list[Point]:
 def rollouts_to_reach(reference: Sequence[Point], baseline: Sequence[Point], tol: float = 1e-9) -> Reach | None:
     """The agent rollouts ``reference`` needs to reach ``baseline``'s final held-out score.
 
-    Points whose score or rollouts are unknown (NaN) are left out; the baseline's final epoch is its last epoch
-    with both. The reference reaches the target at its first epoch whose score is ≥ target (``tol`` absorbs the
-    rounding of means over seeds). None when the baseline has no usable point.
+    Points whose score or rollouts are unknown (NaN) are left out; the target is the baseline's score at its last
+    epoch with both, and the baseline is charged its rollouts at its first epoch with a score ≥ target (a baseline
+    that plateaued early is not charged its plateau). The reference reaches the target at its first epoch whose
+    score is ≥ target (``tol`` absorbs the rounding of means over seeds). None when the baseline has no usable
+    point.
 
     >>> genenv = [Point(0, 0, 0.2), Point(1, 100, 0.3), Point(2, 200, 0.5), Point(3, 300, 0.6)]
     >>> static = [Point(0, 0, 0.2), Point(1, 100, 0.25), Point(2, 200, 0.4), Point(3, 300, 0.45)]
@@ -115,13 +118,20 @@ def rollouts_to_reach(reference: Sequence[Point], baseline: Sequence[Point], tol
     (2, 200, 1.5)
     >>> rollouts_to_reach(static, genenv).reached
     False
+    >>> plateau = [Point(0, 0, 0.2), Point(1, 100, 0.5), Point(2, 200, 0.5), Point(3, 300, 0.5)]
+    >>> r = rollouts_to_reach(genenv, plateau)
+    >>> r.baseline_epoch, r.baseline_rollouts, r.ratio
+    (1, 100, 0.5)
     """
     last = _usable(baseline)
     if not last:
         return None
-    final = last[-1]
-    hit = next((p for p in _usable(reference) if p.score >= final.score - tol), None)
-    return Reach(target=final.score, baseline_epoch=final.epoch, baseline_rollouts=final.rollouts,
+    target = last[-1].score
+    # the baseline is charged what it spent to first reach its final score, not its whole run: a baseline that
+    # plateaued early would otherwise make any arm look several times cheaper
+    first = next(p for p in last if p.score >= target - tol)
+    hit = next((p for p in _usable(reference) if p.score >= target - tol), None)
+    return Reach(target=target, baseline_epoch=first.epoch, baseline_rollouts=first.rollouts,
                  epoch=None if hit is None else hit.epoch, rollouts=None if hit is None else hit.rollouts)
 
 
@@ -130,7 +140,7 @@ def reach_text(reach: Reach | None, reference: str = "genenv") -> str:
     the reference needed fewer rollouts.
 
     >>> reach_text(Reach(0.45, 3, 300.0, 2, 200.0))
-    '1.50: genenv needs 200 rollouts to reach 0.450 (epoch 2); the baseline had spent 300 by its final epoch 3'
+    '1.50: genenv needs 200 rollouts to reach 0.450 (epoch 2); the baseline first reached it with 300 (epoch 3)'
     >>> reach_text(Reach(0.45, 3, 300.0, None, None))
     'not reached: genenv never scores 0.450 (baseline: 300 rollouts at epoch 3)'
     """
@@ -144,4 +154,4 @@ def reach_text(reach: Reach | None, reference: str = "genenv") -> str:
         return (f"reached before training: the untrained agent already scores {reach.target:.3f} "
                 f"(baseline: {base} rollouts at epoch {reach.baseline_epoch})")
     return (f"{reach.ratio:.2f}: {reference} needs {reach.rollouts:,.0f} rollouts to reach {reach.target:.3f} "
-            f"(epoch {reach.epoch}); the baseline had spent {base} by its final epoch {reach.baseline_epoch}")
+            f"(epoch {reach.epoch}); the baseline first reached it with {base} (epoch {reach.baseline_epoch})")
