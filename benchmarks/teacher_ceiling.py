@@ -1,6 +1,6 @@
 """The in-band fraction the ``times`` world's teacher allows, measured through the real loop without any model.
 
-    python benchmarks/teacher_ceiling.py                      # the world as cpu-demo pre-trains on it
+    python benchmarks/teacher_ceiling.py                      # the times world as cpu-times pre-trains on it
     python benchmarks/teacher_ceiling.py --random-share 0 --similar-shifts 0 --harder-shifts 1
     python benchmarks/teacher_ceiling.py --agent-rate 0.1     # an agent that learns more slowly
     python benchmarks/teacher_ceiling.py --oracle             # every task at the agent's current frontier
@@ -10,7 +10,7 @@ The simulator is the world's teacher itself (:meth:`genenv_lab.domains.times.Tim
 context the loop built: its hint, the newest recent task's level, the seed's level), that is, a *perfect* imitation
 of the corpus the world model is pre-trained on, and it is never updated (RWR is a no-op here). The agent is the
 world's logistic mastery curve, answering right with probability ``1 / (1 + exp((level − m) / spread))``, whose
-midpoint ``m`` rises by ``--agent-rate`` levels after every GRPO step (the real cpu-demo agent's tasks rose by about
+midpoint ``m`` rises by ``--agent-rate`` levels after every GRPO step (the real cpu-times (then cpu-demo) agent's tasks rose by about
 0.3–0.4 levels an epoch). Everything else is the real loop of ``--preset``: parents, pool, lineage statistics, G,
 band, p̂. So the figure printed is what the teacher's *design* permits, separate from how well a model learns it:
 ``benchmarks`` rather than tests, because it prints a measurement (docs/curriculum_cpu.md, "Fourth round").
@@ -101,7 +101,7 @@ def _ints(text: str) -> tuple[int, ...]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", default="cpu-demo")
+    ap.add_argument("--preset", default="cpu-times")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--agent-rate", type=float, default=0.25, help="levels the agent's midpoint rises per epoch")
     ap.add_argument("--random-share", type=float, default=None, help="teacher's random-level share (world default)")
