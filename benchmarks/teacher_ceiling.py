@@ -10,7 +10,7 @@ The simulator is the world's teacher itself (:meth:`genenv_lab.domains.times.Tim
 context the loop built: its hint, the newest recent task's level, the seed's level), that is, a *perfect* imitation
 of the corpus the world model is pre-trained on, and it is never updated (RWR is a no-op here). The agent is the
 world's logistic mastery curve, answering right with probability ``1 / (1 + exp((level − m) / spread))``, whose
-midpoint ``m`` rises by ``--agent-rate`` levels after every GRPO step (the real cpu-times (then cpu-demo) agent's tasks rose by about
+midpoint ``m`` rises by ``--agent-rate`` levels after every GRPO step (the real times agent's tasks rose by about
 0.3–0.4 levels an epoch). Everything else is the real loop of ``--preset``: parents, pool, lineage statistics, G,
 band, p̂. So the figure printed is what the teacher's *design* permits, separate from how well a model learns it:
 ``benchmarks`` rather than tests, because it prints a measurement (docs/curriculum_cpu.md, "Fourth round").
