@@ -9,8 +9,8 @@ long prompts from the start kept the agent from learning its facts: agent loss 0
 1:3 with simulator batches, 0.14 after 400 alone), then ``env_steps`` rounds of one simulator batch and one agent
 batch at half the learning rate, so the agent role is rehearsed while the simulator role is learnt. It caches it under
 ``<cache>/world-<domain>-<hash>/``; the hash covers the domain, the seed, the size, the steps and the world's version,
-so a changed recipe builds a new model and a rerun reuses the old one; for worlds other than ``times`` (whose models
-predate this) it also covers the teacher's parameters (:meth:`~genenv_lab.domains.worlds.LevelWorld.recipe`).
+so a changed recipe builds a new model and a rerun reuses the old one; it also covers the teacher's parameters where
+the world declares them (:meth:`~genenv_lab.domains.worlds.LevelWorld.recipe`).
 
 Written by hand because it is a plain next-token loop on generated data (a few dozen lines); transformers'
 ``Trainer`` would add a dataset, a collator and a scheduler for no gain at this size.
@@ -49,7 +49,7 @@ class WorldModelSpec:
 
     def cache_name(self) -> str:
         recipe = world_class(self.domain)().recipe()
-        key = [asdict(self), WORLDS_VERSION] + ([recipe] if self.domain != "times" else [])
+        key = [asdict(self), WORLDS_VERSION] + ([recipe] if recipe else [])
         digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
         return f"world-{self.domain}-{digest}"
 
