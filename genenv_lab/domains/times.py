@@ -142,8 +142,8 @@ class TimesWorld(LevelWorld):
         self.all_pairs = [(a, b) for a in range(LOWEST, HIGHEST + 1) for b in range(LOWEST, HIGHEST + 1)]
 
     def recipe(self) -> dict:
-        """Nothing added to the cache key: the times models were cached before recipes were, and their corpus changes only
-        with ``WORLDS_VERSION`` (so the models users already built stay valid)."""
+        """Nothing added to the cache key: the times models were cached before recipes were, and their corpus
+        changes only with ``WORLDS_VERSION`` (so the models users already built stay valid)."""
         return {}
 
     def mastery(self, lvl: int) -> float:
