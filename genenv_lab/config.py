@@ -109,6 +109,11 @@ class ModelConfig:
     """Longest prompt + completion, in tokens."""
     gpu_memory_utilization: float = 0.5
     """Share of GPU memory vLLM may take (GPU engines only)."""
+    shared_prefix: bool = True
+    """``hf`` engine: encode each distinct prompt once, in generation (a prompt's n samples share its cache) and in
+    the GRPO update's log-prob forwards (a task's G completions run against one encoding of its prompt); same
+    numbers as the full rows, faster (docs/prefix_sharing.md). False: every row encodes its prompt (TRL's path).
+    ``epochs.jsonl`` records the path taken as ``extra.agent/prefix_path``."""
     separate_adapters: bool = True
     """True: two LoRA adapters (``agent``, ``env``). False: one shared adapter plays both roles (an ablation, and
     the single-adapter reference of the memory benchmark)."""
@@ -136,6 +141,7 @@ class ModelConfig:
         _in_range(w, "lora_r", self.lora_r, 1, 1024, integer=True)
         _in_range(w, "lora_alpha", self.lora_alpha, 1, 4096, integer=True)
         _in_range(w, "lora_dropout", self.lora_dropout, 0.0, 0.9)
+        _require(isinstance(self.shared_prefix, bool), w, "shared_prefix", self.shared_prefix, "true or false")
         _require(len(self.target_modules) > 0, w, "target_modules", self.target_modules, "at least one module name")
         _in_range(w, "max_seq_length", self.max_seq_length, 64, 131072, integer=True)
         _in_range(w, "gpu_memory_utilization", self.gpu_memory_utilization, 0.05, 0.95)

@@ -43,7 +43,7 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
         extra["in_band_frac_reference"] = cur.mean_or_nan(1.0 if cur.in_band(p, c.alpha, c.k_min) else 0.0
                                                           for p in reference_p_hats)
         extra["p_hat_gap_reference"] = cur.mean_or_nan(abs(p - c.alpha) for p in reference_p_hats)
-    extra.update({k: v for k, v in agent_update.metrics.items() if k.startswith("grpo/")})
+    extra.update({k: v for k, v in agent_update.metrics.items() if k.startswith(("grpo/", "agent/"))})
     extra.update(rwr_metrics(env_update))
     extra.update(feature_means(valid))
     extra.update(state.consumed.metrics())

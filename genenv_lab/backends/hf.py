@@ -42,6 +42,7 @@ from ..distributed import processes
 from ..models.loading import ADAPTERS, attach_adapters, load_base
 from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
+from . import prefix
 from .base import (AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn, alphabet_token_ids,
                    cut_at_stop)
 
@@ -55,6 +56,9 @@ GRPO_METRICS = ("loss", "reward", "reward_std", "frac_reward_zero_std", "kl", "e
 """TRL's GRPO log keys kept per epoch (mean over the epoch's optimiser steps) as ``grpo/<key>``; a key TRL did not
 log (``kl`` without ``kl_beta``, clip ratios of a single-iteration update) is ``NaN``."""
 OPTIMIZER_FILE = "optimizer.pt"
+PREFIX_PATH = "agent/prefix_path"
+"""``extra`` key of ``epochs.jsonl``: the path the epoch's agent update took (:data:`genenv_lab.backends.prefix.
+PATHS`: ``shared-prefix``, or ``full-rows`` when ``model.shared_prefix`` is off or the model is not supported)."""
 
 
 class HFBackend:
@@ -151,8 +155,15 @@ class HFBackend:
                 sampling.update(stop_strings=list(stop), tokenizer=self.tokenizer)
             if alphabet:
                 sampling["suppress_tokens"] = self.tokens_outside(alphabet)
-            seqs = self.model.generate(**enc, **sampling, max_new_tokens=max_new_tokens, num_return_sequences=n,
-                                       pad_token_id=self.tokenizer.pad_token_id)
+            ids, mask = enc["input_ids"], enc["attention_mask"]
+            if n > 1 and self.cfg.model.shared_prefix:  # one row per sample, each prompt encoded once for all n
+                ids, mask = ids.repeat_interleave(n, dim=0), mask.repeat_interleave(n, dim=0)
+                seqs = prefix.generate_shared(self.model, ids, mask, **sampling, max_new_tokens=max_new_tokens,
+                                              pad_token_id=self.tokenizer.pad_token_id)
+            else:
+                seqs = self.model.generate(input_ids=ids, attention_mask=mask, **sampling,
+                                           max_new_tokens=max_new_tokens, num_return_sequences=n,
+                                           pad_token_id=self.tokenizer.pad_token_id)
             new = seqs[:, enc["input_ids"].shape[1]:]  # (len(texts) * n, new_tokens)
             decoded = [cut_at_stop(t, stop) for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
             out.extend(decoded[i * n:(i + 1) * n] for i in range(len(texts)))
@@ -160,38 +171,47 @@ class HFBackend:
         return out
 
     # ------------------------------------------------------------------------------------------- agent (GRPO)
-    def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
+    def grpo_trainer(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn, output_dir: str):
+        """The epoch's GRPOTrainer (one pass over ``prompts``, G completions each), around the run-long optimiser;
+        it encodes each prompt once unless ``model.shared_prefix`` is off (:func:`timed_trainer`)."""
         from transformers.trainer_callback import PrinterCallback
         from trl import GRPOConfig, GRPOTrainer
 
         a = self.cfg.agent
         self._use("agent")
-        dataset = grpo_dataset(self, prompts)
-
         on_gpu = self.device.type == "cuda"
-        seed = self.next_trainer_seed()
+        args = GRPOConfig(
+            # under N processes each takes prompts_per_step / N prompts of a step (check_engine: it divides)
+            output_dir=output_dir,
+            per_device_train_batch_size=a.num_generations * a.prompts_per_step // self.procs.world_size,
+            ddp_find_unused_parameters=False,  # only the active adapter requires grad (peft's set_adapter)
+            num_generations=a.num_generations, max_completion_length=a.max_completion_length,
+            # beta is set on the trainer below: TRL >= 1.x given a PeftModel and beta > 0 copies the adapter
+            # called "default" into a "ref" adapter (ours are "agent" and "env": KeyError); the reference here is
+            # the base with adapters disabled, which TRL uses when no "ref" adapter exists
+            learning_rate=a.lr, num_train_epochs=1, beta=0.0, temperature=a.temperature,
+            logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
+            use_cpu=not on_gpu,
+            bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
+            gradient_checkpointing=False, seed=self.next_trainer_seed(), dataloader_num_workers=0,
+            lr_scheduler_type="constant", weight_decay=0.0,
+        )
+        trainer = timed_trainer(GRPOTrainer, share_prefix=self.cfg.model.shared_prefix)(
+            model=self.model, reward_funcs=[grpo_reward(reward_fn)], args=args,
+            train_dataset=grpo_dataset(self, prompts), processing_class=self.tokenizer,
+            optimizers=(self.optimizer("agent"), None))
+        trainer.remove_callback(PrinterCallback)  # metrics go to the run directory, not stdout
+        trainer.beta = a.kl_beta
+        return trainer
+
+    def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
         with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
-            args = GRPOConfig(
-                # under N processes each takes prompts_per_step / N prompts of a step (check_engine: it divides)
-                output_dir=tmp,
-                per_device_train_batch_size=a.num_generations * a.prompts_per_step // self.procs.world_size,
-                ddp_find_unused_parameters=False,  # only the active adapter requires grad (peft's set_adapter)
-                num_generations=a.num_generations, max_completion_length=a.max_completion_length,
-                learning_rate=a.lr, num_train_epochs=1, beta=a.kl_beta, temperature=a.temperature,
-                logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
-                use_cpu=not on_gpu,
-                bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
-                gradient_checkpointing=False, seed=seed, dataloader_num_workers=0, lr_scheduler_type="constant",
-                weight_decay=0.0,
-            )
-            trainer = timed_trainer(GRPOTrainer)(model=self.model, reward_funcs=[grpo_reward(reward_fn)],
-                                                 args=args, train_dataset=dataset, processing_class=self.tokenizer,
-                                                 optimizers=(self.optimizer("agent"), None))
-            trainer.remove_callback(PrinterCallback)  # metrics go to the run directory, not stdout
+            trainer = self.grpo_trainer(prompts, reward_fn, tmp)
             start = time.perf_counter()
             trainer.train()
             total = time.perf_counter() - start
         metrics = grpo_metrics(trainer.state.log_history)
+        metrics[PREFIX_PATH] = trainer.prefix_path
         self._use("agent")
         return AgentUpdate(loss=metrics["grpo/loss"], rollout_s=trainer.rollout_s,
                            update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
@@ -370,11 +390,31 @@ def grpo_reward(reward_fn: RewardFn):
     return genenv_reward
 
 
-def timed_trainer(trainer_cls):
-    """``trainer_cls`` (TRL's GRPOTrainer, or Unsloth's patched one) adding up the time of its rollout phase."""
+TRL_HOOKS = {
+    "_generate_and_score_completions": ("inputs",),
+    "_generate_single_turn": ("prompt_ids", "images", "multimodal_fields", "num_generations"),
+    "_get_per_token_logps_and_entropies": ("model", "input_ids", "attention_mask", "logits_to_keep", "batch_size",
+                                           "compute_entropy", "compute_aux_loss"),
+}
+"""TRL's private methods the project's trainer overrides, with the parameters it relies on. ``tests/test_prefix.py``
+pins them, so a TRL upgrade that moves them fails a test instead of silently bypassing the overrides."""
+
+
+def timed_trainer(trainer_cls, share_prefix: bool = False):
+    """``trainer_cls`` (TRL's GRPOTrainer, or Unsloth's patched one) adding up the time of its rollout phase; with
+    ``share_prefix``, encoding each distinct prompt once in the rollouts and in every log-prob forward of the update
+    (:mod:`genenv_lab.backends.prefix`). ``prefix_path`` says which path the update took (:data:`prefix.PATHS`)."""
 
     class TimedGRPOTrainer(trainer_cls):
         rollout_s = 0.0
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            causal_lm = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+            self.prefix_unsupported = prefix.supports_shared_prefix(causal_lm) if share_prefix else "turned off"
+            self.prefix_path = prefix.FULL if self.prefix_unsupported else prefix.SHARED
+            if self.prefix_path == prefix.SHARED:
+                prefix.install_prefix_forward(causal_lm)  # after TRL's fused head: it wraps the forward TRL left
 
         def _generate_and_score_completions(self, inputs):  # TRL's hook: generation + scoring of a batch
             start = time.perf_counter()
@@ -382,5 +422,34 @@ def timed_trainer(trainer_cls):
                 return super()._generate_and_score_completions(inputs)
             finally:
                 self.rollout_s += time.perf_counter() - start
+
+        def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
+            plain = (self.prefix_path != prefix.SHARED or self.use_vllm or images or multimodal_fields
+                     or getattr(self, "use_transformers_continuous_batching", False))
+            if plain:
+                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                     *args, **kwargs)
+            with prefix.sharing_generate(self.accelerator.unwrap_model(self.model)):
+                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                     *args, **kwargs)
+
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                               batch_size=None, compute_entropy=False, compute_aux_loss=False,
+                                               **multimodal):
+            if self.prefix_path != prefix.SHARED or compute_aux_loss or \
+                    any(v is not None for v in multimodal.values()):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                    compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal)
+            request = prefix.PrefixRequest(logits_to_keep, float(self.temperature), compute_entropy)
+            step = batch_size or input_ids.size(0)
+            logps, entropies = [], []
+            for start in range(0, input_ids.size(0), step):
+                with self.accelerator.autocast():
+                    out = model(input_ids=input_ids[start:start + step],
+                                attention_mask=attention_mask[start:start + step], prefix_request=request)
+                logps.append(out.log_probs)
+                entropies.append(out.entropy)
+            return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
 
     return TimedGRPOTrainer
