@@ -142,9 +142,9 @@ def main(argv=None) -> int:
     print("\nratios (trl / shared): ")
     for domain in args.domains:
         base, ours = (next(r for r in results if r["domain"] == domain and r["arm"] == a) for a in ARMS)
+        memory = ours["peak_rss_mib"] / base["peak_rss_mib"]
         print(f"  {domain:8} update {base['update_s'] / ours['update_s']:.2f}x  rollouts "
-              f"{base['rollout_s'] / ours['rollout_s']:.2f}x  peak memory {ours['peak_rss_mib'] / base['peak_rss_mib']:.2f}"
-              f" of trl's")
+              f"{base['rollout_s'] / ours['rollout_s']:.2f}x  peak memory {memory:.2f} of trl's")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

@@ -33,8 +33,10 @@ from transformers.utils import ModelOutput
 
 SHARED = "shared-prefix"
 FULL = "full-rows"
-PATHS = (SHARED, FULL)
-"""The values of ``agent/prefix_path`` in ``epochs.jsonl``: which log-prob and rollout path the agent update took."""
+UNSLOTH = "unsloth-prefix-grouper"
+PATHS = (SHARED, FULL, UNSLOTH)
+"""The values of ``agent/prefix_path`` in ``epochs.jsonl``: which log-prob and rollout path the agent update took
+(``unsloth-prefix-grouper``: the unsloth engine, Unsloth's own shared-prefix loss switched on)."""
 
 _LOGIT_CHUNK = 1024
 """Completion positions projected through the LM head at a time (bounds the (positions, vocabulary) logits)."""

@@ -55,7 +55,8 @@ from ..config import RunConfig
 from ..models.loading import ADAPTERS, resolve_model_dir
 from ..rwr import rwr_losses, target_positions
 from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
-from .hf import grpo_metrics, HFBackend, grpo_dataset, grpo_reward, timed_trainer
+from . import prefix
+from .hf import PREFIX_PATH, grpo_metrics, HFBackend, grpo_dataset, grpo_reward, timed_trainer
 from .vllm_engine import VLLMGenerator, supported_lora_rank
 
 SLOT = "default"
@@ -206,6 +207,19 @@ def _unsloth_dtype(name: str):
     return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
 
 
+def unsloth_prefix_path(use_vllm: bool) -> str:
+    """The path Unsloth's GRPO loss takes: ``unsloth-prefix-grouper`` where the installed Unsloth has its
+    PrefixGrouper (unsloth#6871), it is switched on (``model.shared_prefix``) and rollouts do not come from vLLM
+    (Unsloth turns it off there); Unsloth then still decides per batch whether sharing pays, and checks it against
+    the full rows on first use. Otherwise ``full-rows``."""
+    on = os.environ.get("UNSLOTH_GRPO_PREFIX_GROUPER", "1").lower() not in ("0", "false", "no", "off")
+    try:
+        has = importlib.util.find_spec("unsloth.utils.prefix_grouper") is not None
+    except (ImportError, ValueError):
+        has = False
+    return prefix.UNSLOTH if (on and has and not use_vllm) else prefix.FULL
+
+
 def _patched_grpo_trainer(FastLanguageModel):
     """TRL's GRPOTrainer as Unsloth patched it (patching once more through PatchFastRL on older Unsloth)."""
     import trl
@@ -231,6 +245,8 @@ class UnslothBackend(HFBackend):
     def __init__(self, cfg: RunConfig, format_corpus: Sequence[str] = (), *, fast_inference: bool | None = None):
         if not torch.cuda.is_available():
             raise RuntimeError("the unsloth engine needs a CUDA GPU; use engine 'hf' (or a CPU preset) here")
+        # Unsloth reads its PrefixGrouper switch (each prompt encoded once in the GRPO loss) when it is imported
+        os.environ["UNSLOTH_GRPO_PREFIX_GROUPER"] = "1" if cfg.model.shared_prefix else "0"
         from unsloth import FastLanguageModel  # before TRL, so that Unsloth patches it
 
         self.cfg = cfg
@@ -358,7 +374,8 @@ class UnslothBackend(HFBackend):
         metrics = grpo_metrics(trainer.state.log_history)
         return AgentUpdate(loss=metrics["grpo/loss"], rollout_s=trainer.rollout_s,
                            update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
-                           metrics={**metrics, "use_vllm": bool(getattr(args, "use_vllm", False))})
+                           metrics={**metrics, "use_vllm": bool(getattr(args, "use_vllm", False)),
+                                    PREFIX_PATH: unsloth_prefix_path(bool(getattr(args, "use_vllm", False)))})
 
     def optimizer(self, role: str) -> torch.optim.Optimizer:
         """A fresh AdamW per update: one adapter slot holds every role's weights in place, so Adam's moments cannot

@@ -1,0 +1,204 @@
+"""Encoding each prompt once (genenv_lab/backends/prefix.py): the same numbers as TRL's full rows.
+
+- grouping rows by prompt (examples and a Hypothesis property);
+- TRL's private methods the project's trainer overrides still exist with the parameters it uses (a TRL upgrade that
+  moves them fails here, instead of silently bypassing the overrides);
+- per-token log-probabilities, entropies, the GRPO loss and the LoRA gradients equal TRL's own computation on the same
+  batch (float32, 1e-5), for one and several groups, with ``kl_beta`` 0 and > 0, and under two processes;
+- generation with shared prompts samples the same tokens as plain ``generate`` (left-padded prompts included);
+- ``model.shared_prefix`` turns it off, and the path taken is recorded.
+"""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genenv_lab.backends import prefix
+
+DRIVER = str(Path(__file__).resolve().parent / "prefix_step_driver.py")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from prefix_step_driver import perturb_lora, reward  # noqa: E402
+
+
+# ------------------------------------------------------------------------------------------------ grouping
+def test_rows_group_by_prompt_ids_and_mask_in_order_of_first_appearance():
+    ids = torch.tensor([[5, 6], [1, 2], [5, 6], [1, 2], [0, 2]])
+    mask = torch.tensor([[1, 1], [1, 1], [1, 1], [1, 1], [0, 1]])
+    first, inverse = prefix.group_rows(ids, mask)
+    assert first.tolist() == [0, 1, 4] and inverse.tolist() == [0, 1, 0, 1, 2]
+    assert prefix.worth_sharing(inverse)
+    assert not prefix.worth_sharing(prefix.group_rows(ids[:2], mask[:2])[1])
+    # the same ids with another mask (padding vs a real token 0) are different prompts
+    _, inverse = prefix.group_rows(torch.tensor([[0, 2], [0, 2]]), torch.tensor([[0, 1], [1, 1]]))
+    assert inverse.tolist() == [0, 1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=12), st.integers(1, 4))
+def test_grouping_reconstructs_every_row(labels, width):
+    ids = torch.tensor([[label] * width for label in labels])
+    mask = torch.ones_like(ids)
+    first, inverse = prefix.group_rows(ids, mask)
+    assert torch.equal(ids[first][inverse], ids)
+    assert len(set(first.tolist())) == len(first) == len(set(labels))
+    assert first.tolist() == sorted(first.tolist())  # order of first appearance
+    assert all(inverse[f] == g for g, f in enumerate(first.tolist()))
+
+
+# ------------------------------------------------------------------------------------------------ TRL hooks
+def test_the_trl_methods_the_trainer_overrides_are_still_there():
+    from trl import GRPOTrainer
+
+    from genenv_lab.backends.hf import TRL_HOOKS
+
+    for name, params in TRL_HOOKS.items():
+        method = getattr(GRPOTrainer, name, None)
+        assert callable(method), f"TRL's GRPOTrainer has no {name} any more: the project's trainer would not run it"
+        have = inspect.signature(method).parameters
+        missing = [p for p in params if p not in have]
+        assert not missing, f"TRL's GRPOTrainer.{name} lost parameters {missing}"
+
+
+# ------------------------------------------------------------------------------------------------ equality
+def _trainer(kl_beta: float, tasks: int, shared: bool = True):
+    from genenv_lab.backends.base import AgentPrompt
+    from genenv_lab.backends.factory import make_backend
+    from genenv_lab.config import preset
+    from genenv_lab.domains import get_domain
+
+    cfg = preset("tiny").replace(model={"lora_dropout": 0.0, "shared_prefix": shared},
+                                 agent={"prompts_per_step": tasks, "kl_beta": kl_beta, "temperature": 2.0})
+    domain = get_domain(cfg.loop.domain)
+    backend = make_backend(cfg, domain)
+    perturb_lora(backend)
+    seeds = domain.seed_tasks()
+    prompts = [AgentPrompt(f"t{i}", domain.agent_messages(seeds[i % len(seeds)].spec)) for i in range(tasks)]
+    trainer = backend.grpo_trainer(prompts, reward, tempfile.mkdtemp(prefix="genenv-test-"))
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train(); compute_loss reads it
+    return backend, trainer
+
+
+def _loss_and_grads(trainer, inputs, path: str):
+    trainer.prefix_path = path
+    trainer.model.zero_grad(set_to_none=True)
+    loss = trainer.compute_loss(trainer.model, inputs)
+    loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
+    return loss.detach(), grads
+
+
+@pytest.mark.parametrize("kl_beta,tasks", [(0.0, 1), (0.0, 3), (0.1, 3)])
+def test_log_probs_loss_and_lora_gradients_equal_trls_on_the_same_batch(kl_beta, tasks):
+    from trl import GRPOTrainer
+
+    backend, trainer = _trainer(kl_beta, tasks)
+    assert trainer.prefix_path == prefix.SHARED
+    batch = next(iter(trainer.get_train_dataloader()))
+    backend.model.train()
+    trainer.prefix_path = prefix.FULL  # the batch (and its reference log-probs) as TRL computes them
+    inputs = trainer._generate_and_score_completions(batch)
+    assert (inputs["advantages"] != 0).any(), "rewards without spread: the test would compare zero gradients"
+    ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
+    mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
+    keep = inputs["completion_ids"].size(1)
+    groups = prefix.group_rows(inputs["prompt_ids"], inputs["prompt_mask"])[0].numel()
+    assert groups == tasks
+
+    trainer.prefix_path = prefix.SHARED
+    contexts = [torch.no_grad()] + ([backend.model.disable_adapter()] if kl_beta else [])
+    for ctx in contexts:  # the policy's log-probs, and the reference's (adapters off) when the KL is on
+        with ctx:
+            want, want_entropy, _ = GRPOTrainer._get_per_token_logps_and_entropies(
+                trainer, trainer.model, ids, mask, keep, compute_entropy=True)
+            got, got_entropy, _ = trainer._get_per_token_logps_and_entropies(
+                trainer.model, ids, mask, keep, compute_entropy=True)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(got_entropy, want_entropy, rtol=1e-5, atol=1e-5)
+
+    want_loss, want_grads = _loss_and_grads(trainer, inputs, prefix.FULL)
+    got_loss, got_grads = _loss_and_grads(trainer, inputs, prefix.SHARED)
+    torch.testing.assert_close(got_loss, want_loss, rtol=1e-5, atol=1e-7)
+    assert set(got_grads) == set(want_grads) and want_grads
+    assert all(".agent." in name for name in want_grads)  # the agent adapter only: the env adapter is not touched
+    for name, grad in want_grads.items():
+        scale = grad.abs().max().clamp(min=1e-12)
+        assert (got_grads[name] - grad).abs().max() / scale < 1e-5, name
+        assert grad.abs().max() > 0, name
+
+
+def test_generation_samples_the_same_tokens_with_shared_prompts():
+    from genenv_lab.backends.factory import make_backend
+    from genenv_lab.config import preset
+    from genenv_lab.domains import get_domain
+
+    domain = get_domain("arith")
+    prompts = [domain.agent_messages(s.spec) for s in domain.seed_tasks()[:3]]
+    prompts[1] = [{"role": "user", "content": "2 + 2?"}]  # a short prompt: the others are left-padded to its length
+    out = {}
+    for shared in (False, True):
+        cfg = preset("tiny").replace(model={"shared_prefix": shared})
+        backend = make_backend(cfg, get_domain(cfg.loop.domain))
+        torch.manual_seed(0)
+        out[shared] = backend.generate("agent", prompts, n=4, max_new_tokens=10, temperature=1.0)
+    assert out[True] == out[False]
+    assert len({t for group in out[True] for t in group}) > 3  # sampled, not one text repeated
+
+
+def test_trls_rollouts_sample_the_same_tokens_with_shared_prompts():
+    backend, trainer = _trainer(0.0, 3)
+    batch = next(iter(trainer.get_train_dataloader()))
+    prompt_ids, _, fields = trainer._tokenize_prompts([row["prompt"] for row in batch])
+    prompt_ids[0] = prompt_ids[0][-3:]  # rows of different lengths: the others are left-padded
+    prompt_ids[1] = prompt_ids[1][-3:]
+    out = {}
+    for path in (prefix.FULL, prefix.SHARED):
+        trainer.prefix_path = path
+        torch.manual_seed(0)
+        out[path], _ = trainer._generate_single_turn(prompt_ids, None, fields, trainer.num_generations)
+    assert out[prefix.SHARED] == out[prefix.FULL]
+
+
+def test_the_switch_turns_it_off_and_the_path_is_recorded():
+    _, trainer = _trainer(0.0, 1, shared=False)
+    assert trainer.prefix_path == prefix.FULL and trainer.prefix_unsupported == "turned off"
+
+
+def test_a_model_that_scales_its_logits_takes_the_full_rows():
+    class Config:
+        final_logit_softcapping = 30.0
+
+    class Model:
+        config = Config()
+
+    assert "soft-caps" in prefix.supports_shared_prefix(Model())
+    Config.final_logit_softcapping = None
+    Config.logit_scale = 0.5
+    assert "scales" in prefix.supports_shared_prefix(Model())
+
+
+@pytest.mark.parametrize("kl_beta", [0.0, 0.1])
+def test_under_two_processes_the_step_is_trls(tmp_path, kl_beta):
+    from test_distributed import torchrun
+
+    out = tmp_path / "two.pt"
+    proc = subprocess.run(torchrun(2) + [DRIVER, str(out), str(kl_beta)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = torch.load(out, weights_only=False)
+    shared, full = results["shared"], results["full"]
+    assert shared["path"] == prefix.SHARED and full["path"] == prefix.FULL
+    assert shared["texts"] == full["texts"] and len(full["texts"]) >= 2 * 4  # both processes, 2 tasks x G (4)
+    assert shared["loss"] == pytest.approx(full["loss"], rel=1e-5, abs=1e-7)
+    assert len(shared["grads"]) == len(full["grads"]) > 0
+    assert sum(bool(g.abs().max() > 0) for g in full["grads"]) > len(full["grads"]) // 2
+    for got, want in zip(shared["grads"], full["grads"]):
+        assert (got - want).abs().max() <= 1e-5 * want.abs().max().clamp(min=1e-12)
