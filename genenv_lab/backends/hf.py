@@ -1,10 +1,13 @@
 """The ``hf`` engine: transformers + peft + TRL, on CPU or one GPU. The reference path, what CI tests.
 
 - Generation: ``model.generate`` on the PeftModel with the requested adapter active.
+- Each distinct prompt is encoded once (``model.shared_prefix``, on by default; :mod:`genenv_lab.backends.prefix`): in
+  generation, in TRL's rollouts and in every log-prob forward of the GRPO update, with the same numbers as TRL's
+  full rows (docs/prefix_sharing.md). ``extra.agent/prefix_path`` records the path taken.
 - Agent update: TRL's ``GRPOTrainer`` on the PeftModel with the ``agent`` adapter active (only its LoRA weights
   require grad). A fresh trainer per epoch (one pass over the epoch's batch, G completions per task, constant
   learning rate) around one AdamW optimiser that lives for the whole run, so Adam's moments carry across epochs.
-  With ``kl_beta > 0`` TRL takes the base with adapters disabled as the reference. TRL's logged metrics are
+  With ``kl_beta > 0`` the reference is the base with adapters disabled (see :meth:`HFBackend.grpo_trainer`). TRL's logged metrics are
   averaged over the epoch's steps and returned as ``grpo/*`` (see :data:`GRPO_METRICS`).
 - Environment update (RWR): written by hand, because no library offers a per-sample weighted NLL with a KL penalty
   to the adapter-disabled base and a KL stopping cap. Loss per mini-batch::
