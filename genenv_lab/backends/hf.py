@@ -7,8 +7,8 @@
 - Agent update: TRL's ``GRPOTrainer`` on the PeftModel with the ``agent`` adapter active (only its LoRA weights
   require grad). A fresh trainer per epoch (one pass over the epoch's batch, G completions per task, constant
   learning rate) around one AdamW optimiser that lives for the whole run, so Adam's moments carry across epochs.
-  With ``kl_beta > 0`` the reference is the base with adapters disabled (see :meth:`HFBackend.grpo_trainer`). TRL's logged metrics are
-  averaged over the epoch's steps and returned as ``grpo/*`` (see :data:`GRPO_METRICS`).
+  With ``kl_beta > 0`` the reference is the base with adapters disabled (see :meth:`HFBackend.grpo_trainer`).
+  TRL's logged metrics are averaged over the epoch's steps and returned as ``grpo/*`` (see :data:`GRPO_METRICS`).
 - Environment update (RWR): written by hand, because no library offers a per-sample weighted NLL with a KL penalty
   to the adapter-disabled base and a KL stopping cap. Loss per mini-batch::
 
