@@ -42,6 +42,41 @@ def test_heldout_items_are_rejected_in_either_order_but_load_for_evaluation():
     assert not seeds & heldout_pairs()
 
 
+# ------------------------------------------------------------------------------------------------ times99
+T99 = get_domain("times99")
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("Task: 12 * 11", "operand outside the tables 2-9 times 2-99"),  # two two-digit numbers
+    ("Task: 100 * 2", "operand outside the tables 2-9 times 2-99"),
+    ("Task: 1 * 50", "operand outside the tables 2-9 times 2-99"),
+    ("Task: 7 + 8", "not of the form 'a * b'"),
+])
+def test_times99_rejections_name_their_reason(text, reason):
+    assert T99.parse(text).reason == reason
+
+
+def test_times99_parses_a_one_digit_number_times_one_up_to_99_and_scores_the_product():
+    spec = T99.parse("Task: 8 * 97").spec
+    assert spec.answer == "776" and spec.features == {"level": 97, "smaller": 8, "product_digits": 3}
+    assert T99.parse("Task: 97 * 8").spec.features["level"] == 97  # either order
+    assert T99.score(spec, " 776") == 1.0 and T99.score(spec, " 766") == 0.0
+    assert T99.agent_messages(spec)[-1] == {"role": "assistant", "content": "8 * 97 ="}
+    assert get_domain("times").parse("Task: 8 * 97").reason == "operand outside the tables 2-15"  # times unchanged
+
+
+def test_times99_seeds_are_easy_and_its_heldout_set_spans_the_range_and_is_never_trained_on():
+    seeds = T99.seed_tasks()
+    assert max(s.spec.features["level"] for s in seeds) <= 12  # the simulator must write harder tasks itself
+    held = T99.heldout_tasks()
+    assert sorted(t.spec.features["level"] for t in held) == list(range(3, 100, 3))
+    for item in held:
+        a, b = item.spec.features["smaller"], item.spec.features["level"]
+        assert T99.parse(f"Task: {a} * {b}").reason == T99.parse(f"Task: {b} * {a}").reason == \
+            "held-out item (never trained on)"
+    assert not {(s.spec.features["smaller"], s.spec.features["level"]) for s in seeds} & heldout_pairs("times99")
+
+
 def test_score_is_exact_on_the_first_number():
     spec = D.parse("Task: 3 * 7").spec
     assert D.score(spec, " 21") == 1.0

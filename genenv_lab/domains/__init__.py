@@ -9,12 +9,12 @@ from .base import Domain, LineageStats, ParseResult, SeedTask, get_domain
 from .arith import ArithDomain
 from .count import CountDomain
 from .qa import QADomain, QAExactDomain
-from .times import TimesDomain
+from .times import Times99Domain, TimesDomain
 from .tools import ToolsDomain
 
 DOMAINS: dict[str, type[Domain]] = {"arith": ArithDomain, "tools": ToolsDomain, "qa": QADomain,
                                     "qa_em": QAExactDomain, "times": TimesDomain,
-                                    "count": CountDomain}
+                                    "times99": Times99Domain, "count": CountDomain}
 
 __all__ = ["DOMAINS", "Domain", "LineageStats", "ParseResult", "SeedTask", "get_domain", "ArithDomain",
-           "TimesDomain", "CountDomain", "ToolsDomain", "QADomain", "QAExactDomain"]
+           "TimesDomain", "Times99Domain", "CountDomain", "ToolsDomain", "QADomain", "QAExactDomain"]

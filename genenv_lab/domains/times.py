@@ -58,14 +58,20 @@ def level(a: int, b: int) -> int:
     return max(a, b)
 
 
-@lru_cache(maxsize=1)
-def heldout_pairs() -> frozenset[tuple[int, int]]:
-    """The unordered operand pairs of ``data/times_heldout.jsonl`` (kept out of training in either order)."""
-    return frozenset((t.spec.features["smaller"], t.spec.features["level"]) for t in TimesDomain().heldout_tasks())
+@lru_cache(maxsize=None)
+def heldout_pairs(domain: str = "times") -> frozenset[tuple[int, int]]:
+    """The unordered operand pairs of ``data/<domain>_heldout.jsonl`` (kept out of training in either order)."""
+    from . import DOMAINS
+
+    return frozenset((t.spec.features["smaller"], t.spec.features["level"]) for t in DOMAINS[domain]().heldout_tasks())
 
 
 class TimesDomain(Domain):
     name = "times"
+    lowest, highest = LOWEST, HIGHEST
+    """Both operands in [lowest, highest] ..."""
+    smaller_highest = HIGHEST
+    """... the smaller one at most this."""
     system_prompt_env = "You write multiplication practice tasks. Reply with one line: Task: <a> * <b>"
     system_prompt_agent = "Multiply. Reply with the product."
     env_prefill = "Task:"
@@ -89,16 +95,22 @@ class TimesDomain(Domain):
         if isinstance(numbers, str):
             return ParseResult(reason=numbers)
         a, b = numbers
-        if not (LOWEST <= a <= HIGHEST and LOWEST <= b <= HIGHEST):
-            return ParseResult(reason=f"operand outside the tables {LOWEST}-{HIGHEST}")
-        if decontaminate and (min(a, b), max(a, b)) in heldout_pairs():
+        if not (self.lowest <= min(a, b) <= self.smaller_highest and max(a, b) <= self.highest):
+            return ParseResult(reason=f"operand outside the tables {self.tables()}")
+        if decontaminate and (min(a, b), max(a, b)) in heldout_pairs(self.name):
             return ParseResult(reason="held-out item (never trained on)")
         features = {"level": level(a, b), "smaller": min(a, b), "product_digits": len(str(a * b))}
         return ParseResult(spec=TaskSpec(question=f"What is {a} * {b}?", answer=str(a * b),
                                          text=f"Task: {a} * {b}", features=features))
 
+    def tables(self) -> str:
+        """The operand ranges, as a rejection states them."""
+        if self.smaller_highest == self.highest:
+            return f"{self.lowest}-{self.highest}"
+        return f"{self.lowest}-{self.smaller_highest} times {self.lowest}-{self.highest}"
+
     def heldout_tasks(self) -> list[SeedTask]:
-        return self._load("times_heldout.jsonl", parse=lambda text: self._parse(text, decontaminate=False))
+        return self._load(f"{self.name}_heldout.jsonl", parse=lambda text: self._parse(text, decontaminate=False))
 
     def describe(self, features: dict[str, Any]) -> str:
         return f"level {features.get('level', '?')}"
@@ -120,6 +132,25 @@ class TimesDomain(Domain):
         """
         got = extract_answer(completion)
         return 1.0 if got is not None and got.lstrip("-").isdigit() and int(got) == int(spec.answer) else 0.0
+
+
+class Times99Domain(TimesDomain):
+    """``times99``: a one-digit number (2..9) times a number up to 99, the ``cpu-smollm2`` preset's domain.
+
+    The times tables up to 15 are too easy for SmolLM2-135M-Instruct (p̂ on the untrained simulator's tasks 0.88 →
+    0.99 in 3 epochs): nothing was left for a curriculum to find. Measured on its sampled rollouts (G = 8,
+    temperature 1, three one-digit factors per level), its p̂ falls from 0.88 at level 5 and ~0.6 at 9–15 to 0.21 at 19,
+    0.17 at 35, 0.04 at 75 and 0 at 99, with round numbers easier (0.75 at 25, 0.67 at 50): a difficulty range that
+    extends well past what it solves (docs/curriculum_cpu.md, "SmolLM2"). The seeds stay at levels 2–12, the end it
+    solves, so the simulator has to write harder tasks than any it starts from; the held-out set has one item
+    every third level from 3 to 99 (``data/times99_heldout.jsonl``, never trained on in either order).
+    """
+
+    name = "times99"
+    highest = 99
+    smaller_highest = 9
+    system_prompt_env = ("You write multiplication practice tasks: a one-digit number times a number up to 99. "
+                         "Reply with one line: Task: <a> * <b>")
 
 
 class TimesWorld(LevelWorld):
