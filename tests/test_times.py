@@ -65,9 +65,10 @@ def test_times99_parses_a_one_digit_number_times_one_up_to_99_and_scores_the_pro
     assert get_domain("times").parse("Task: 8 * 97").reason == "operand outside the tables 2-15"  # times unchanged
 
 
-def test_times99_seeds_are_easy_and_its_heldout_set_spans_the_range_and_is_never_trained_on():
+def test_times99_seeds_and_heldout_set_span_the_range_and_heldout_items_are_never_trained_on():
     seeds = T99.seed_tasks()
-    assert max(s.spec.features["level"] for s in seeds) <= 12  # the simulator must write harder tasks itself
+    levels = [s.spec.features["level"] for s in seeds]
+    assert min(levels) <= 5 and max(levels) >= 40  # easy to hard for SmolLM2: not all of its tasks are easy
     held = T99.heldout_tasks()
     assert sorted(t.spec.features["level"] for t in held) == list(range(3, 100, 3))
     for item in held:
