@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import signal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
@@ -56,363 +57,408 @@ def theme() -> gr.themes.Base:
                           font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"])
 
 
-def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> gr.Blocks:
-    """The lab over the runs folder ``runs_root``: layout first, then the wiring.
+class Lab:
+    """What the lab reads and computes over one runs folder, without any Gradio component: loading runs and
+    comparisons by name, and the callbacks :func:`build_app` wires to its components (each returns the values of
+    the components it updates)."""
 
-    The page's first render already shows a run: ``run`` when given (:class:`LabError` when the folder has no such
-    run), else the newest one; a screenshot or a slow machine never starts on an empty page."""
-    root = Path(runs_root).expanduser().resolve()
+    def __init__(self, root: Path):
+        self.root = root
+        # empty tables carry their own column names from the first render (never gradio's placeholder "1 2 3")
+        self.no_run = RunData(name="", path=root, status="empty")
+        self.no_cmp = ComparisonData(name="", path=root, status="empty")
 
     # ------------------------------------------------------------------------------------------ data access
-    def load(name: Any) -> RunData | None:
+    def load(self, name: Any) -> RunData | None:
         """The run called ``name``, or None; a refused name becomes a run that shows why."""
         if name in (None, "", NONE):
             return None
         try:
-            path = resolve_run(root, name)
+            path = resolve_run(self.root, name)
         except LabError as exc:
-            return RunData(name=str(name), path=root, status="missing", problems=(str(exc),))
+            return RunData(name=str(name), path=self.root, status="missing", problems=(str(exc),))
         if is_comparison(path):
             return RunData(name=str(name), path=path, status="missing", problems=(
                 f"{name!r} is a comparison, not a run: open it in the “Comparisons” tab.",))
         return load_run(path, str(name))
 
-    def load_cmp(name: Any) -> ComparisonData | None:
+    def load_cmp(self, name: Any) -> ComparisonData | None:
         """The comparison called ``name``, or None; a refused name becomes a comparison that shows why."""
         if name in (None, "", NONE):
             return None
         try:
-            path = resolve_comparison(root, name)
+            path = resolve_comparison(self.root, name)
         except LabError as exc:
-            return ComparisonData(name=str(name), path=root, status="missing", problems=(str(exc),))
+            return ComparisonData(name=str(name), path=self.root, status="missing", problems=(str(exc),))
         return load_comparison(path, str(name))
 
-    def cmp_key_of(name: Any) -> tuple:
+    def cmp_key_of(self, name: Any) -> tuple:
         try:
-            return (name, comparison_fingerprint(resolve_comparison(root, name))
+            return (name, comparison_fingerprint(resolve_comparison(self.root, name))
                     if name not in (None, "", NONE) else None)
         except LabError:
             return (name, None)
 
-    def key_of(run: Any, compare: Any) -> tuple:
+    def key_of(self, run: Any, compare: Any) -> tuple:
         parts: list[Any] = [run, compare]
         for name in (run, compare):
             try:
-                parts.append(fingerprint(resolve_run(root, name)) if name not in (None, "", NONE) else None)
+                parts.append(fingerprint(resolve_run(self.root, name)) if name not in (None, "", NONE) else None)
             except LabError:
                 parts.append(None)
         return tuple(parts)
 
-    first_summaries = discover_runs(root)
-    first_names = [summary.name for summary in first_summaries]
-    # empty tables carry their own column names from the first render (never gradio's placeholder "1 2 3")
-    no_run, no_cmp = RunData(name="", path=root, status="empty"), ComparisonData(name="", path=root, status="empty")
-    if run is not None and run not in first_names:
-        raise LabError(f"--run {run!r}: no such run in {root} (runs: {', '.join(first_names) or 'none yet'})")
-    first = run or (first_names[0] if first_names else None)
-    first_card, first_hist, first_curves = "_No run selected._", None, None
-    if first is not None:
+    def first_view(self, run: str | None) -> dict[str, Any]:
+        """What the page shows on its first render: the runs, the run shown (``run``, else the newest; a
+        :class:`LabError` when ``run`` is not there), its card, histogram and curves."""
+        summaries = discover_runs(self.root)
+        names = [summary.name for summary in summaries]
+        if run is not None and run not in names:
+            raise LabError(f"--run {run!r}: no such run in {self.root} (runs: {', '.join(names) or 'none yet'})")
+        first = run or (names[0] if names else None)
+        view = {"summaries": summaries, "names": names, "run": first, "card": "_No run selected._", "hist": None,
+                "curves": None}
+        if first is not None:
+            try:
+                shown = self.load(first)
+                view.update(card=views.run_card(shown), hist=views.difficulty_figure(shown),
+                            curves=views.curves_figure([shown]))
+            except Exception:  # noqa: BLE001 - the timer's first refresh draws it, or shows why it cannot
+                pass
+        return view
+
+    # ------------------------------------------------------------------------------------- runs and tasks
+    def refresh_runs(self, run: Any, compare: Any, last_key: Any, force: bool = False):
+        key = folder_fingerprint(self.root)
+        if key == last_key and not force:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        summaries = discover_runs(self.root)
+        names = [s.name for s in summaries]
+        frame = views.runs_frame(summaries)
+        run = run if run in names else (names[0] if names else None)
+        compare = compare if compare in names and compare != run else NONE
+        return (frame, gr.update(choices=names, value=run), gr.update(choices=[NONE] + names, value=compare), key)
+
+    def render(self, run_name: Any, compare_name: Any, epoch: str, band: str, validity: str, reason: str,
+               search: str, task: Any, state: Any, force: bool):
+        key = self.key_of(run_name, compare_name)
+        if not force and state is not None and state[0] == key:
+            return (gr.skip(),) * 15
+        a, b = self.load(run_name), self.load(compare_name if compare_name != run_name else None)
+        if a is None:
+            empty = views.message_figure(f"No run in {self.root} yet: start one in the “Start a run” tab, or run "
+                                         f"`genenv-lab run --preset tiny --out {self.root}/tiny`.")
+            return ("_No run selected._", gr.update(visible=False), empty, empty, None, gr.update(),
+                    gr.update(), gr.update(choices=[], value=None), *self.detail(None, None), "", (key, None, None))
         try:
-            first_run = load(first)
-            first_card, first_hist = views.run_card(first_run), views.difficulty_figure(first_run)
-            first_curves = views.curves_figure([first_run])
-        except Exception:  # noqa: BLE001 - the timer's first refresh draws it, or shows why it cannot
-            first_card, first_hist, first_curves = "_No run selected._", None, None
+            return self.draw(a, b, epoch, band, validity, reason, search, task, key)
+        except Exception as exc:  # noqa: BLE001 - a run no view foresaw must not take the lab down
+            oops = views.message_figure(f"{a.name}: could not draw this run ({type(exc).__name__}: {exc}).")
+            return (f"### {a.name}\n\n> ⚠ Could not draw this run: `{type(exc).__name__}: {exc}`",
+                    gr.update(visible=False), oops, oops, None, gr.update(), gr.update(),
+                    gr.update(choices=[], value=None), *self.detail(None, None), a.events, (key, None, None))
 
-    # ------------------------------------------------------------------------------------------------ layout
+    def draw(self, a: RunData, b: RunData | None, epoch: str, band: str, validity: str, reason: str, search: str,
+             task: Any, key: tuple):
+        choices = views.task_filter_choices(a)
+        epoch = epoch if epoch in choices["epochs"] else "all"
+        reason = reason if reason in choices["reasons"] else "all"
+        ids = list(a.tasks["task_id"].astype(str)) if len(a.tasks) else []
+        task = task if task in ids else None
+        return (views.run_card(a),
+                gr.update(value=views.run_card(b), visible=True) if b is not None else gr.update(visible=False),
+                views.difficulty_figure([r for r in (a, b) if r is not None]),
+                views.curves_figure([r for r in (a, b) if r is not None]),
+                views.tasks_frame(a, epoch=epoch, band=band, validity=validity, reason=reason, search=search),
+                gr.update(choices=choices["epochs"], value=epoch),
+                gr.update(choices=choices["reasons"], value=reason),
+                gr.update(choices=ids, value=task), *self.detail(a, task), a.events, (key, a, b))
+
+    @staticmethod
+    def detail(run: RunData | None, task: Any):
+        if run is None or not task:
+            return (views.lineage_figure(run, "") if run else views.message_figure("No run selected."),
+                    pd.DataFrame(columns=views.LINEAGE_COLUMNS),
+                    "_Pick a generated task (click a row of the table) to see the env context it came from._",
+                    "", pd.DataFrame(columns=views.ATTEMPTS_COLUMNS))
+        return (views.lineage_figure(run, task), views.lineage_frame(run, task),
+                views.context_markdown(run, task), views.attempts_markdown(run, task),
+                views.attempts_frame(run, task))
+
+    def show_task(self, state: Any, task: Any):
+        return self.detail(state[1] if state else None, task)
+
+    @staticmethod
+    def filter_tasks(state: Any, epoch: str, band: str, validity: str, reason: str, search: str):
+        run = state[1] if state else None
+        if run is None:
+            return None
+        return views.tasks_frame(run, epoch=epoch, band=band, validity=validity, reason=reason, search=search)
+
+    # ---------------------------------------------------------------------------------------- comparisons
+    def refresh_comparisons(self, current: Any, last_key: Any, force: bool = False):
+        key = comparisons_fingerprint(self.root)
+        if key == last_key and not force:
+            return gr.skip(), gr.skip()
+        names = [name for name, _ in comparison_dirs(self.root)]
+        current = current if current in names else (names[0] if names else None)
+        return gr.update(choices=names, value=current), key
+
+    def empty_cmp_tables(self):
+        """The three comparison tables with their column names and no rows."""
+        return (views.comparison_summary_frame(self.no_cmp), views.band_residence_frame(self.no_cmp),
+                views.comparison_runs_frame(self.no_cmp))
+
+    def render_comparison(self, name: Any, state: Any, force: bool):
+        key = self.cmp_key_of(name)
+        if not force and state is not None and state[0] == key:
+            return (gr.skip(),) * 6
+        cmp = self.load_cmp(name)
+        if cmp is None:
+            empty = views.message_figure(f"No comparison in {self.root} yet: run `genenv-lab compare --presets tiny "
+                                         f"--variants genenv random_env static --out {self.root}/cmp1`.")
+            return ("_No comparison selected._", empty, *self.empty_cmp_tables(), (key, None))
+        try:
+            return (views.comparison_card(cmp), views.comparison_figure(cmp),
+                    views.comparison_summary_frame(cmp), views.band_residence_frame(cmp),
+                    views.comparison_runs_frame(cmp), (key, cmp))
+        except Exception as exc:  # noqa: BLE001 - a comparison no view foresaw must not take the lab down
+            oops = views.message_figure(f"{cmp.name}: could not draw this comparison "
+                                        f"({type(exc).__name__}: {exc}).")
+            return (f"### {cmp.name}\n\n> ⚠ Could not draw this comparison: `{type(exc).__name__}: {exc}`",
+                    oops, *self.empty_cmp_tables(), (key, None))
+
+    # ------------------------------------------------------------------------------------- starting runs
+    def start(self, preset: str, domain: str, name: str, mine: dict):
+        try:
+            run = launcher.start_run(self.root, preset, domain, name)
+        except LabError as exc:
+            return (mine, f"⚠ {exc}", launcher.launched_frame(mine), gr.skip(), gr.skip(), gr.skip())
+        mine = dict(mine, **{run.name: run})
+        names = [s.name for s in discover_runs(self.root)]
+        return (mine, f"Started **{run.name}** (pid {run.pid}): `{' '.join(run.command[1:])}`",
+                launcher.launched_frame(mine), gr.update(choices=list(mine), value=run.name),
+                gr.update(choices=names, value=run.name), launcher.log_tail(run))
+
+    @staticmethod
+    def stop(name: Any, mine: dict):
+        run = mine.get(name) if name else None
+        if run is None:
+            return "⚠ Pick a run this session started.", launcher.launched_frame(mine), gr.skip()
+        code = launcher.stop_run(run)
+        return f"Stopped **{run.name}** (exit code {code}).", launcher.launched_frame(mine), launcher.log_tail(run)
+
+    @staticmethod
+    def poll_started(name: Any, mine: dict):
+        if not mine:
+            return gr.skip(), gr.skip()
+        run = mine.get(name)
+        return launcher.launched_frame(mine), launcher.log_tail(run) if run else ""
+
+    # ---------------------------------------------------------------------------------- API endpoints
+    def list_runs(self) -> list[dict]:
+        """Every run under the runs folder: name, status, preset, model, domain, epochs done / planned."""
+        frame = views.runs_frame(discover_runs(self.root)).astype(object)
+        return frame.where(frame.notna(), None).to_dict("records")
+
+    def run_summary(self, name: str) -> str:
+        """The Markdown card of run ``name`` (status, settings, last epoch, problems found)."""
+        run = self.load(name)
+        return views.run_card(run) if run is not None else "_No run selected._"
+
+    def list_comparisons(self) -> list[str]:
+        """The names of the comparison folders (``manifest.json``) under the runs folder."""
+        return [name for name, _ in comparison_dirs(self.root)]
+
+
+def pick_first_cell(evt: gr.SelectData):
+    """The first cell (the name or id) of the table row the user clicked."""
+    row = getattr(evt, "row_value", None)
+    return gr.update(value=str(row[0])) if row else gr.skip()
+
+
+def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> gr.Blocks:
+    """The lab over the runs folder ``runs_root``: layout (one function per part of the page), then the wiring.
+
+    The page's first render already shows a run: ``run`` when given (:class:`LabError` when the folder has no such
+    run), else the newest one; a screenshot or a slow machine never starts on an empty page."""
+    lab = Lab(Path(runs_root).expanduser().resolve())
+    first = lab.first_view(run)
     with gr.Blocks(title="GenEnv lab", fill_width=True, analytics_enabled=False) as demo:
-        loaded = gr.State(None)  # (key, RunData | None, RunData | None) of this user's current view
-        runs_key = gr.State(None)  # fingerprint of the runs folder last listed for this user
-        started = gr.State({})  # name -> launcher.LaunchedRun: the processes this user started
-        cmp_loaded = gr.State(None)  # (key, ComparisonData | None) of this user's comparison view
-        cmps_key = gr.State(None)  # fingerprint of the comparison folders last listed for this user
-
-        gr.Markdown(f"# GenEnv lab\nCo-evolution of an agent and an environment simulator (two LoRA adapters). "
-                    f"Runs folder: `{root}`", elem_classes="lab-header")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=4):
-                runs_table = Table(
-                    views.runs_frame(first_summaries),
-                    label="Runs (click one to show it)", interactive=False, max_height=210,
-                    wrap=False)
-            with gr.Column(scale=1, min_width=280):
-                run_dd = gr.Dropdown(label="Run", choices=first_names, value=first, interactive=True)
-                compare_dd = gr.Dropdown(label="Compare with", choices=[NONE], value=NONE, interactive=True)
-                live = gr.Checkbox(value=True, label=f"Live: refresh every {REFRESH_S:g} s")
-        with gr.Row(equal_height=False):
-            card = gr.Markdown(first_card, elem_classes="run-card")
-            card_b = gr.Markdown(visible=False, elem_classes="run-card")
-
+        ui = SimpleNamespace(
+            loaded=gr.State(None),  # (key, RunData | None, RunData | None) of this user's current view
+            runs_key=gr.State(None),  # fingerprint of the runs folder last listed for this user
+            started=gr.State({}),  # name -> launcher.LaunchedRun: the processes this user started
+            cmp_loaded=gr.State(None),  # (key, ComparisonData | None) of this user's comparison view
+            cmps_key=gr.State(None),  # fingerprint of the comparison folders last listed for this user
+        )
+        header(ui, lab.root, first)
         with gr.Tabs():
             with gr.Tab("Curriculum"):
-                hist = gr.Plot(first_hist, show_label=False)
-                curves = gr.Plot(first_curves, show_label=False)
+                ui.hist = gr.Plot(first["hist"], show_label=False)
+                ui.curves = gr.Plot(first["curves"], show_label=False)
             with gr.Tab("Tasks & attempts"):
-                with gr.Row():
-                    f_epoch = gr.Dropdown(label="Epoch", choices=["all"], value="all", min_width=110)
-                    f_band = gr.Radio(label="Band", choices=list(views.BAND_FILTERS), value="all")
-                    f_valid = gr.Radio(label="Validity", choices=list(views.VALIDITY_FILTERS), value="all")
-                    f_reason = gr.Dropdown(label="Reject reason", choices=["all"], value="all")
-                    f_search = gr.Textbox(label="Search", placeholder="text in id, question, answer, output")
-                tasks_df = Table(
-                    views.tasks_frame(no_run),
-                    label="Generated tasks (click a row for its lineage and attempts)",
-                    interactive=False, max_height=330, wrap=False)
-                task_dd = gr.Dropdown(label="Task", choices=[], value=None, interactive=True)
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=3):
-                        lineage_plot = gr.Plot(show_label=False)
-                    with gr.Column(scale=2):
-                        context_md = gr.Markdown("_Pick a generated task._")
-                lineage_df = Table(
-                    views.lineage_frame(no_run, ""),
-                    label="Lineage: seed → … → task", interactive=False, max_height=240,
-                    wrap=True, column_widths=["5%", "11%", "5%", "5%", "5%", "5%", "6%", "6%",
-                                              "52%"])
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=2):
-                        attempts_md = gr.Markdown()
-                    with gr.Column(scale=3):
-                        attempts_df = Table(
-                            views.attempts_frame(no_run, ""),
-                            label="Agent completions (G per epoch attempted)",
-                            interactive=False, max_height=330, wrap=True)
+                tasks_tab(ui, lab.no_run)
             with gr.Tab("Events"):
-                events = gr.Code(label="events.log (last lines)", language=None, interactive=False, wrap_lines=True)
+                ui.events = gr.Code(label="events.log (last lines)", language=None, interactive=False,
+                                    wrap_lines=True)
             with gr.Tab("Comparisons"):
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=1, min_width=260):
-                        cmp_dd = gr.Dropdown(label="Comparison", choices=[], value=None, interactive=True,
-                                             info="folders with a manifest.json (genenv-lab compare --out "
-                                                  "runs/NAME)")
-                    with gr.Column(scale=4):
-                        cmp_card = gr.Markdown("_No comparison selected._", elem_classes="run-card")
-                cmp_plot = gr.Plot(show_label=False)
-                cmp_summary = Table(
-                    views.comparison_summary_frame(no_cmp),
-                    label="Last epoch of each configuration (mean and std over seeds)",
-                    interactive=False, wrap=False)
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=1):
-                        cmp_band = Table(
-                            views.band_residence_frame(no_cmp),
-                            label="Band residence: first epoch with p̂ in the band, and "
-                            "whether it stayed", interactive=False, max_height=300)
-                    with gr.Column(scale=1):
-                        cmp_runs = Table(
-                            views.comparison_runs_frame(no_cmp),
-                            label="Runs of the comparison", interactive=False, max_height=300)
+                comparisons_tab(ui, lab.no_cmp)
             with gr.Tab("Start a run"):
-                gr.Markdown("Start a preset run as a separate process; it appears in the runs list and fills in "
-                            "live. Only the CPU presets can be started here. **Stop** interrupts it (the run "
-                            "marks itself interrupted; `genenv-lab run … --resume` continues it).")
-                with gr.Row():
-                    l_preset = gr.Dropdown(label="Preset", choices=list(launcher.LAUNCH_PRESETS),
-                                           value=launcher.LAUNCH_PRESETS[0])
-                    l_domain = gr.Dropdown(label="Domain", choices=launcher.domain_names(),
-                                           value=launcher.preset_domain(launcher.LAUNCH_PRESETS[0]))
-                    l_name = gr.Textbox(label="Run name (optional)", placeholder="<preset>-<domain>-<time>")
-                    start_btn = gr.Button("Start", variant="primary")
-                with gr.Row():
-                    stop_dd = gr.Dropdown(label="My run to stop", choices=[], value=None)
-                    stop_btn = gr.Button("Stop", variant="stop")
-                launch_msg = gr.Markdown()
-                started_df = Table(launcher.launched_frame({}), label="Runs started in this session", interactive=False)
-                launch_log = gr.Code(label="Output of the selected run (last lines)", language=None, wrap_lines=True,
-                                     interactive=False)
-        timer = gr.Timer(REFRESH_S)
-
-        # ------------------------------------------------------------------------------------------- wiring
-        def refresh_runs(run: Any, compare: Any, last_key: Any, force: bool = False):
-            key = folder_fingerprint(root)
-            if key == last_key and not force:
-                return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-            summaries = discover_runs(root)
-            names = [s.name for s in summaries]
-            frame = views.runs_frame(summaries)
-            run = run if run in names else (names[0] if names else None)
-            compare = compare if compare in names and compare != run else NONE
-            return (frame, gr.update(choices=names, value=run), gr.update(choices=[NONE] + names, value=compare),
-                    key)
-
-        def render(run_name: Any, compare_name: Any, epoch: str, band: str, validity: str, reason: str,
-                   search: str, task: Any, state: Any, force: bool):
-            key = key_of(run_name, compare_name)
-            if not force and state is not None and state[0] == key:
-                return (gr.skip(),) * 15
-            a, b = load(run_name), load(compare_name if compare_name != run_name else None)
-            if a is None:
-                empty = views.message_figure(f"No run in {root} yet: start one in the “Start a run” tab, or run "
-                                             f"`genenv-lab run --preset tiny --out {root}/tiny`.")
-                return ("_No run selected._", gr.update(visible=False), empty, empty, None, gr.update(),
-                        gr.update(), gr.update(choices=[], value=None), *detail(None, None), "", (key, None, None))
-            try:
-                return draw(a, b, epoch, band, validity, reason, search, task, key)
-            except Exception as exc:  # noqa: BLE001 - a run no view foresaw must not take the lab down
-                oops = views.message_figure(f"{a.name}: could not draw this run ({type(exc).__name__}: {exc}).")
-                return (f"### {a.name}\n\n> ⚠ Could not draw this run: `{type(exc).__name__}: {exc}`",
-                        gr.update(visible=False), oops, oops, None, gr.update(), gr.update(),
-                        gr.update(choices=[], value=None), *detail(None, None), a.events, (key, None, None))
-
-        def draw(a: RunData, b: RunData | None, epoch: str, band: str, validity: str, reason: str, search: str,
-                 task: Any, key: tuple):
-            choices = views.task_filter_choices(a)
-            epoch = epoch if epoch in choices["epochs"] else "all"
-            reason = reason if reason in choices["reasons"] else "all"
-            ids = list(a.tasks["task_id"].astype(str)) if len(a.tasks) else []
-            task = task if task in ids else None
-            return (views.run_card(a),
-                    gr.update(value=views.run_card(b), visible=True) if b is not None else gr.update(visible=False),
-                    views.difficulty_figure([r for r in (a, b) if r is not None]),
-                    views.curves_figure([r for r in (a, b) if r is not None]),
-                    views.tasks_frame(a, epoch=epoch, band=band, validity=validity, reason=reason, search=search),
-                    gr.update(choices=choices["epochs"], value=epoch),
-                    gr.update(choices=choices["reasons"], value=reason),
-                    gr.update(choices=ids, value=task), *detail(a, task), a.events, (key, a, b))
-
-        def detail(run: RunData | None, task: Any):
-            if run is None or not task:
-                return (views.lineage_figure(run, "") if run else views.message_figure("No run selected."),
-                        pd.DataFrame(columns=views.LINEAGE_COLUMNS),
-                        "_Pick a generated task (click a row of the table) to see the env context it came from._",
-                        "", pd.DataFrame(columns=views.ATTEMPTS_COLUMNS))
-            return (views.lineage_figure(run, task), views.lineage_frame(run, task),
-                    views.context_markdown(run, task), views.attempts_markdown(run, task),
-                    views.attempts_frame(run, task))
-
-        def show_task(state: Any, task: Any):
-            run = state[1] if state else None
-            return detail(run, task)
-
-        def filter_tasks(state: Any, epoch: str, band: str, validity: str, reason: str, search: str):
-            run = state[1] if state else None
-            if run is None:
-                return None
-            return views.tasks_frame(run, epoch=epoch, band=band, validity=validity, reason=reason, search=search)
-
-        def pick_row(evt: gr.SelectData):
-            row = getattr(evt, "row_value", None)
-            return gr.update(value=str(row[0])) if row else gr.skip()
-
-        def pick_run(evt: gr.SelectData):
-            row = getattr(evt, "row_value", None)
-            return gr.update(value=str(row[0])) if row else gr.skip()
-
-        def refresh_comparisons(current: Any, last_key: Any, force: bool = False):
-            key = comparisons_fingerprint(root)
-            if key == last_key and not force:
-                return gr.skip(), gr.skip()
-            names = [name for name, _ in comparison_dirs(root)]
-            current = current if current in names else (names[0] if names else None)
-            return gr.update(choices=names, value=current), key
-
-        def empty_cmp_tables():  # the three comparison tables with their column names and no rows
-            return (views.comparison_summary_frame(no_cmp), views.band_residence_frame(no_cmp),
-                    views.comparison_runs_frame(no_cmp))
-
-        def render_comparison(name: Any, state: Any, force: bool):
-            key = cmp_key_of(name)
-            if not force and state is not None and state[0] == key:
-                return (gr.skip(),) * 6
-            cmp = load_cmp(name)
-            if cmp is None:
-                empty = views.message_figure(f"No comparison in {root} yet: run `genenv-lab compare --presets tiny "
-                                             f"--variants genenv random_env static --out {root}/cmp1`.")
-                return ("_No comparison selected._", empty, *empty_cmp_tables(), (key, None))
-            try:
-                return (views.comparison_card(cmp), views.comparison_figure(cmp),
-                        views.comparison_summary_frame(cmp), views.band_residence_frame(cmp),
-                        views.comparison_runs_frame(cmp), (key, cmp))
-            except Exception as exc:  # noqa: BLE001 - a comparison no view foresaw must not take the lab down
-                oops = views.message_figure(f"{cmp.name}: could not draw this comparison "
-                                            f"({type(exc).__name__}: {exc}).")
-                return (f"### {cmp.name}\n\n> ⚠ Could not draw this comparison: `{type(exc).__name__}: {exc}`",
-                        oops, *empty_cmp_tables(), (key, None))
-
-        def start(preset: str, domain: str, name: str, mine: dict):
-            try:
-                run = launcher.start_run(root, preset, domain, name)
-            except LabError as exc:
-                return (mine, f"⚠ {exc}", launcher.launched_frame(mine), gr.skip(), gr.skip(), gr.skip())
-            mine = dict(mine, **{run.name: run})
-            names = [s.name for s in discover_runs(root)]
-            return (mine, f"Started **{run.name}** (pid {run.pid}): `{' '.join(run.command[1:])}`",
-                    launcher.launched_frame(mine), gr.update(choices=list(mine), value=run.name),
-                    gr.update(choices=names, value=run.name), launcher.log_tail(run))
-
-        def stop(name: Any, mine: dict):
-            run = mine.get(name) if name else None
-            if run is None:
-                return "⚠ Pick a run this session started.", launcher.launched_frame(mine), gr.skip()
-            code = launcher.stop_run(run)
-            return (f"Stopped **{run.name}** (exit code {code}).", launcher.launched_frame(mine),
-                    launcher.log_tail(run))
-
-        def poll_started(name: Any, mine: dict):
-            if not mine:
-                return gr.skip(), gr.skip()
-            run = mine.get(name)
-            return launcher.launched_frame(mine), launcher.log_tail(run) if run else ""
-
-        view_inputs = [run_dd, compare_dd, f_epoch, f_band, f_valid, f_reason, f_search, task_dd, loaded]
-        view_outputs = [card, card_b, hist, curves, tasks_df, f_epoch, f_reason, task_dd, lineage_plot,
-                        lineage_df, context_md, attempts_md, attempts_df, events, loaded]
-        detail_outputs = [lineage_plot, lineage_df, context_md, attempts_md, attempts_df]
-        quiet = dict(show_progress="hidden", api_visibility="private")
-
-        def forced(*args):
-            return render(*args, force=True)
-
-        def polled(*args):
-            return render(*args, force=False)
-
-        demo.load(lambda r, c: refresh_runs(r, c, None, force=True), [run_dd, compare_dd],
-                  [runs_table, run_dd, compare_dd, runs_key], **quiet)
-        for trigger in (run_dd.change, compare_dd.change):
-            trigger(forced, view_inputs, view_outputs, concurrency_id="view", concurrency_limit=1, **quiet)
-        timer.tick(refresh_runs, [run_dd, compare_dd, runs_key], [runs_table, run_dd, compare_dd, runs_key],
-                   **quiet)
-        timer.tick(polled, view_inputs, view_outputs, concurrency_id="view", concurrency_limit=1, **quiet)
-        timer.tick(poll_started, [stop_dd, started], [started_df, launch_log], **quiet)
-        cmp_outputs = [cmp_card, cmp_plot, cmp_summary, cmp_band, cmp_runs, cmp_loaded]
-        demo.load(lambda c: refresh_comparisons(c, None, force=True), cmp_dd, [cmp_dd, cmps_key], **quiet)
-        cmp_dd.change(lambda c, st: render_comparison(c, st, True), [cmp_dd, cmp_loaded], cmp_outputs,
-                      concurrency_id="comparison", concurrency_limit=1, **quiet)
-        timer.tick(refresh_comparisons, [cmp_dd, cmps_key], [cmp_dd, cmps_key], **quiet)
-        timer.tick(lambda c, st: render_comparison(c, st, False), [cmp_dd, cmp_loaded], cmp_outputs,
-                   concurrency_id="comparison", concurrency_limit=1, **quiet)
-        live.change(lambda on: gr.Timer(active=on), live, timer, **quiet)
-        runs_table.select(pick_run, None, run_dd, **quiet)
-        for f in (f_epoch, f_band, f_valid, f_reason):
-            f.input(filter_tasks, [loaded, f_epoch, f_band, f_valid, f_reason, f_search], tasks_df, **quiet)
-        f_search.submit(filter_tasks, [loaded, f_epoch, f_band, f_valid, f_reason, f_search], tasks_df, **quiet)
-        tasks_df.select(pick_row, None, task_dd, **quiet)
-        task_dd.change(show_task, [loaded, task_dd], detail_outputs, **quiet)
-        start_btn.click(start, [l_preset, l_domain, l_name, started],
-                        [started, launch_msg, started_df, stop_dd, run_dd, launch_log], api_visibility="private")
-        stop_btn.click(stop, [stop_dd, started], [launch_msg, started_df, launch_log], api_visibility="private")
-        l_preset.change(launcher.preset_domain, l_preset, l_domain, **quiet)  # the chosen preset's own domain
-        stop_dd.change(poll_started, [stop_dd, started], [started_df, launch_log], **quiet)
-
-        # ---------------------------------------------------------------------------------- API endpoints
-        def list_runs() -> list[dict]:
-            """Every run under the runs folder: name, status, preset, model, domain, epochs done / planned."""
-            frame = views.runs_frame(discover_runs(root)).astype(object)
-            return frame.where(frame.notna(), None).to_dict("records")
-
-        def run_summary(name: str) -> str:
-            """The Markdown card of run ``name`` (status, settings, last epoch, problems found)."""
-            run = load(name)
-            return views.run_card(run) if run is not None else "_No run selected._"
-
-        def list_comparisons() -> list[str]:
-            """The names of the comparison folders (``manifest.json``) under the runs folder."""
-            return [name for name, _ in comparison_dirs(root)]
-
-        gr.api(list_runs, api_name="list_runs")
-        gr.api(run_summary, api_name="run_summary")
-        gr.api(list_comparisons, api_name="list_comparisons")
+                start_tab(ui)
+        ui.timer = gr.Timer(REFRESH_S)
+        wire_runs(demo, ui, lab)
+        wire_comparisons(demo, ui, lab)
+        wire_launcher(ui, lab)
+        gr.api(lab.list_runs, api_name="list_runs")
+        gr.api(lab.run_summary, api_name="run_summary")
+        gr.api(lab.list_comparisons, api_name="list_comparisons")
     return demo
+
+
+# ---------------------------------------------------------------------------------------------------- layout
+def header(ui: SimpleNamespace, root: Path, first: dict[str, Any]) -> None:
+    gr.Markdown(f"# GenEnv lab\nCo-evolution of an agent and an environment simulator (two LoRA adapters). "
+                f"Runs folder: `{root}`", elem_classes="lab-header")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=4):
+            ui.runs_table = Table(views.runs_frame(first["summaries"]), label="Runs (click one to show it)",
+                                  interactive=False, max_height=210, wrap=False)
+        with gr.Column(scale=1, min_width=280):
+            ui.run_dd = gr.Dropdown(label="Run", choices=first["names"], value=first["run"], interactive=True)
+            ui.compare_dd = gr.Dropdown(label="Compare with", choices=[NONE], value=NONE, interactive=True)
+            ui.live = gr.Checkbox(value=True, label=f"Live: refresh every {REFRESH_S:g} s")
+    with gr.Row(equal_height=False):
+        ui.card = gr.Markdown(first["card"], elem_classes="run-card")
+        ui.card_b = gr.Markdown(visible=False, elem_classes="run-card")
+
+
+def tasks_tab(ui: SimpleNamespace, no_run: RunData) -> None:
+    with gr.Row():
+        ui.f_epoch = gr.Dropdown(label="Epoch", choices=["all"], value="all", min_width=110)
+        ui.f_band = gr.Radio(label="Band", choices=list(views.BAND_FILTERS), value="all")
+        ui.f_valid = gr.Radio(label="Validity", choices=list(views.VALIDITY_FILTERS), value="all")
+        ui.f_reason = gr.Dropdown(label="Reject reason", choices=["all"], value="all")
+        ui.f_search = gr.Textbox(label="Search", placeholder="text in id, question, answer, output")
+    ui.tasks_df = Table(views.tasks_frame(no_run), label="Generated tasks (click a row for its lineage and attempts)",
+                        interactive=False, max_height=330, wrap=False)
+    ui.task_dd = gr.Dropdown(label="Task", choices=[], value=None, interactive=True)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            ui.lineage_plot = gr.Plot(show_label=False)
+        with gr.Column(scale=2):
+            ui.context_md = gr.Markdown("_Pick a generated task._")
+    ui.lineage_df = Table(views.lineage_frame(no_run, ""), label="Lineage: seed → … → task", interactive=False,
+                          max_height=240, wrap=True,
+                          column_widths=["5%", "11%", "5%", "5%", "5%", "5%", "6%", "6%", "52%"])
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=2):
+            ui.attempts_md = gr.Markdown()
+        with gr.Column(scale=3):
+            ui.attempts_df = Table(views.attempts_frame(no_run, ""), label="Agent completions (G per epoch attempted)",
+                                   interactive=False, max_height=330, wrap=True)
+
+
+def comparisons_tab(ui: SimpleNamespace, no_cmp: ComparisonData) -> None:
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=260):
+            ui.cmp_dd = gr.Dropdown(label="Comparison", choices=[], value=None, interactive=True,
+                                    info="folders with a manifest.json (genenv-lab compare --out runs/NAME)")
+        with gr.Column(scale=4):
+            ui.cmp_card = gr.Markdown("_No comparison selected._", elem_classes="run-card")
+    ui.cmp_plot = gr.Plot(show_label=False)
+    ui.cmp_summary = Table(views.comparison_summary_frame(no_cmp),
+                           label="Last epoch of each configuration (mean and std over seeds)", interactive=False,
+                           wrap=False)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1):
+            ui.cmp_band = Table(views.band_residence_frame(no_cmp),
+                                label="Band residence: first epoch with p̂ in the band, and whether it stayed",
+                                interactive=False, max_height=300)
+        with gr.Column(scale=1):
+            ui.cmp_runs = Table(views.comparison_runs_frame(no_cmp), label="Runs of the comparison",
+                                interactive=False, max_height=300)
+
+
+def start_tab(ui: SimpleNamespace) -> None:
+    gr.Markdown("Start a preset run as a separate process; it appears in the runs list and fills in live. Only the "
+                "CPU presets can be started here. **Stop** interrupts it (the run marks itself interrupted; "
+                "`genenv-lab run … --resume` continues it).")
+    with gr.Row():
+        ui.l_preset = gr.Dropdown(label="Preset", choices=list(launcher.LAUNCH_PRESETS),
+                                  value=launcher.LAUNCH_PRESETS[0])
+        ui.l_domain = gr.Dropdown(label="Domain", choices=launcher.domain_names(),
+                                  value=launcher.preset_domain(launcher.LAUNCH_PRESETS[0]))
+        ui.l_name = gr.Textbox(label="Run name (optional)", placeholder="<preset>-<domain>-<time>")
+        ui.start_btn = gr.Button("Start", variant="primary")
+    with gr.Row():
+        ui.stop_dd = gr.Dropdown(label="My run to stop", choices=[], value=None)
+        ui.stop_btn = gr.Button("Stop", variant="stop")
+    ui.launch_msg = gr.Markdown()
+    ui.started_df = Table(launcher.launched_frame({}), label="Runs started in this session", interactive=False)
+    ui.launch_log = gr.Code(label="Output of the selected run (last lines)", language=None, wrap_lines=True,
+                            interactive=False)
+
+
+# ---------------------------------------------------------------------------------------------------- wiring
+QUIET = dict(show_progress="hidden", api_visibility="private")
+
+
+def wire_runs(demo: gr.Blocks, ui: SimpleNamespace, lab: Lab) -> None:
+    """The runs list, the run (and run to compare) shown, the task filters and the task detail."""
+    view_inputs = [ui.run_dd, ui.compare_dd, ui.f_epoch, ui.f_band, ui.f_valid, ui.f_reason, ui.f_search, ui.task_dd,
+                   ui.loaded]
+    view_outputs = [ui.card, ui.card_b, ui.hist, ui.curves, ui.tasks_df, ui.f_epoch, ui.f_reason, ui.task_dd,
+                    ui.lineage_plot, ui.lineage_df, ui.context_md, ui.attempts_md, ui.attempts_df, ui.events,
+                    ui.loaded]
+    detail_outputs = [ui.lineage_plot, ui.lineage_df, ui.context_md, ui.attempts_md, ui.attempts_df]
+    runs_outputs = [ui.runs_table, ui.run_dd, ui.compare_dd, ui.runs_key]
+    one_view = dict(concurrency_id="view", concurrency_limit=1, **QUIET)
+
+    def forced(*args):
+        return lab.render(*args, force=True)
+
+    def polled(*args):
+        return lab.render(*args, force=False)
+
+    demo.load(lambda r, c: lab.refresh_runs(r, c, None, force=True), [ui.run_dd, ui.compare_dd], runs_outputs,
+              **QUIET)
+    for trigger in (ui.run_dd.change, ui.compare_dd.change):
+        trigger(forced, view_inputs, view_outputs, **one_view)
+    ui.timer.tick(lab.refresh_runs, [ui.run_dd, ui.compare_dd, ui.runs_key], runs_outputs, **QUIET)
+    ui.timer.tick(polled, view_inputs, view_outputs, **one_view)
+    ui.live.change(lambda on: gr.Timer(active=on), ui.live, ui.timer, **QUIET)
+    ui.runs_table.select(pick_first_cell, None, ui.run_dd, **QUIET)
+    filters = [ui.loaded, ui.f_epoch, ui.f_band, ui.f_valid, ui.f_reason, ui.f_search]
+    for f in (ui.f_epoch, ui.f_band, ui.f_valid, ui.f_reason):
+        f.input(lab.filter_tasks, filters, ui.tasks_df, **QUIET)
+    ui.f_search.submit(lab.filter_tasks, filters, ui.tasks_df, **QUIET)
+    ui.tasks_df.select(pick_first_cell, None, ui.task_dd, **QUIET)
+    ui.task_dd.change(lab.show_task, [ui.loaded, ui.task_dd], detail_outputs, **QUIET)
+
+
+def wire_comparisons(demo: gr.Blocks, ui: SimpleNamespace, lab: Lab) -> None:
+    """The comparisons list and the comparison shown."""
+    cmp_outputs = [ui.cmp_card, ui.cmp_plot, ui.cmp_summary, ui.cmp_band, ui.cmp_runs, ui.cmp_loaded]
+    one_view = dict(concurrency_id="comparison", concurrency_limit=1, **QUIET)
+    demo.load(lambda c: lab.refresh_comparisons(c, None, force=True), ui.cmp_dd, [ui.cmp_dd, ui.cmps_key], **QUIET)
+    ui.cmp_dd.change(lambda c, st: lab.render_comparison(c, st, True), [ui.cmp_dd, ui.cmp_loaded], cmp_outputs,
+                     **one_view)
+    ui.timer.tick(lab.refresh_comparisons, [ui.cmp_dd, ui.cmps_key], [ui.cmp_dd, ui.cmps_key], **QUIET)
+    ui.timer.tick(lambda c, st: lab.render_comparison(c, st, False), [ui.cmp_dd, ui.cmp_loaded], cmp_outputs,
+                  **one_view)
+
+
+def wire_launcher(ui: SimpleNamespace, lab: Lab) -> None:
+    """Starting and stopping runs from the "Start a run" tab."""
+    mine = [ui.stop_dd, ui.started]
+    ui.timer.tick(lab.poll_started, mine, [ui.started_df, ui.launch_log], **QUIET)
+    ui.start_btn.click(lab.start, [ui.l_preset, ui.l_domain, ui.l_name, ui.started],
+                       [ui.started, ui.launch_msg, ui.started_df, ui.stop_dd, ui.run_dd, ui.launch_log],
+                       api_visibility="private")
+    ui.stop_btn.click(lab.stop, mine, [ui.launch_msg, ui.started_df, ui.launch_log], api_visibility="private")
+    ui.l_preset.change(launcher.preset_domain, ui.l_preset, ui.l_domain, **QUIET)  # the chosen preset's own domain
+    ui.stop_dd.change(lab.poll_started, mine, [ui.started_df, ui.launch_log], **QUIET)
 
 
 def launch(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int | None = 7860, share: bool = False,
