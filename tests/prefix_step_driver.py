@@ -30,13 +30,20 @@ def reward(task_ids, texts):
     return [float(sum(map(ord, t)) % 3) / 2 for t in texts]
 
 
-def one_step(shared: bool, kl_beta: float) -> dict:
+def tiny_backend(shared: bool, kl_beta: float, tasks: int):
+    """The tiny model's backend (no dropout, LoRA B perturbed, sampling temperature 2 so that G rollouts differ)
+    and ``tasks`` agent prompts of its domain's seeds (cycled)."""
     cfg = preset("tiny").replace(model={"lora_dropout": 0.0, "shared_prefix": shared},
-                                 agent={"prompts_per_step": 2, "kl_beta": kl_beta, "temperature": 2.0})
+                                 agent={"prompts_per_step": tasks, "kl_beta": kl_beta, "temperature": 2.0})
     domain = get_domain(cfg.loop.domain)
     backend = make_backend(cfg, domain)
     perturb_lora(backend)
-    prompts = [AgentPrompt(s.seed_id, domain.agent_messages(s.spec)) for s in domain.seed_tasks()[:2]]
+    seeds = domain.seed_tasks()
+    return backend, [AgentPrompt(f"t{i}", domain.agent_messages(seeds[i % len(seeds)].spec)) for i in range(tasks)]
+
+
+def one_step(shared: bool, kl_beta: float) -> dict:
+    backend, prompts = tiny_backend(shared, kl_beta, tasks=2)
     seen: dict = {"texts": []}
 
     def recording_reward(task_ids, texts):

@@ -26,7 +26,7 @@ from genenv_lab.backends import prefix
 
 DRIVER = str(Path(__file__).resolve().parent / "prefix_step_driver.py")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from prefix_step_driver import perturb_lora, reward  # noqa: E402
+from prefix_step_driver import reward, tiny_backend  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------------ grouping
@@ -70,18 +70,7 @@ def test_the_trl_methods_the_trainer_overrides_are_still_there():
 
 # ------------------------------------------------------------------------------------------------ equality
 def _trainer(kl_beta: float, tasks: int, shared: bool = True):
-    from genenv_lab.backends.base import AgentPrompt
-    from genenv_lab.backends.factory import make_backend
-    from genenv_lab.config import preset
-    from genenv_lab.domains import get_domain
-
-    cfg = preset("tiny").replace(model={"lora_dropout": 0.0, "shared_prefix": shared},
-                                 agent={"prompts_per_step": tasks, "kl_beta": kl_beta, "temperature": 2.0})
-    domain = get_domain(cfg.loop.domain)
-    backend = make_backend(cfg, domain)
-    perturb_lora(backend)
-    seeds = domain.seed_tasks()
-    prompts = [AgentPrompt(f"t{i}", domain.agent_messages(seeds[i % len(seeds)].spec)) for i in range(tasks)]
+    backend, prompts = tiny_backend(shared, kl_beta, tasks)
     trainer = backend.grpo_trainer(prompts, reward, tempfile.mkdtemp(prefix="genenv-test-"))
     trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train(); compute_loss reads it
     return backend, trainer

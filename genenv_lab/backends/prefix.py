@@ -50,17 +50,17 @@ def group_rows(prefix_ids: torch.Tensor, prefix_mask: torch.Tensor) -> tuple[tor
     >>> first.tolist(), inverse.tolist()
     ([0, 1], [0, 1, 0])
     """
-    key = torch.cat([prefix_ids, prefix_mask.to(prefix_ids.dtype)], dim=1)
-    _, inverse = torch.unique(key, dim=0, return_inverse=True)
-    # torch.unique sorts; renumber the groups by first appearance so that row order is kept
-    order: dict[int, int] = {}
-    renumbered = [order.setdefault(int(g), len(order)) for g in inverse.tolist()]
-    inv = torch.tensor(renumbered, dtype=torch.long, device=prefix_ids.device)
-    first_of = {}
-    for row, g in enumerate(renumbered):
-        first_of.setdefault(g, row)
-    first = torch.tensor([first_of[g] for g in range(len(order))], dtype=torch.long, device=prefix_ids.device)
-    return first, inv
+    keys = [tuple(row) for row in torch.cat([prefix_ids, prefix_mask.to(prefix_ids.dtype)], dim=1).tolist()]
+    group_of: dict[tuple, int] = {}
+    first, inverse = [], []
+    for row, key in enumerate(keys):
+        if key not in group_of:
+            group_of[key] = len(first)
+            first.append(row)
+        inverse.append(group_of[key])
+    device = prefix_ids.device
+    return torch.tensor(first, dtype=torch.long, device=device), torch.tensor(inverse, dtype=torch.long,
+                                                                               device=device)
 
 
 def worth_sharing(inverse: torch.Tensor) -> bool:
@@ -104,7 +104,12 @@ class PrefixOutput(ModelOutput):
 def _cache_name(module: Any) -> str:
     """The keyword a transformers model takes its key/value cache by: ``cache`` (transformers >= 5.20) or
     ``past_key_values`` (earlier)."""
-    return "cache" if "cache" in inspect.signature(type(module).forward).parameters else "past_key_values"
+    return _cache_keyword(type(module))
+
+
+@functools.lru_cache(maxsize=None)
+def _cache_keyword(cls: type) -> str:
+    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
 
 
 def _cache_of(output: Any):
