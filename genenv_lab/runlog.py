@@ -121,6 +121,17 @@ def _tasks_frame(rows: list[dict]) -> pd.DataFrame:
     return frame
 
 
+def _state_count(state: dict, key: str, run_dir: Path) -> int:
+    """``state[key]`` (0 when absent) as a whole number ≥ 0, or a RunDirError that names the field: a resume must
+    never read ``2.5`` as 2, or ``true`` as 1, and discard what follows."""
+    value = state.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**9:
+        raise RunDirError(f"{run_dir / STATE}: {key} is {json.dumps(value)[:40]}, not a whole number of epochs; "
+                          "nothing was changed. Fix that field (see epochs.jsonl for the committed epochs) or start "
+                          "a new --out")
+    return value
+
+
 class RunWriter:
     """Creates or resumes a run directory and commits epochs atomically."""
 
@@ -199,9 +210,15 @@ class RunWriter:
         if (self.dir / STATE).is_file():
             state = read_state(self.dir)
             self._state_before = (self.dir / STATE).read_bytes()  # restored if this resume fails before an epoch
-        else:  # killed between config.json and the first state.json: nothing was committed yet
+        else:  # killed between config.json and the first state.json: nothing can have been committed yet
+            committed = self._committed_files()
+            if committed:
+                raise RunDirError(f"{self.dir} has no {STATE} but holds committed epochs ({', '.join(committed)}); "
+                                  "nothing was changed. Copy the folder and restore its state.json from a backup, or "
+                                  "start a new --out")
             state = {}
-        last = int(state.get("last_complete_epoch", 0))
+        last = _state_count(state, "last_complete_epoch", self.dir)
+        env_version = _state_count(state, "env_version", self.dir)
         before = state.get("world_size", 1)
         if last and before != self.world_size:
             self.event(f"warning: resumed with {self.world_size} process(es); epochs 1-{last} ran with {before}: the "
@@ -231,8 +248,20 @@ class RunWriter:
             (self.dir / REFERENCE).unlink()  # written by an epoch 1 that never completed
         for leftover in self.dir.glob(".*.tmp"):
             leftover.unlink()
-        self._write_state("running", env_version=int(state.get("env_version", 0)), last=last)
+        self._write_state("running", env_version=env_version, last=last)
         return last
+
+    def _committed_files(self) -> list[str]:
+        """What in the folder an epoch commits (records, table files, adapters, the reference tasks), by name."""
+        found = []
+        if (self.dir / EPOCHS).is_file() and (self.dir / EPOCHS).stat().st_size:
+            found.append(EPOCHS)
+        found += [f"{name}/" for name in TABLES if table_files(self.dir, name) or legacy_table(self.dir, name).is_file()]
+        if (self.dir / ADAPTERS).is_dir() and any((self.dir / ADAPTERS).glob("epoch_*")):
+            found.append(f"{ADAPTERS}/")
+        if (self.dir / REFERENCE).is_file():
+            found.append(REFERENCE)
+        return found
 
     # ------------------------------------------------------------------------------------------------- writes
     def _write_state(self, status: str, *, env_version: int, last: int | None = None) -> None:
@@ -406,9 +435,12 @@ def read_state(run_dir: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise RunDirError(f"{run_dir} has no {STATE}: not a run directory or not started")
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{path} is corrupt ({exc})") from None
+        state = json.loads(path.read_text())
+    except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, absurd integers, nesting past the stack
+        raise RunDirError(f"{path} is corrupt ({type(exc).__name__}: {str(exc)[:80]})") from None
+    if not isinstance(state, dict):
+        raise RunDirError(f"{path} is corrupt (a JSON {type(state).__name__}, not an object)")
+    return state
 
 
 def read_config(run_dir: str | Path) -> RunConfig:

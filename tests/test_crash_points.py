@@ -124,3 +124,46 @@ def test_twenty_random_sigkills_then_resume(tiny_cfg, tmp_path):
                 break  # finished before 20 kills landed: start over on a new folder, keep counting
     assert _fork(cfg, out, 0) > 100
     assert _summary(out) == reference, f"after {kills} random kills"
+
+
+def _files(out):
+    """Every file of a run folder (the lock and the event log aside), name → bytes."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name not in (".writer.lock", "events.log")}
+
+
+def _finished_run(tiny_cfg, out):
+    cfg = tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
+                           loop={"epochs": EPOCHS, "eval_every": 0})
+    list(run(cfg, out, backend=ScriptedBackend(num_generations=4), progress=False))
+    return cfg
+
+
+@pytest.mark.parametrize("damage", ["missing", "fraction", "boolean", "negative", "string", "huge", "list",
+                                    "nested", "env_version"])
+def test_resume_with_unreadable_state_refuses_and_changes_nothing(tiny_cfg, tmp_path, damage):
+    """A finished run whose state.json is gone or holds a count that is not a whole number of epochs: --resume
+    refuses with one line and every committed file stays byte for byte (it used to retrain from scratch, or read
+    2.5 as 2 and discard epoch 3 on)."""
+    import json
+
+    from genenv_lab.runlog import RunDirError
+
+    out = tmp_path / "run"
+    cfg = _finished_run(tiny_cfg, out)
+    state = json.loads((out / "state.json").read_text())
+    written = {"fraction": {**state, "last_complete_epoch": 1.5}, "boolean": {**state, "last_complete_epoch": True},
+               "negative": {**state, "last_complete_epoch": -1}, "string": {**state, "last_complete_epoch": "2"},
+               "huge": {**state, "last_complete_epoch": 10**30}, "list": [state],
+               "env_version": {**state, "env_version": 0.5}}
+    if damage == "missing":
+        (out / "state.json").unlink()
+    elif damage == "nested":
+        (out / "state.json").write_text("[" * 5000 + "]" * 5000)
+    else:
+        (out / "state.json").write_text(json.dumps(written[damage]))
+    before = _files(out)
+    with pytest.raises(RunDirError) as err:
+        list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=4), progress=False))
+    assert "\n" not in str(err.value) and "state.json" in str(err.value)
+    assert _files(out) == before
