@@ -77,25 +77,43 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_setting(item: str) -> tuple[str, str, object]:
-    """``SECTION.FIELD=VALUE`` of ``--set`` → (section, field, value); the value is read as JSON when it is JSON
-    (numbers, true/false, lists), else kept as text. Whether the field exists and the value is allowed is checked
-    by the config itself.
+    """``SECTION.FIELD=VALUE`` of ``--set`` → (section, field, value), the value read as the field's type, exactly as
+    ``--SECTION.FIELD VALUE`` reads it (``false`` is a boolean, ``3`` an int, ``a,b`` a list); an unknown section or
+    field, or a value of the wrong type, is a :class:`ConfigError` in one line. Ranges are checked by the config.
 
-    >>> parse_setting("curriculum.alpha=0.3"), parse_setting("model.name_or_path=HuggingFaceTB/x")
-    (('curriculum', 'alpha', 0.3), ('model', 'name_or_path', 'HuggingFaceTB/x'))
+    >>> parse_setting("curriculum.alpha=0.3"), parse_setting("model.separate_adapters=False")
+    (('curriculum', 'alpha', 0.3), ('model', 'separate_adapters', False))
     """
     import json
 
+    from .config import config_fields
+
     key, sep, raw = item.partition("=")
     section, dot, field = key.strip().partition(".")
+    section, field = section.strip(), field.strip()
+    kinds = {(s, f): kind for s, f, kind, _ in config_fields()}
+    sections = sorted({s for s, _ in kinds})
     if not sep or not dot or not section or not field:
         raise ConfigError(f"--set {item!r}: write SECTION.FIELD=VALUE, e.g. --set curriculum.alpha=0.3 or --set "
-                          "env.kl_coef=1.0 (sections: model, env, agent, curriculum, loop)")
+                          f"env.kl_coef=1.0 (sections: {', '.join(sections)})")
+    if section not in sections:
+        raise ConfigError(f"--set {item!r}: no config section {section!r}; sections: {', '.join(sections)}")
+    if (section, field) not in kinds:
+        accepted = sorted(f for s, f in kinds if s == section)
+        raise ConfigError(f"--set {item!r}: {section} has no field {field!r}; accepted: {', '.join(accepted)}")
+    kind = kinds[section, field]
+    text = raw.strip()
+    if kind not in (bool, int, float, str) and text.startswith("["):  # a list may also be written as JSON
+        try:
+            return section, field, tuple(str(v) for v in json.loads(text))
+        except (ValueError, TypeError):
+            pass
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        value = raw
-    return section, field.strip(), value
+        value = _parser_for(kind)(text if kind is not str else raw)
+    except (ValueError, argparse.ArgumentTypeError):
+        name = {bool: "true or false", int: "a whole number", float: "a number"}.get(kind, str(kind))
+        raise ConfigError(f"--set {item!r}: {section}.{field} takes {name}, not {raw!r}") from None
+    return section, field, value
 
 
 def _console(quiet: bool = False):

@@ -92,9 +92,15 @@ def test_cli_set_reaches_any_field_and_is_validated():
     assert (cfg.curriculum.alpha, cfg.env.kl_coef, cfg.model.target_modules, cfg.loop.epochs) == \
         (0.3, 2, ("q_proj",), 4)
     for bad, message in (("curriculum.alpha=1.5", "alpha"), ("env.nope=1", "no field"), ("foo.bar=1", "section"),
-                         ("alpha=0.3", "SECTION.FIELD=VALUE")):
+                         ("alpha=0.3", "SECTION.FIELD=VALUE"), ("preset.x=1", "no config section 'preset'"),
+                         ("loop.epochs=2.5", "whole number"), ("model.separate_adapters=maybe", "true or false"),
+                         ("curriculum.alpha=high", "a number")):
         with pytest.raises(ConfigError, match=message):
             _run_config(parse(["run", "--set", bad]))
+    # a boolean is a boolean however it is spelt ("False" used to be stored as the text, and run as true)
+    for spelling, expected in (("False", False), ("false", False), ("0", False), ("True", True), ("on", True)):
+        cfg = _run_config(parse(["run", "--preset", "tiny", "--set", f"model.separate_adapters={spelling}"]))
+        assert cfg.model.separate_adapters is expected
 
 
 @pytest.mark.parametrize("argv, message", [
