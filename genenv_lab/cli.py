@@ -306,6 +306,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .evaluation.common import BenchmarkDataMissing
 
     out = Path(args.out)
+    if (out / "config.json").is_file() or (out / "state.json").is_file():
+        console.print(f"[red]--out {out} is a run folder[/red] (it holds config.json/state.json); a comparison writes "
+                      "its runs under --out/runs/: choose another --out")
+        return 2
     _interruptible()
     try:
         seeds = list(range(args.first_seed, args.first_seed + args.seeds))  # --first-seed N: N .. N+seeds-1
@@ -412,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="genenv (default) or a baseline of docs/method.md (Baselines): random_env, static, "
                         "filter_only, offline_teacher, online_filter (static's fixed set screened online for "
                         "0 < p̂ < 1, as DAPO's dynamic sampling; --loop.screen_factor caps the screening)")
-    p.add_argument("--out", help="run directory (default runs/<preset>-<time>)")
+    p.add_argument("--out", type=_nonempty, help="run directory (default runs/<preset>-<time>)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last complete epoch")
     p.add_argument("--eval-every", type=int, help="evaluate the agent on --eval-benchmark every N epochs")
     p.add_argument("--eval-benchmark", help="held-out benchmark for --eval-every (default bamboogle)")
@@ -442,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "from prose, code fences, JSON and tool-call tags; not comparable with the leaderboard")
     e.add_argument("--data-dir", help="benchmark data folder (default: $GENENV_LAB_DATA/<name> or the cache)")
     e.add_argument("--max-new-tokens", type=_count(1), default=128, help="generation budget per item (--model)")
-    e.add_argument("--out", help="output folder (default runs/eval/<benchmark>-<time>)")
+    e.add_argument("--out", type=_nonempty, help="output folder (default runs/eval/<benchmark>-<time>)")
     e.set_defaults(func=cmd_eval)
 
     def grid_options(q: argparse.ArgumentParser) -> None:
@@ -462,7 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="held-out items per evaluation (default: the preset's, else 20; 0: all)")
         q.add_argument("--data-dir", help="benchmark data of the held-out score when the domain ships no held-out "
                                           "set (tools: BFCL; default $GENENV_LAB_DATA/<name> or the cache)")
-        q.add_argument("--out", required=True, help="comparison folder (runs/, comparison.csv, report.html)")
+        q.add_argument("--out", required=True, type=_nonempty, help="comparison folder (runs/, comparison.csv, report.html)")
         q.set_defaults(func=cmd_compare)
 
     c = sub.add_parser("compare", help="run GenEnv and baselines over seeds and write a side-by-side report")

@@ -112,6 +112,9 @@ def test_cli_set_reaches_any_field_and_is_validated():
     (["eval", "--benchmark", "bfcl", "--limit", "-1"], "--limit: -1 is below 1"),
     (["run", "--model", ""], "--model: an empty value names nothing"),
     (["eval", "--benchmark", "bfcl", "--model", " "], "--model: an empty value names nothing"),
+    (["run", "--out", ""], "--out: an empty value names nothing"),
+    (["compare", "--presets", "tiny", "--out", ""], "--out: an empty value names nothing"),
+    (["eval", "--benchmark", "bfcl", "--out", " "], "--out: an empty value names nothing"),
 ])
 def test_cli_refuses_values_that_cannot_be_right(argv, message, capsys):
     from genenv_lab.cli import build_parser
@@ -119,3 +122,17 @@ def test_cli_refuses_values_that_cannot_be_right(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
         build_parser().parse_args(argv)
     assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_compare_refuses_a_run_folder_as_its_out(tmp_path, capsys):
+    """``compare --out <a run>`` used to turn the run into a comparison folder; now it is refused, untouched."""
+    from genenv_lab.cli import main
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text("{}")
+    (run_dir / "state.json").write_text("{}")
+    before = sorted(p.name for p in run_dir.iterdir())
+    assert main(["compare", "--presets", "tiny", "--seeds", "1", "--out", str(run_dir)]) == 2
+    assert "is a run folder" in capsys.readouterr().out
+    assert sorted(p.name for p in run_dir.iterdir()) == before
