@@ -466,7 +466,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="held-out items per evaluation (default: the preset's, else 20; 0: all)")
         q.add_argument("--data-dir", help="benchmark data of the held-out score when the domain ships no held-out "
                                           "set (tools: BFCL; default $GENENV_LAB_DATA/<name> or the cache)")
-        q.add_argument("--out", required=True, type=_nonempty, help="comparison folder (runs/, comparison.csv, report.html)")
+        q.add_argument("--out", required=True, type=_nonempty,
+                       help="comparison folder (runs/, comparison.csv, report.html)")
         q.set_defaults(func=cmd_compare)
 
     c = sub.add_parser("compare", help="run GenEnv and baselines over seeds and write a side-by-side report")

@@ -37,6 +37,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from .config import RunConfig
+from .safe_io import MB, loads_json, read_regular
 from .types import Attempt, EpochRecord, GeneratedTask
 
 CONFIG = "config.json"
@@ -256,7 +257,8 @@ class RunWriter:
         found = []
         if (self.dir / EPOCHS).is_file() and (self.dir / EPOCHS).stat().st_size:
             found.append(EPOCHS)
-        found += [f"{name}/" for name in TABLES if table_files(self.dir, name) or legacy_table(self.dir, name).is_file()]
+        found += [f"{name}/" for name in TABLES
+                  if table_files(self.dir, name) or legacy_table(self.dir, name).is_file()]
         if (self.dir / ADAPTERS).is_dir() and any((self.dir / ADAPTERS).glob("epoch_*")):
             found.append(f"{ADAPTERS}/")
         if (self.dir / REFERENCE).is_file():
@@ -434,10 +436,10 @@ def read_state(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / STATE
     if not path.is_file():
         raise RunDirError(f"{run_dir} has no {STATE}: not a run directory or not started")
-    try:
-        state = json.loads(path.read_text())
-    except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, absurd integers, nesting past the stack
-        raise RunDirError(f"{path} is corrupt ({type(exc).__name__}: {str(exc)[:80]})") from None
+    try:  # a regular file of at most 1 MB (a state.json is ~200 bytes), every JSON failure one ValueError
+        state = loads_json(read_regular(path, MB, STATE))
+    except ValueError as exc:
+        raise RunDirError(f"{path} is corrupt ({exc})") from None
     if not isinstance(state, dict):
         raise RunDirError(f"{path} is corrupt (a JSON {type(state).__name__}, not an object)")
     return state

@@ -95,6 +95,33 @@ def test_bad_inputs(mini_bfcl, tmp_path):
         score_predictions("bfcl", none_match, data_dir=mini_bfcl, category="multiple")
 
 
+
+def test_predictions_that_are_not_a_regular_file_fail_at_once(mini_bfcl, tmp_path):
+    """/dev/zero used to be read until the kernel's OOM killer stopped it; a FIFO blocked forever."""
+    import os
+    import time
+
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", fifo, tmp_path):
+        started = time.monotonic()
+        with pytest.raises(ValueError, match="not a regular file") as err:
+            score_predictions("bfcl", path, data_dir=mini_bfcl)
+        assert time.monotonic() - started < 2 and "\n" not in str(err.value)
+
+
+def test_a_lone_surrogate_in_a_prediction_is_scored_and_written(mini_bfcl, tmp_path):
+    """A model can write a lone surrogate; it used to abort the evaluation half-written. Now every row is written
+    (the surrogate as JSON's own escape) and reads back as it was."""
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"id": "simple_python_0", "prediction": "[get_weather(city=\'\\udc80\')]"}\n'
+                     '{"id": "simple_python_1", "prediction": "caf\u00e9"}\n', encoding="utf-8")
+    out = tmp_path / "out"
+    s = score_predictions("bfcl", preds, data_dir=mini_bfcl, out_dir=out)
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["prediction"] for r in rows[:2]] == ["[get_weather(city='\udc80')]", "caf\u00e9"]
+    assert len(rows) == 3 and json.loads((out / "summary.json").read_text()) == s
+
 @needs_shared
 @pytest.mark.parametrize("benchmark", sorted(BENCHMARKS))
 def test_gold_answers_score_100_percent(benchmark, tmp_path):

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from . import alfworld, api_bank, bamboogle, bfcl, travelplanner
+from ..safe_io import MB, loads_json, read_regular
 from ..types import jsonable
 from .common import BenchmarkSpec, ItemResult, resolve_data_dir
 
@@ -47,16 +48,24 @@ def get_benchmark(name: str) -> BenchmarkSpec:
     return BENCHMARKS[key]
 
 
+MAX_PREDICTIONS_BYTES = 1024 * MB
+"""The largest predictions file read (a regular file only: ``/dev/zero`` or a FIFO is refused at once)."""
+
+
 def read_predictions(path: str | os.PathLike) -> dict[str, str]:
     """``{id: prediction}`` from a JSONL file; a later line for the same id replaces an earlier one."""
     out: dict[str, str] = {}
-    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = read_regular(path, MAX_PREDICTIONS_BYTES, "predictions file").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+            row = loads_json(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from None
         if not isinstance(row, dict) or "id" not in row or "prediction" not in row:
             raise ValueError(f"{path}:{lineno}: expected an object with 'id' and 'prediction'")
         pred = row["prediction"]
@@ -139,10 +148,13 @@ def score_predictions(benchmark: str, predictions_path: str | os.PathLike, data_
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        with open(out / "results.jsonl", "w", encoding="utf-8") as fh:
+        # A model can write any text, lone surrogates included: those are written as JSON's own \\udXXX escapes
+        # (errors="backslashreplace"), so every row is valid JSON that reads back as the prediction it was.
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8",
+                                          errors="backslashreplace")
+        with open(out / "results.jsonl", "w", encoding="utf-8", errors="backslashreplace") as fh:
             for row in rows:
                 fh.write(json.dumps(jsonable(row), ensure_ascii=False) + "\n")
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return summary
 
 

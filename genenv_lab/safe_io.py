@@ -1,0 +1,58 @@
+"""Reading files the lab did not write itself (predictions, a run folder's state) without trusting them.
+
+:func:`read_regular` opens without blocking, requires a regular file (a FIFO, a device such as ``/dev/zero``, a
+socket or a folder is refused at once, never read) and reads at most ``limit`` bytes, so a hostile path costs a
+stat and one bounded read. :func:`loads_json` turns every way a JSON text can be bad (syntax, bad UTF-8, integers
+past Python's digit limit, nesting past the stack) into one ``ValueError``. Standard-library calls only: no library
+offers this pair.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+MB = 1 << 20
+
+
+class UnsafeFile(ValueError):
+    """A file that is not a regular file, or is larger than its reader allows; the message is one sentence."""
+
+
+def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes; else :class:`UnsafeFile` (or
+    ``FileNotFoundError`` when absent)."""
+    fd = os.open(Path(path), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeFile(f"{what} {path} is not a regular file (a FIFO, device, socket or folder); not read")
+        if info.st_size > limit:
+            raise UnsafeFile(f"{what} {path} is {info.st_size / MB:.1f} MB, above the {limit / MB:.0f} MB this "
+                             "reader accepts; not read")
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:  # it grew after the stat
+            raise UnsafeFile(f"{what} {path} grew past {limit / MB:.0f} MB while being read; not read")
+        return data
+    finally:
+        os.close(fd)
+
+
+def loads_json(data: bytes | str) -> Any:
+    """``json.loads`` whose every failure is a ``ValueError`` with a short message."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, int digit limit
+        raise ValueError(f"{type(exc).__name__}: {str(exc)[:80]}") from None
