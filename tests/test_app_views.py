@@ -372,7 +372,8 @@ def test_launcher_only_builds_preset_commands(tmp_path):
     (tmp_path / "taken").mkdir()
     with pytest.raises(LabError, match="already exists"):
         launcher.start_run(tmp_path, "tiny", "arith", "taken")
-    assert not any(p.name != "taken" for p in tmp_path.iterdir())  # nothing was created or started
+    assert {p.name for p in tmp_path.iterdir()} <= {"taken", launcher.LAUNCHES}  # nothing created or started
+    assert not list(tmp_path.glob(f"{launcher.LAUNCHES}/*.pid"))
 
 
 def test_the_start_form_defaults_to_the_presets_own_domain(tmp_path):
@@ -455,6 +456,32 @@ def test_the_lab_starts_no_run_beyond_the_cap(tmp_path):
         launcher.start_run(tmp_path, "tiny", "arith", "c")
     assert not (tmp_path / "c").exists()
 
+
+
+def test_five_quick_starts_leave_at_most_the_cap_running(tmp_path, monkeypatch):
+    """Five starts 0.3 s apart were all accepted (a run counted only once its process had written state.json);
+    the lab now counts the runs it started and that are still alive, under a lock."""
+    import sys
+    import time
+
+    monkeypatch.setattr(launcher, "build_command",  # a process that starts slowly, as a real run does
+                        lambda preset, domain, out: (sys.executable, "-c", "import time; time.sleep(60)"))
+    started, refused = [], []
+    try:
+        for name in "abcde":
+            try:
+                started.append(launcher.start_run(tmp_path, "tiny", "arith", name))
+            except LabError as exc:
+                refused.append(str(exc))
+            time.sleep(0.3)
+        assert len(started) == launcher.MAX_RUNNING and len(refused) == 5 - launcher.MAX_RUNNING
+        assert "already running here (a, b)" in refused[0]
+        assert launcher.running_runs(tmp_path) == ["a", "b"]
+    finally:
+        for run in started:
+            launcher.stop_run(run, grace_s=1.0)
+    assert launcher.running_runs(tmp_path) == []  # stopped runs free their places
+    assert {s.name for s in discover_runs(tmp_path)} == {"a", "b"}  # the notes folder is not a run
 
 def test_hostile_run_files_are_refused_without_opening_them(tmp_path):
     """A FIFO (would block a reader), a link to /dev/zero (never ends), a link out of the run folder and an

@@ -29,7 +29,7 @@ from typing import Mapping
 import pandas as pd
 
 from ..config import CPU_PRESETS
-from .runs import LabError, resolve_run, validate_run_name
+from .runs import LabError, pid_alive, resolve_run, validate_run_name
 
 LAUNCH_PRESETS = tuple(CPU_PRESETS)
 """Presets the lab may start (CPU presets: the lab runs where its user is, usually without a GPU)."""
@@ -109,11 +109,47 @@ MAX_RUNNING = 2
 a CPU run takes the machine's cores and about 0.5 GB, so more would only slow them all down."""
 
 
+LAUNCHES = ".lab-launches"
+"""Folder under the runs folder where the lab notes each run it started (``<name>.pid``) and holds the start lock:
+a run counts as running from the moment it is started, not only once its process has written ``state.json``."""
+
+
 def running_runs(runs_root: str | Path) -> list[str]:
-    """Names of the runs under ``runs_root`` whose writer is alive (status ``running`` and a live pid)."""
+    """Names of the runs under ``runs_root`` whose writer is alive (status ``running`` and a live pid), and of the
+    runs the lab started whose process is alive but has not written its ``state.json`` yet."""
     from .runs import discover_runs
 
-    return [s.name for s in discover_runs(runs_root) if s.status == "running"]
+    root = Path(runs_root)
+    running = {s.name for s in discover_runs(root) if s.status == "running"}
+    notes = root / LAUNCHES
+    for note in notes.glob("*.pid") if notes.is_dir() else ():
+        name = note.name[:-len(".pid")]
+        try:
+            pid = int(note.read_text().strip() or 0)
+        except (OSError, ValueError):
+            continue
+        if name not in running and not (root / name / "state.json").exists() and pid_alive(pid):
+            running.add(name)
+    return sorted(running)
+
+
+class _StartLock:
+    """An exclusive ``flock`` on ``<runs>/.lab-launches/.lock`` while a start counts and launches: two users
+    (or two lab processes) starting at once are counted one after the other."""
+
+    def __init__(self, root: Path):
+        (root / LAUNCHES).mkdir(exist_ok=True)
+        self.path = root / LAUNCHES / ".lock"
+
+    def __enter__(self):
+        import fcntl
+
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)  # closing releases the lock
 
 
 def start_run(runs_root: str | Path, preset: str, domain: str, name: str | None = None,
@@ -124,25 +160,27 @@ def start_run(runs_root: str | Path, preset: str, domain: str, name: str | None 
     validate_run_name(name)
     root = Path(runs_root).expanduser()
     root.mkdir(parents=True, exist_ok=True)
-    busy = running_runs(root)
-    if len(busy) >= max_running:
-        raise LabError(f"{len(busy)} runs are already running here ({', '.join(sorted(busy))}); wait for one to "
-                       f"finish or stop it (at most {max_running} at a time)")
     path = resolve_run(root, name)
     command = build_command(preset, domain, path)
-    try:
-        path.mkdir()
-    except FileExistsError:
-        raise LabError(f"a run called {name!r} already exists in {root}; choose another name") from None
-    fd, log = tempfile.mkstemp(prefix=f"genenv-lab-{name}-", suffix=".log")
-    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="120")  # unbuffered, and rich tables not wrapped at 80
-    try:
-        with os.fdopen(fd, "wb") as log_file:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file,
-                                       stderr=subprocess.STDOUT, env=env, close_fds=True)
-    except OSError as exc:
-        path.rmdir()
-        raise LabError(f"could not start the run: {exc}") from None
+    with _StartLock(root):  # counted and launched as one step: five quick starts cannot all see room for one
+        busy = running_runs(root)
+        if len(busy) >= max_running:
+            raise LabError(f"{len(busy)} runs are already running here ({', '.join(sorted(busy))}); wait for one "
+                           f"to finish or stop it (at most {max_running} at a time)")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            raise LabError(f"a run called {name!r} already exists in {root}; choose another name") from None
+        fd, log = tempfile.mkstemp(prefix=f"genenv-lab-{name}-", suffix=".log")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="120")  # unbuffered, rich tables not wrapped at 80
+        try:
+            with os.fdopen(fd, "wb") as log_file:
+                process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file,
+                                           stderr=subprocess.STDOUT, env=env, close_fds=True)
+        except OSError as exc:
+            path.rmdir()
+            raise LabError(f"could not start the run: {exc}") from None
+        (root / LAUNCHES / f"{name}.pid").write_text(str(process.pid))
     return LaunchedRun(name=name, path=path, preset=preset, domain=domain, command=command, process=process,
                        log_path=Path(log))
 
