@@ -1,0 +1,67 @@
+"""How closely a world model's untrained agent keeps its teacher's mastery curve (docs/curriculum_cpu.md, count).
+
+    python benchmarks/agent_steps.py                                   # cpu-demo's world model
+    python benchmarks/agent_steps.py --set model.world_env_steps=500  # another pre-training recipe (built once)
+
+For each level b it samples ``--samples`` counts ``1 to b`` from the agent at temperature 1 (the loop's rollout
+temperature) and prints the success rate beside the teacher's (``CountWorld.success_probability``), then, over all
+samples, each step's accuracy (the step to n taken right, given the count reached n − 1 right) beside
+``CountWorld.mastery(n)``. A step whose accuracy is far below the teacher's floor is one GRPO can hardly find.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+
+import torch
+
+from genenv_lab.backends.factory import make_backend
+from genenv_lab.config import preset
+from genenv_lab.domains import get_domain
+from genenv_lab.models.world import world_class
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="cpu-demo")
+    ap.add_argument("--samples", type=int, default=64)
+    ap.add_argument("--set", action="append", default=[], help="SECTION.FIELD=VALUE (ints and floats only)")
+    args = ap.parse_args(argv)
+    cfg = preset(args.preset)
+    for item in args.set:
+        key, value = item.split("=", 1)
+        section, field = key.split(".", 1)
+        cfg = cfg.replace(**{section: {field: float(value) if "." in value else int(value)}})
+    if cfg.loop.domain != "count":
+        raise SystemExit(f"this probe reads counts; {args.preset} runs {cfg.loop.domain}")
+    torch.manual_seed(0)
+    domain = get_domain("count")
+    backend = make_backend(cfg, domain)
+    world = world_class("count")()
+    right, tried = collections.Counter(), collections.Counter()
+    print(f"{args.preset}: count 1 to b, {args.samples} samples at temperature 1 → success (teacher's)")
+    for b in range(world.lowest, world.highest + 1):
+        spec = domain._parse(f"Task: 1 to {b}", decontaminate=False).spec
+        outs = backend.generate("agent", [domain.agent_messages(spec)], n=args.samples,
+                                max_new_tokens=cfg.agent.max_completion_length, temperature=1.0)[0]
+        wins = sum(domain.score(spec, o) for o in outs)
+        for o in outs:
+            prev = 1
+            for word in o.split("\n", 1)[0].split():
+                if not word.isdigit() or prev + 1 >= b:
+                    break
+                tried[prev + 1] += 1
+                if int(word) != prev + 1:
+                    break
+                right[prev + 1] += 1
+                prev = int(word)
+        print(f"  {b:3d}: {wins / len(outs):.2f} ({world.success_probability(1, b):.2f})")
+    print("step to n: accuracy (teacher's mastery), attempts")
+    for n in sorted(tried):
+        print(f"  {n:3d}: {right[n] / tried[n]:.2f} ({world.mastery(n):.2f}), {tried[n]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
