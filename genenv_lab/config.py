@@ -44,6 +44,10 @@ def _in_range(where: str, name: str, value: Any, lo: float | None = None, hi: fl
 
 
 ENGINES = ("hf", "unsloth", "vllm")
+LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+"""TRL's GRPO loss formulations (``GRPOConfig.loss_type``; TRL's default ``dapo`` first)."""
+IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
+REWARD_SCALINGS = ("group", "batch", "none")
 
 
 @dataclass(frozen=True)
@@ -228,9 +232,34 @@ class AgentConfig:
     """Base seed tasks mixed into each epoch's GRPO batch."""
     success_threshold: float = 1.0
     """Reward at or above which a rollout counts as a success (1.0 for exact-match domains)."""
+    loss_type: str = "dapo"
+    """The RL objective (TRL's ``loss_type``): dapo (TRL's default: token-level, normalised over the batch), grpo
+    (per-sequence length normalisation), dr_grpo (Dr. GRPO: a constant normaliser), bnpo, cispo, sapo, luspo, vespo."""
+    importance_sampling_level: str = "token"
+    """``token``: one importance ratio per token (GRPO); ``sequence``: one per completion (GSPO)."""
+    scale_rewards: str = "group"
+    """Advantages divided by the reward std of the ``group`` (GRPO), of the ``batch``, or ``none`` (Dr. GRPO)."""
+    epsilon: float = 0.2
+    """Lower clipping bound of the importance ratio (1 − ε)."""
+    epsilon_high: float = 0.0
+    """Upper clipping bound (1 + ε_high); 0 means the same as ``epsilon`` (DAPO recommends 0.28)."""
+    num_iterations: int = 1
+    """μ: optimiser passes over each batch of rollouts (more learning per rollout; ratios are then clipped)."""
+    mask_truncated_completions: bool = False
+    """Leave completions cut at ``max_completion_length`` out of the loss (DAPO)."""
 
     def __post_init__(self) -> None:
         w = "AgentConfig"
+        _require(self.loss_type in LOSS_TYPES, w, "loss_type", self.loss_type, f"one of {LOSS_TYPES}")
+        _require(self.importance_sampling_level in IMPORTANCE_SAMPLING_LEVELS, w, "importance_sampling_level",
+                 self.importance_sampling_level, f"one of {IMPORTANCE_SAMPLING_LEVELS}")
+        _require(self.scale_rewards in REWARD_SCALINGS, w, "scale_rewards", self.scale_rewards,
+                 f"one of {REWARD_SCALINGS}")
+        _in_range(w, "epsilon", self.epsilon, 0.0, 1.0, lo_open=True)
+        _in_range(w, "epsilon_high", self.epsilon_high, 0.0, 10.0)
+        _in_range(w, "num_iterations", self.num_iterations, 1, 64, integer=True)
+        _require(isinstance(self.mask_truncated_completions, bool), w, "mask_truncated_completions",
+                 self.mask_truncated_completions, "true or false")
         _in_range(w, "num_generations", self.num_generations, 2, 256, integer=True)
         _in_range(w, "max_completion_length", self.max_completion_length, 4, 32768, integer=True)
         _in_range(w, "temperature", self.temperature, 0.0, 2.0, lo_open=True)
@@ -607,6 +636,8 @@ def field_choices() -> dict[tuple[str, str], tuple[str, ...]]:
     from .domains import DOMAINS
 
     return {("model", "engine"): ENGINES, ("model", "dtype"): DTYPES, ("curriculum", "shape"): ENV_REWARD_SHAPES,
+            ("agent", "loss_type"): LOSS_TYPES, ("agent", "importance_sampling_level"): IMPORTANCE_SAMPLING_LEVELS,
+            ("agent", "scale_rewards"): REWARD_SCALINGS,
             ("loop", "variant"): VARIANTS, ("loop", "domain"): tuple(sorted(DOMAINS))}
 
 

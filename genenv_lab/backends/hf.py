@@ -46,6 +46,7 @@ from ..models.loading import ADAPTERS, attach_adapters, load_base
 from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
 from . import prefix
+from .agent_trainer import grpo_settings
 from .base import (AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn, alphabet_token_ids,
                    cut_at_stop)
 
@@ -183,21 +184,16 @@ class HFBackend:
         a = self.cfg.agent
         self._use("agent")
         on_gpu = self.device.type == "cuda"
+        settings = grpo_settings(self.cfg, output_dir=output_dir, seed=self.next_trainer_seed(),
+                                 world_size=self.procs.world_size)
         args = GRPOConfig(
-            # under N processes each takes prompts_per_step / N prompts of a step (check_engine: it divides)
-            output_dir=output_dir,
-            per_device_train_batch_size=a.num_generations * a.prompts_per_step // self.procs.world_size,
-            ddp_find_unused_parameters=False,  # only the active adapter requires grad (peft's set_adapter)
-            num_generations=a.num_generations, max_completion_length=a.max_completion_length,
+            **{**settings, "beta": 0.0},
             # beta is set on the trainer below: TRL >= 1.x given a PeftModel and beta > 0 copies the adapter
             # called "default" into a "ref" adapter (ours are "agent" and "env": KeyError); the reference here is
             # the base with adapters disabled, which TRL uses when no "ref" adapter exists
-            learning_rate=a.lr, num_train_epochs=1, beta=0.0, temperature=a.temperature,
-            logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
+            ddp_find_unused_parameters=False,  # only the active adapter requires grad (peft's set_adapter)
             use_cpu=not on_gpu,
             bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
-            gradient_checkpointing=False, seed=self.next_trainer_seed(), dataloader_num_workers=0,
-            lr_scheduler_type="constant", weight_decay=0.0,
         )
         trainer = timed_trainer(GRPOTrainer, share_prefix=self.cfg.model.shared_prefix)(
             model=self.model, reward_funcs=[grpo_reward(reward_fn)], args=args,

@@ -56,6 +56,7 @@ from ..models.loading import ADAPTERS, resolve_model_dir
 from ..rwr import rwr_losses, target_positions
 from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
 from . import prefix
+from .agent_trainer import METHOD_FIELDS, grpo_settings
 from .hf import PREFIX_PATH, grpo_metrics, HFBackend, grpo_dataset, grpo_reward, timed_trainer
 from .vllm_engine import VLLMGenerator, supported_lora_rank
 
@@ -344,26 +345,29 @@ class UnslothBackend(HFBackend):
             self.FastLanguageModel.for_training(self.model)
 
     # ---------------------------------------------------------------------------------------------- agent (GRPO)
+    def grpo_kwargs(self, output_dir: str) -> dict:
+        """The GRPOConfig keywords of this engine's agent update: :func:`~.agent_trainer.grpo_settings` (the same
+        as the ``hf`` engine's) plus Unsloth's own flags (it sets bf16/fp16 from the model's dtype when both are
+        False; rollouts from its vLLM engine when one was built)."""
+        return {**grpo_settings(self.cfg, output_dir=output_dir, seed=self.next_trainer_seed()),
+                "bf16": False, "fp16": False, "use_vllm": self.generator is not None}
+
     def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
         from transformers.trainer_callback import PrinterCallback
         from trl import GRPOConfig  # Unsloth's subclass once unsloth is imported
 
-        a = self.cfg.agent
         self._use("agent")
         dataset = grpo_dataset(self, prompts)
 
         trainer_cls = timed_trainer(_patched_grpo_trainer(self.FastLanguageModel))
         with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
-            kwargs = dict(
-                output_dir=tmp, per_device_train_batch_size=a.num_generations * a.prompts_per_step,
-                gradient_accumulation_steps=1, num_generations=a.num_generations,
-                max_completion_length=a.max_completion_length, learning_rate=a.lr, num_train_epochs=1,
-                beta=a.kl_beta, temperature=a.temperature, logging_steps=1, save_strategy="no", report_to="none",
-                disable_tqdm=True, seed=self.next_trainer_seed(), weight_decay=0.0, warmup_steps=0,
-                # Unsloth sets bf16/fp16 from the model's dtype when both are False
-                bf16=False, fp16=False, use_vllm=self.generator is not None, dataloader_num_workers=0,
-            )
-            args = GRPOConfig(**_only_known(GRPOConfig, kwargs))
+            kwargs = self.grpo_kwargs(tmp)
+            known = _only_known(GRPOConfig, kwargs)
+            lost = [k for k in METHOD_FIELDS if k in kwargs and k not in known]
+            if lost:  # dropping one would silently run another update than the hf engine's
+                raise RuntimeError(f"the installed Unsloth/TRL GRPOConfig has no {lost}; install the pinned versions "
+                                   "(pip install -e '.[gpu]', docs/gpu.md)")
+            args = GRPOConfig(**known)
             trainer = trainer_cls(model=self.model, reward_funcs=[grpo_reward(reward_fn)], args=args,
                                   train_dataset=dataset, processing_class=self.tokenizer)
             trainer.remove_callback(PrinterCallback)
