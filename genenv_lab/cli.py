@@ -13,25 +13,43 @@ from .domains import DOMAINS
 
 
 def _run_config(args: argparse.Namespace) -> RunConfig:
-    cfg = preset(args.preset)
-    if args.domain:
-        cfg = for_domain(cfg, args.domain)
-    changes: dict[str, dict] = {}
+    """The run's configuration: the preset, then every field the command line sets. A field may be written three
+    ways (``--epochs 5``, ``--loop.epochs 5``, ``--set loop.epochs=5``); giving one field two different values is
+    refused in one line instead of one spelling silently winning. A domain, however it is written, brings its
+    recommended settings (:func:`for_domain`)."""
+    given: dict[tuple[str, str], list[tuple[str, object]]] = {}
+
+    def give(section: str, field: str, value: object, spelling: str) -> None:
+        given.setdefault((section, field), []).append((spelling, value))
+
     if args.model:
-        changes.setdefault("model", {})["name_or_path"] = args.model
+        give("model", "name_or_path", args.model, "--model")
     if args.engine:
-        changes.setdefault("model", {})["engine"] = args.engine
+        give("model", "engine", args.engine, "--engine")
+    if args.domain:
+        give("loop", "domain", args.domain, "--domain")
     for key in ("epochs", "seed", "variant", "eval_every", "eval_benchmark", "eval_limit", "eval_data_dir"):
         value = getattr(args, key)
         if value is not None:
-            changes.setdefault("loop", {})[key] = value
+            give("loop", key, value, f"--{key.replace('_', '-')}")
     for item in getattr(args, "set", None) or []:
         section, field, value = parse_setting(item)
-        changes.setdefault(section, {})[field] = value
+        give(section, field, value, f"--set {section}.{field}")
     for key, value in vars(args).items():  # --section.field VALUE (config_arguments)
         if key.startswith(FIELD_DEST) and value is not None:
             section, field = key[len(FIELD_DEST):].split(".", 1)
-            changes.setdefault(section, {})[field] = value
+            give(section, field, value, f"--{section}.{field}")
+    changes: dict[str, dict] = {}
+    for (section, field), values in given.items():
+        if len({repr(v) for _, v in values}) > 1:
+            said = ", ".join(f"{spelling} {value!r}" for spelling, value in values)
+            raise ConfigError(f"{section}.{field} is given different values ({said}); give it once")
+        changes.setdefault(section, {})[field] = values[-1][1]
+    cfg = preset(args.preset)
+    domain = changes.get("loop", {}).pop("domain", None)
+    if domain is not None:
+        cfg = for_domain(cfg, domain)
+    changes = {section: fields for section, fields in changes.items() if fields}
     return cfg.replace(**changes) if changes else cfg
 
 

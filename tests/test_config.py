@@ -136,3 +136,20 @@ def test_compare_refuses_a_run_folder_as_its_out(tmp_path, capsys):
     assert main(["compare", "--presets", "tiny", "--seeds", "1", "--out", str(run_dir)]) == 2
     assert "is a run folder" in capsys.readouterr().out
     assert sorted(p.name for p in run_dir.iterdir()) == before
+
+
+def test_one_field_two_spellings_two_values_is_refused_and_a_domain_is_a_domain_however_written():
+    """``--epochs 2 --loop.epochs 5 --set loop.epochs=7`` used to run 5 epochs; ``--loop.domain tools`` skipped the
+    domain's recommended settings that ``--domain tools`` applies."""
+    from genenv_lab.cli import _run_config, build_parser
+
+    parse = build_parser().parse_args
+    with pytest.raises(ConfigError, match=r"loop.epochs is given different values .*--epochs 2.*give it once"):
+        _run_config(parse(["run", "--epochs", "2", "--loop.epochs", "5", "--set", "loop.epochs=7"]))
+    assert _run_config(parse(["run", "--epochs", "3", "--loop.epochs", "3"])).loop.epochs == 3  # agreeing: fine
+    by_flag = _run_config(parse(["run", "--domain", "tools"]))
+    assert _run_config(parse(["run", "--loop.domain", "tools"])) == by_flag
+    assert _run_config(parse(["run", "--set", "loop.domain=tools"])) == by_flag
+    assert by_flag.env.max_new_tokens > preset("tiny").env.max_new_tokens  # the domain's recommendation applied
+    explicit = _run_config(parse(["run", "--domain", "tools", "--agent.max_completion_length", "200"]))
+    assert explicit.agent.max_completion_length == 200  # an explicit field still wins over the recommendation
