@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from .config import PRESETS, VARIANTS, ConfigError, RunConfig, for_domain, preset
-from .domains import DOMAINS
+from .domains import known_domains
 
 
 def _run_config(args: argparse.Namespace) -> RunConfig:
@@ -150,7 +150,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = _console(quiet=not procs.is_main)  # several processes: the main one speaks
     try:
         cfg = _run_config(args)  # validated before any model loads
-    except ConfigError as exc:
+        from .domains import domain_of
+
+        domain = domain_of(cfg)  # the domain's seed and held-out files parse, before any folder or model
+        if not domain.seed_tasks():
+            raise ConfigError(f"domain {cfg.loop.domain!r} has no seed tasks; give some with --loop.seeds FILE.jsonl")
+        domain.heldout_tasks()
+    except (ConfigError, ValueError, OSError) as exc:
         console.print(f"[red]config error:[/red] {exc}")
         return 2
     if args.out:
@@ -301,6 +307,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_domain(args: argparse.Namespace) -> int:
+    """``genenv-lab check-domain NAME``: :func:`genenv_lab.domains.check.check_domain`, one line per problem."""
+    from .domains import get_domain
+    from .domains.check import check_domain
+
+    console = _console()
+    try:
+        domain = get_domain(args.domain, seeds=args.seeds, heldout=args.heldout)
+    except ValueError as exc:
+        console.print(f"[red]config error:[/red] {exc}")
+        return 2
+    problems = check_domain(domain)
+    for problem in problems:
+        console.print(f"[red]✗[/red] {problem}", markup=True, highlight=False)
+    if problems:
+        return 1
+    console.print(f"[green]✓[/green] domain {args.domain!r} passes: {len(domain.seed_tasks())} seed tasks, "
+                  f"{len(domain.heldout_tasks())} held-out tasks parse, give themselves back and are solvable")
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import (band_residence, bands_of, compare_grid, rollouts_to_reach_table, summarise, sweep_entries,
                           variant_entries, verdict)
@@ -425,9 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the base model: a Hugging Face id, a local directory, 'tiny' or "
                                    "'smollm2-135m'")
     p.add_argument("--engine", choices=["hf", "unsloth", "vllm"], help="override the engine")
-    p.add_argument("--domain", choices=sorted(DOMAINS),
-                   help="task domain (default: the preset's: count for cpu-demo, times for cpu-times and "
-                        "cpu-smollm2, else arith)")
+    p.add_argument("--domain", type=_nonempty, metavar="NAME|package.module:Class",
+                   help=f"task domain: one of {', '.join(known_domains())}, or your own class (docs/domains.md); "
+                        "default: the preset's (count for cpu-demo, times for cpu-times, times99 for cpu-smollm2, "
+                        "else arith)")
     p.add_argument("--epochs", type=int, help="number of epochs")
     p.add_argument("--seed", type=int, help="random seed")
     p.add_argument("--variant", choices=VARIANTS,
@@ -474,9 +502,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "choice was made on, start past the seeds any setting was tuned on (e.g. --first-seed 3 "
                             "after looking at seeds 0-2)")
         q.add_argument("--epochs", type=_count(1), help="epochs per run (default: the preset's)")
-        q.add_argument("--domain", choices=sorted(DOMAINS),
-                       help="task domain (default: the preset's: count for cpu-demo, times for cpu-times and "
-                            "cpu-smollm2, else arith)")
+        q.add_argument("--domain", type=_nonempty, metavar="NAME|package.module:Class",
+                       help=f"task domain: one of {', '.join(known_domains())}, or your own class "
+                            "(docs/domains.md); default: the preset's")
         q.add_argument("--reference-tasks", type=_count(0),
                        help="tasks of the untrained simulator measured every epoch (the counterfactual; default: "
                             "the preset's, else 8)")
@@ -498,6 +526,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--teacher-multipliers", nargs="+", type=float, default=[1.8, 3.3],
                    help="offline_teacher data sizes relative to GenEnv's (default 1.8 3.3)")
     grid_options(c)
+    d = sub.add_parser("check-domain", help="check that a domain (yours too) keeps what the loop relies on")
+    d.add_argument("domain", type=_nonempty, metavar="NAME|package.module:Class")
+    d.add_argument("--seeds", default="", help="JSONL of {\"id\", \"text\"} seed tasks (default: the domain's)")
+    d.add_argument("--heldout", default="", help="JSONL of held-out tasks (default: the domain's, if any)")
+    d.set_defaults(func=cmd_check_domain)
     s = sub.add_parser("sweep", help="sweep α and the env reward shape of the full method")
     s.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
     s.add_argument("--alphas", nargs="+", type=float, default=[0.3, 0.5, 0.7])

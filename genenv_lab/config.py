@@ -11,6 +11,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from .curriculum import ENV_REWARD_SHAPES
@@ -303,7 +304,12 @@ class LoopConfig:
     epochs: int = 3
     """Co-evolution epochs (Algorithm 1's outer loop)."""
     domain: str = "arith"
-    """Task domain the simulator writes for and the agent solves (genenv_lab.domains)."""
+    """Task domain the simulator writes for and the agent solves: a shipped one (genenv_lab.domains), a class as
+    ``package.module:Class``, or a name an installed package registers (docs/domains.md)."""
+    seeds: str = ""
+    """A JSONL file of ``{"id", "text"}`` seed tasks instead of the domain's shipped seeds (path)."""
+    heldout: str = ""
+    """A JSONL file of held-out tasks (never trained on) instead of the domain's shipped held-out set (path)."""
     variant: str = "genenv"
     """``genenv`` (full method) or a baseline of method.md §7, same agent optimiser and budget:
     ``random_env`` (the simulator generates every epoch, never updated), ``static`` (variations generated once
@@ -351,6 +357,10 @@ class LoopConfig:
                          f"'domain' (the domain's held-out set) or one of {sorted(BENCHMARKS)}")
         _in_range(w, "epochs", self.epochs, 1, 100000, integer=True)
         _require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
+        for name in ("seeds", "heldout"):
+            value = getattr(self, name)
+            _require(isinstance(value, str) and (not value or Path(value).expanduser().is_file()), w, name, value,
+                     "the path of an existing JSONL file of {\"id\", \"text\"} tasks (or empty: the domain's own)")
         _require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
         _in_range(w, "seed", self.seed, 0, 2**32 - 1, integer=True)
         _in_range(w, "reference_tasks", self.reference_tasks, 0, 100000, integer=True)
@@ -369,9 +379,12 @@ class RunConfig:
     loop: LoopConfig = field(default_factory=LoopConfig)
 
     def __post_init__(self) -> None:
-        from .domains import DOMAINS  # late import: domains import config-free modules only
+        from .domains import domain_class  # late import: domains import config-free modules only
 
-        _require(self.loop.domain in DOMAINS, "LoopConfig", "domain", self.loop.domain, f"one of {sorted(DOMAINS)}")
+        try:
+            domain_class(self.loop.domain)
+        except ValueError as exc:
+            raise ConfigError(f"LoopConfig.domain={self.loop.domain!r} is invalid: {exc}") from None
         _require(not (self.model.name_or_path in ("tiny", "tiny-world") and self.model.engine != "hf"), "ModelConfig",
                  "engine", self.model.engine, f"'hf' with the locally built model {self.model.name_or_path!r}")
         if self.model.name_or_path == "tiny-world":
@@ -558,14 +571,17 @@ def for_domain(cfg: RunConfig, domain: str) -> RunConfig:
     budgets, or takes the domain's success threshold). A per-epoch held-out score on the domain's own set
     (``eval_benchmark="domain"``) is turned off when the new domain ships none (``tools``, ``qa``); choose a
     benchmark with ``--eval-every N --eval-benchmark NAME`` instead."""
-    from .domains import DOMAINS
+    from .domains import domain_class
 
-    if domain not in DOMAINS:
-        raise ConfigError(f"LoopConfig.domain={domain!r} is invalid: accepted one of {sorted(DOMAINS)}.")
+    try:
+        cls = domain_class(domain)
+    except ValueError as exc:
+        raise ConfigError(f"LoopConfig.domain={domain!r} is invalid: {exc}") from None
     changes: dict[str, dict[str, Any]] = {"loop": {"domain": domain}}
-    if cfg.loop.eval_every and cfg.loop.eval_benchmark == "domain" and not DOMAINS[domain]().heldout_tasks():
+    if cfg.loop.eval_every and cfg.loop.eval_benchmark == "domain" and not cfg.loop.heldout \
+            and not cls().heldout_tasks():
         changes["loop"]["eval_every"] = 0
-    for section, fields in DOMAINS[domain].recommended.items():
+    for section, fields in cls.recommended.items():
         current = getattr(cfg, section)
         for name, value in fields.items():
             old = getattr(current, name)
@@ -632,13 +648,11 @@ def field_docs(cls: type) -> dict[str, str]:
 
 
 def field_choices() -> dict[tuple[str, str], tuple[str, ...]]:
-    """The fields whose values come from a fixed list, with that list (the CLI shows it as choices)."""
-    from .domains import DOMAINS
-
+    """The fields whose values come from a fixed list, with that list (the CLI shows it as choices; a domain is
+    not one: it may be a class from outside the package)."""
     return {("model", "engine"): ENGINES, ("model", "dtype"): DTYPES, ("curriculum", "shape"): ENV_REWARD_SHAPES,
             ("agent", "loss_type"): LOSS_TYPES, ("agent", "importance_sampling_level"): IMPORTANCE_SAMPLING_LEVELS,
-            ("agent", "scale_rewards"): REWARD_SCALINGS,
-            ("loop", "variant"): VARIANTS, ("loop", "domain"): tuple(sorted(DOMAINS))}
+            ("agent", "scale_rewards"): REWARD_SCALINGS, ("loop", "variant"): VARIANTS}
 
 
 def config_fields() -> list[tuple[str, str, type, str]]:

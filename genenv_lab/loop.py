@@ -49,7 +49,7 @@ from . import curriculum as cur
 from .backends.base import AgentPrompt, Backend, EnvExample
 from .backends.factory import check_engine, make_backend
 from .config import RunConfig
-from .domains import Domain, LineageStats, SeedTask, get_domain
+from .domains import Domain, LineageStats, SeedTask, domain_of
 from .efficiency import Consumption
 from .epoch_stats import PhaseTimer, epoch_record
 from .evaluation.model_eval import check_eval_data, evaluate_epoch
@@ -433,7 +433,7 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
     state: LoopState | None = None
     bar = None
     try:  # from here on an interrupt (Ctrl-C, the lab's Stop) leaves the run marked "interrupted"
-        domain = get_domain(cfg.loop.domain)
+        domain = domain_of(cfg)
         seeds = domain.seed_tasks()
         for warning in cfg.warnings():
             writer.event("warning: " + warning)

@@ -15,6 +15,10 @@ from ..types import TaskSpec
 
 
 
+HELDOUT_REASON = "held-out item (never trained on)"
+"""The rejection reason of a generated task that is one of the domain's held-out items."""
+
+
 def data_dir() -> Path:
     """The project's ``data/`` folder: beside the package in a checkout, else the installed ``genenv_lab.data``."""
     here = Path(__file__).resolve().parent.parent
@@ -82,27 +86,41 @@ class Domain:
     """Config changes this domain needs whatever the preset (e.g. longer env generations for JSON tasks);
     ``genenv-lab run --domain`` applies them (see :func:`genenv_lab.config.for_domain`)."""
 
+    seeds_file: str = ""
+    """A JSONL file of seed tasks to use instead of the shipped ``data/<name>_seeds.jsonl`` (``loop.seeds``)."""
+    heldout_file: str = ""
+    """A JSONL file of held-out tasks to use instead of the shipped ``data/<name>_heldout.jsonl`` (``loop.heldout``)."""
+
     def seed_tasks(self) -> list[SeedTask]:
-        """The base seed set shipped in ``data/<domain>_seeds.jsonl``, validated on load."""
-        return self._load(f"{self.name}_seeds.jsonl")
+        """The base seed set: ``seeds_file`` when set, else the shipped ``data/<domain>_seeds.jsonl``; validated on
+        load."""
+        return self._load(self.seeds_file or f"{self.name}_seeds.jsonl")
 
     def heldout_tasks(self) -> list[SeedTask]:
-        """The held-out evaluation set ``data/<domain>_heldout.jsonl`` (never trained on); [] when none ships."""
+        """The held-out evaluation set (never trained on): ``heldout_file`` when set, else the shipped
+        ``data/<domain>_heldout.jsonl``; [] when there is none."""
+        if self.heldout_file:
+            return self._load(self.heldout_file)
         return self._load(f"{self.name}_heldout.jsonl") if (data_dir() / f"{self.name}_heldout.jsonl").is_file() else []
 
     def _load(self, filename: str, parse=None) -> list[SeedTask]:
-        """Tasks of a shipped ``data/`` file, each validated by ``parse`` (default :meth:`parse`)."""
+        """Tasks of a JSONL file of ``{"id": ..., "text": ...}`` lines (a name in the shipped ``data/`` folder, or a
+        path), each validated by ``parse`` (default :meth:`parse`); a bad line is a ``ValueError`` naming it."""
         parse = parse or self.parse
-        path = data_dir() / filename
+        path = data_dir() / filename  # an absolute path stays itself
         seeds = []
-        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
-            item = json.loads(line)
-            result = parse(item["text"])
+            try:
+                item = json.loads(line)
+                text, seed_id = item["text"], str(item["id"])
+            except (ValueError, TypeError, KeyError):
+                raise ValueError(f"{path}:{lineno}: expected a JSON object with 'id' and 'text'") from None
+            result = parse(text) if isinstance(text, str) else ParseResult(reason="'text' is not a string")
             if not result.valid:
-                raise ValueError(f"{path}:{lineno}: shipped seed task is invalid: {result.reason}")
-            seeds.append(SeedTask(seed_id=item["id"], spec=result.spec))
+                raise ValueError(f"{path}:{lineno}: task is invalid for domain {self.name!r}: {result.reason}")
+            seeds.append(SeedTask(seed_id=seed_id, spec=result.spec))
         return seeds
 
     def format_examples(self, alpha: float = 0.5) -> list[tuple[list[dict[str, str]], str]]:
@@ -170,9 +188,21 @@ class Domain:
         if len(text) > self.max_text_chars:
             return ParseResult(reason=f"generation longer than {self.max_text_chars} characters")
         try:
-            return self.parse(text)
+            result = self.parse(text)
         except Exception as exc:  # noqa: BLE001 - a model wrote the text; no output may stop training
             return ParseResult(reason=f"unparseable generation ({type(exc).__name__})")
+        if result.valid and result.spec.question in self._heldout_questions():
+            return ParseResult(reason=HELDOUT_REASON)
+        return result
+
+    def _heldout_questions(self) -> frozenset[str]:
+        """The questions of :meth:`heldout_tasks`, read once: a generated task that poses one of them is rejected
+        by :meth:`safe_parse` whatever the domain's own parser does, so no domain trains on its held-out set."""
+        cached = self.__dict__.get("_heldout_cache")
+        if cached is None:
+            cached = frozenset(t.spec.question for t in self.heldout_tasks())
+            self.__dict__["_heldout_cache"] = cached
+        return cached
 
     def safe_score(self, spec: TaskSpec, completion: str) -> tuple[float, str]:
         """:meth:`score` for model output: (reward, "") or, when the scorer raises on the completion or returns
@@ -199,9 +229,14 @@ class Domain:
         raise NotImplementedError
 
 
-def get_domain(name: str) -> Domain:
-    from . import DOMAINS
+def get_domain(name: str, seeds: str = "", heldout: str = "") -> Domain:
+    """An instance of the domain ``name`` (:func:`genenv_lab.domains.domain_class`), reading its seed and held-out
+    tasks from ``seeds`` / ``heldout`` (JSONL paths) when given."""
+    from . import domain_class
 
-    if name not in DOMAINS:
-        raise ValueError(f"unknown domain {name!r}; choose one of {sorted(DOMAINS)}")
-    return DOMAINS[name]()
+    domain = domain_class(name)()
+    if seeds:
+        domain.seeds_file = str(Path(seeds).expanduser().resolve())
+    if heldout:
+        domain.heldout_file = str(Path(heldout).expanduser().resolve())
+    return domain

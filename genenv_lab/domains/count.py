@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..types import TaskSpec
-from .base import Domain, ParseResult, SeedTask
+from .base import HELDOUT_REASON, Domain, ParseResult, SeedTask
 from .worlds import LevelWorld, task_numbers
 
 MAX_START = 4
@@ -100,7 +100,7 @@ class CountDomain(Domain):
         if b - a < MIN_STEPS:
             return ParseResult(reason=f"fewer than {MIN_STEPS} steps")
         if decontaminate and (a, b) in heldout_pairs():
-            return ParseResult(reason="held-out item (never trained on)")
+            return ParseResult(reason=HELDOUT_REASON)
         features = {"level": b, "start": a, "steps": b - a}
         return ParseResult(spec=TaskSpec(question=f"Count from {a} to {b}.",
                                          answer=" ".join(map(str, sequence(a, b))),

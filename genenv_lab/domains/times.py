@@ -40,7 +40,7 @@ from typing import Any
 
 from ..types import TaskSpec
 from .arith import extract_answer
-from .base import Domain, ParseResult, SeedTask
+from .base import HELDOUT_REASON, Domain, ParseResult, SeedTask
 from .worlds import LevelWorld, task_numbers
 
 LOWEST, HIGHEST = 2, 15
@@ -98,7 +98,7 @@ class TimesDomain(Domain):
         if not (self.lowest <= min(a, b) <= self.smaller_highest and max(a, b) <= self.highest):
             return ParseResult(reason=f"operand outside the tables {self.tables()}")
         if decontaminate and (min(a, b), max(a, b)) in heldout_pairs(self.name):
-            return ParseResult(reason="held-out item (never trained on)")
+            return ParseResult(reason=HELDOUT_REASON)
         features = {"level": level(a, b), "smaller": min(a, b), "product_digits": len(str(a * b))}
         return ParseResult(spec=TaskSpec(question=f"What is {a} * {b}?", answer=str(a * b),
                                          text=f"Task: {a} * {b}", features=features))

@@ -17,7 +17,7 @@ from typing import Any
 from .. import curriculum as cur
 from ..backends.base import Backend
 from ..config import RunConfig
-from ..domains import Domain, get_domain
+from ..domains import Domain, domain_of
 from .common import resolve_data_dir
 from .runner import get_benchmark, load_items, prompt_messages, score_predictions
 
@@ -81,13 +81,13 @@ def backend_for(model: str, *, preset_name: str | None = None):
     path = Path(model)
     if (path / "config.json").is_file() and (path / "state.json").is_file():
         cfg = read_config(path)
-        backend = make_backend(cfg, get_domain(cfg.loop.domain))
+        backend = make_backend(cfg, domain_of(cfg))
         last = int(read_state(path).get("last_complete_epoch", 0))
         if last:
             backend.load_adapters(adapter_dir(path, last))
         return backend
     cfg = preset(preset_name or ("tiny" if model == "tiny" else "cpu-smollm2")).replace(model={"name_or_path": model})
-    return make_backend(cfg, get_domain(cfg.loop.domain))
+    return make_backend(cfg, domain_of(cfg))
 
 
 # ------------------------------------------------------------------------------------------- during a run
@@ -105,7 +105,7 @@ def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) 
     """Held-out benchmark score of the agent after ``epoch`` (files under ``eval/epoch_NNN/``)."""
     lp = cfg.loop
     if lp.eval_benchmark == "domain":
-        return {"eval/domain": heldout_score(backend, get_domain(lp.domain), cfg)}
+        return {"eval/domain": heldout_score(backend, domain_of(cfg), cfg)}
     summary = evaluate_backend(backend, lp.eval_benchmark, out_dir=Path(run_dir) / "eval" / f"epoch_{epoch:03d}",
                                data_dir=lp.eval_data_dir or None, category=lp.eval_category or None,
                                limit=lp.eval_limit or None, max_new_tokens=lp.eval_max_new_tokens, progress=False)

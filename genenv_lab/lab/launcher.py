@@ -1,6 +1,6 @@
 """Start a preset run from the lab as a separate process, watch it, stop it.
 
-The browser chooses a preset (:data:`LAUNCH_PRESETS`, the CPU ones), a domain (``genenv_lab.domains.DOMAINS``; the
+The browser chooses a preset (:data:`LAUNCH_PRESETS`, the CPU ones), a domain (``genenv_lab.domains.known_domains``; the
 form sets the chosen preset's own, :func:`preset_domain`) and optionally a run name, nothing else: the command is
 always ``sys.executable -m genenv_lab.cli run --preset P --domain D --out <runs>/<name>``, built here as an argument
 list (no shell). The run directory is created here first, so the run shows in the lab at once and a taken name fails
@@ -36,9 +36,9 @@ LAUNCH_PRESETS = tuple(CPU_PRESETS)
 
 
 def domain_names() -> list[str]:
-    from ..domains import DOMAINS
+    from ..domains import known_domains
 
-    return sorted(DOMAINS)
+    return known_domains()
 
 
 def preset_domain(preset: str) -> str:

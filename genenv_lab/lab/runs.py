@@ -428,10 +428,11 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
     seeds: dict[str, str] = {}
     domain = (config.get("loop") or {}).get("domain") if isinstance(config.get("loop"), dict) else None
     if isinstance(domain, str):
-        try:
-            from ..domains import get_domain
+        try:  # a shipped or installed domain only: a run folder must never make the lab import a module it names
+            from ..domains import get_domain, known_domains
 
-            seeds = {s.seed_id: s.spec.text for s in get_domain(domain).seed_tasks()}
+            if domain in known_domains() and not config["loop"].get("seeds"):  # its own seeds: not shown
+                seeds = {s.seed_id: s.spec.text for s in get_domain(domain).seed_tasks()}
         except Exception:  # noqa: BLE001 - an unknown domain only loses the seed texts
             seeds = {}
     return RunData(name=name, path=path, status=status, config=config, state=state, records=tuple(records),

@@ -1,0 +1,103 @@
+"""A domain from outside the package, as docs/domains.md writes it: the doc's code is extracted and run, checked
+by check_domain, and trained on by the real CLI (--domain module:Class --loop.seeds FILE)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from genenv_lab.config import ConfigError, preset
+from genenv_lab.domains import domain_class, get_domain
+from genenv_lab.domains.base import HELDOUT_REASON
+from genenv_lab.domains.check import check_domain
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "domains.md"
+
+
+@pytest.fixture
+def add_domain(tmp_path, monkeypatch):
+    """The doc's add_domain.py and seed lines written to tmp_path, importable."""
+    text = DOC.read_text()
+    code = re.search(r"```python\n(# add_domain\.py\n.*?)```", text, re.S).group(1)
+    seeds = re.search(r"```\n(\{\"id\": \"add-0\".*?)```", text, re.S).group(1)
+    (tmp_path / "add_domain.py").write_text(code)
+    (tmp_path / "add_seeds.jsonl").write_text(seeds)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("add_domain", None)
+    return tmp_path
+
+
+def test_the_docs_example_is_about_thirty_lines_and_passes_the_checks(add_domain):
+    assert len((add_domain / "add_domain.py").read_text().splitlines()) <= 40
+    domain = get_domain("add_domain:AddDomain", seeds=str(add_domain / "add_seeds.jsonl"))
+    assert check_domain(domain) == []
+    assert [t.spec.answer for t in domain.seed_tasks()] == ["5", "41"]
+
+
+def test_check_domain_names_what_is_wrong(add_domain):
+    from add_domain import AddDomain
+
+    class Broken(AddDomain):
+        def score(self, spec, completion):
+            return 2.0 if completion == spec.answer else int(completion)  # out of range, and raises on text
+
+    (add_domain / "held.jsonl").write_text('{"id": "h", "text": "Task: 2 + 3"}\n')
+    broken = Broken()
+    broken.seeds_file = str(add_domain / "add_seeds.jsonl")
+    broken.heldout_file = str(add_domain / "held.jsonl")
+    problems = check_domain(broken)
+    assert any("reward outside [0, 1]" in p for p in problems) and any("raises ValueError" in p for p in problems)
+    assert any("also a seed task" in p for p in problems)
+    assert check_domain(AddDomain()) == [check_domain(AddDomain())[0]]  # no seeds file: one sentence
+    assert "do not load" in check_domain(AddDomain())[0]
+
+
+def test_a_domain_is_named_by_registry_name_class_path_or_refused_in_one_line(add_domain):
+    assert domain_class("count").name == "count"
+    assert domain_class("add_domain:AddDomain").name == "add"
+    for bad, message in (("nope", "unknown domain"), ("os:path", "not a subclass"), ("no_such_mod:X", "imported"),
+                         ("add_domain:Missing", "imported")):
+        with pytest.raises(ValueError, match=message):
+            domain_class(bad)
+        with pytest.raises(ConfigError, match="LoopConfig.domain"):
+            preset("tiny").replace(loop={"domain": bad})
+    with pytest.raises(ConfigError, match="loop.seeds|seeds"):
+        preset("tiny").replace(loop={"seeds": str(add_domain / "missing.jsonl")})
+
+
+def test_a_generated_held_out_question_is_rejected_whatever_the_parser(add_domain):
+    (add_domain / "held.jsonl").write_text('{"id": "h", "text": "Task: 40 + 2"}\n')
+    domain = get_domain("add_domain:AddDomain", seeds=str(add_domain / "add_seeds.jsonl"),
+                        heldout=str(add_domain / "held.jsonl"))
+    assert domain.safe_parse("Task: 40 + 2").reason == HELDOUT_REASON
+    assert domain.safe_parse("Task: 40 + 3").valid
+
+
+def test_the_cli_trains_on_a_domain_from_outside_the_package(add_domain, tmp_path):
+    (add_domain / "held.jsonl").write_text('{"id": "h", "text": "Task: 40 + 2"}\n')
+    env = dict(os.environ, PYTHONPATH=str(add_domain) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = tmp_path / "run"
+    cli = [sys.executable, "-m", "genenv_lab.cli"]
+    check = subprocess.run(cli + ["check-domain", "add_domain:AddDomain", "--seeds", "add_seeds.jsonl"],
+                           cwd=add_domain, env=env, capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0 and "passes" in check.stdout, check.stdout + check.stderr
+    proc = subprocess.run(cli + ["run", "--preset", "tiny", "--domain", "add_domain:AddDomain", "--loop.seeds",
+                                 "add_seeds.jsonl", "--loop.heldout", "held.jsonl", "--epochs", "1",
+                                 "--loop.eval_every", "1", "--loop.eval_benchmark", "domain",
+                                 "--out", str(out)], cwd=add_domain, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["loop"]["domain"] == "add_domain:AddDomain" and cfg["loop"]["seeds"] == "add_seeds.jsonl"
+    record = json.loads((out / "epochs.jsonl").read_text().splitlines()[0])
+    assert "eval/domain" in record["extra"]
+    bad = subprocess.run(cli + ["run", "--preset", "tiny", "--domain", "add_domain:AddDomain", "--epochs", "1",
+                                "--out", str(tmp_path / "no-seeds")], cwd=add_domain, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "config error" in bad.stdout and not (tmp_path / "no-seeds").exists()
