@@ -45,12 +45,52 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
             said = ", ".join(f"{spelling} {value!r}" for spelling, value in values)
             raise ConfigError(f"{section}.{field} is given different values ({said}); give it once")
         changes.setdefault(section, {})[field] = values[-1][1]
-    cfg = preset(args.preset)
+    cfg = _base_config(args)
     domain = changes.get("loop", {}).pop("domain", None)
     if domain is not None:
         cfg = for_domain(cfg, domain)
     changes = {section: fields for section, fields in changes.items() if fields}
     return cfg.replace(**changes) if changes else cfg
+
+
+def _base_config(args: argparse.Namespace) -> RunConfig:
+    """What the command line's options change: ``--config FILE``, else ``--preset``, else (``--resume`` of an
+    existing run) the run's own ``config.json``, else the ``tiny`` preset."""
+    if getattr(args, "config", None) and getattr(args, "preset", None):
+        raise ConfigError("give --config FILE or --preset NAME, not both")
+    if getattr(args, "config", None):
+        return load_config_file(args.config)
+    if getattr(args, "preset", None):
+        return preset(args.preset)
+    if getattr(args, "resume", False) and args.out and (Path(args.out) / "config.json").is_file():
+        return load_config_file(Path(args.out) / "config.json")
+    return preset("tiny")
+
+
+def load_config_file(path: str | Path) -> RunConfig:
+    """A :class:`RunConfig` from a JSON or YAML file holding config.json's sections; one ConfigError otherwise."""
+    from .safe_io import MB, loads_json, read_regular
+
+    path = Path(path)
+    try:
+        raw = read_regular(path, 4 * MB, "config file")
+        if path.suffix.lower() in (".yaml", ".yml"):
+            try:
+                import yaml
+            except ImportError:
+                raise ConfigError(f"{path}: reading YAML needs PyYAML (pip install pyyaml), or give JSON") from None
+            data = yaml.safe_load(raw)
+        else:
+            data = loads_json(raw)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path} cannot be read as a configuration ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} is not a configuration (a mapping of sections: model, env, agent, curriculum, "
+                          "loop)")
+    try:
+        return RunConfig.from_dict(data)
+    except (ConfigError, TypeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 FIELD_DEST = "config:"
@@ -447,7 +487,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the full traceback of an unexpected error (default: one line)")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run GenEnv co-evolution and write a run directory")
-    p.add_argument("--preset", default="tiny", choices=sorted(PRESETS), help="configuration preset (default tiny)")
+    p.add_argument("--preset", choices=sorted(PRESETS), help="configuration preset (default tiny)")
+    p.add_argument("--config", type=_nonempty, metavar="FILE",
+                   help="start from a configuration file instead of a preset: JSON (a run's own config.json works) "
+                        "or YAML, the sections of config.json; the other options override it")
     p.add_argument("--model", type=_nonempty,
                    help="override the base model: a Hugging Face id, a local directory, 'tiny' or "
                                    "'smollm2-135m'")

@@ -153,3 +153,30 @@ def test_one_field_two_spellings_two_values_is_refused_and_a_domain_is_a_domain_
     assert by_flag.env.max_new_tokens > preset("tiny").env.max_new_tokens  # the domain's recommendation applied
     explicit = _run_config(parse(["run", "--domain", "tools", "--agent.max_completion_length", "200"]))
     assert explicit.agent.max_completion_length == 200  # an explicit field still wins over the recommendation
+
+
+def test_a_config_file_starts_a_run_and_resume_alone_continues_one(tmp_path, capsys):
+    """``--config runs/X/config.json`` reproduces X's configuration (flags still override it); ``--resume`` with
+    only ``--out`` continues a run with its own configuration, whatever preset it came from."""
+    from genenv_lab.cli import _run_config, build_parser, main
+
+    parse = build_parser().parse_args
+    first = tmp_path / "x"
+    assert main(["run", "--preset", "tiny", "--epochs", "1", "--set", "curriculum.alpha=0.4",
+                 "--out", str(first)]) == 0
+    saved = json.loads((first / "config.json").read_text())
+    assert json.loads(_run_config(parse(["run", "--config", str(first / "config.json")])).to_json()) == saved
+    again = _run_config(parse(["run", "--config", str(first / "config.json"), "--epochs", "3"]))
+    assert again.loop.epochs == 3 and again.curriculum.alpha == 0.4
+    assert main(["run", "--out", str(first), "--resume", "--epochs", "2"]) == 0
+    assert len((first / "epochs.jsonl").read_text().splitlines()) == 2
+    (tmp_path / "c.yaml").write_text("preset: mine\nloop:\n  epochs: 2\ncurriculum:\n  alpha: 0.3\n")
+    from_yaml = _run_config(parse(["run", "--config", str(tmp_path / "c.yaml")]))
+    assert (from_yaml.preset, from_yaml.loop.epochs, from_yaml.curriculum.alpha) == ("mine", 2, 0.3)
+    for bad, message in (("[1, 2]", "not a configuration"), ('{"loop": {"nope": 1}}', "no field"),
+                         ("{not json", "cannot be read")):
+        (tmp_path / "bad.json").write_text(bad)
+        with pytest.raises(ConfigError, match=message):
+            _run_config(parse(["run", "--config", str(tmp_path / "bad.json")]))
+    with pytest.raises(ConfigError, match="not both"):
+        _run_config(parse(["run", "--config", str(first / "config.json"), "--preset", "tiny"]))
