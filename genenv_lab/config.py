@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .curriculum import ENV_REWARD_SHAPES
+from .trackers import TRACKERS
 
 
 class ConfigError(ValueError):
@@ -328,6 +329,9 @@ class LoopConfig:
     """Seed of everything random in the run (sampling, data order, initialisation of the adapters)."""
     save_adapters: bool = True
     """Save both adapters after every epoch under ``adapters/epoch_NNN/``."""
+    report_to: str = "none"
+    """Also log each epoch's record to a tracker: ``tensorboard`` (event files under ``<run>/tensorboard/``),
+    ``wandb`` or ``trackio`` (genenv_lab/trackers.py)."""
     eval_every: int = 0
     """Evaluate the agent on ``eval_benchmark`` every this many epochs (0: never); the score is logged in
     ``epochs.jsonl`` as ``extra["eval/<benchmark>"]``."""
@@ -362,6 +366,7 @@ class LoopConfig:
             _require(isinstance(value, str) and (not value or Path(value).expanduser().is_file()), w, name, value,
                      "the path of an existing JSONL file of {\"id\", \"text\"} tasks (or empty: the domain's own)")
         _require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
+        _require(self.report_to in TRACKERS, w, "report_to", self.report_to, f"one of {TRACKERS}")
         _in_range(w, "seed", self.seed, 0, 2**32 - 1, integer=True)
         _in_range(w, "reference_tasks", self.reference_tasks, 0, 100000, integer=True)
         _in_range(w, "screen_factor", self.screen_factor, 1, 1000, integer=True)
@@ -652,7 +657,8 @@ def field_choices() -> dict[tuple[str, str], tuple[str, ...]]:
     not one: it may be a class from outside the package)."""
     return {("model", "engine"): ENGINES, ("model", "dtype"): DTYPES, ("curriculum", "shape"): ENV_REWARD_SHAPES,
             ("agent", "loss_type"): LOSS_TYPES, ("agent", "importance_sampling_level"): IMPORTANCE_SAMPLING_LEVELS,
-            ("agent", "scale_rewards"): REWARD_SCALINGS, ("loop", "variant"): VARIANTS}
+            ("agent", "scale_rewards"): REWARD_SCALINGS, ("loop", "variant"): VARIANTS,
+            ("loop", "report_to"): TRACKERS}
 
 
 def config_fields() -> list[tuple[str, str, type, str]]:

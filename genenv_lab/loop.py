@@ -50,6 +50,7 @@ from .backends.base import AgentPrompt, Backend, EnvExample
 from .backends.factory import check_engine, make_backend
 from .config import RunConfig
 from .domains import Domain, LineageStats, SeedTask, domain_of
+from .trackers import open_tracker, scalars
 from .efficiency import Consumption
 from .epoch_stats import PhaseTimer, epoch_record
 from .evaluation.model_eval import check_eval_data, evaluate_epoch
@@ -431,7 +432,7 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
     # held-out evaluation files: the main process's go into the run, the others' (the same) into a scratch folder
     eval_dir = writer.dir if procs.is_main else Path(tempfile.mkdtemp(prefix="genenv-eval-"))
     state: LoopState | None = None
-    bar = None
+    bar = tracker = None
     try:  # from here on an interrupt (Ctrl-C, the lab's Stop) leaves the run marked "interrupted"
         domain = domain_of(cfg)
         seeds = domain.seed_tasks()
@@ -443,6 +444,7 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
             else LoopState()
         if writer.last_epoch:
             backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
+        tracker = open_tracker(cfg.loop.report_to, writer.dir, cfg.to_dict()) if procs.is_main else None
         bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
                    disable=not (progress and procs.is_main))
         if cfg.loop.eval_every and state.epoch == 0 and not (writer.dir / BASELINE).is_file():
@@ -465,6 +467,8 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
                 result.record.extra[ADAPTER_HASHES] = procs.check_in_sync(backend, backend.adapters)
             writer.commit_epoch(result.record, result.tasks, result.attempts,
                                 backend.save_adapters if cfg.loop.save_adapters else None, reference=result.reference)
+            if tracker is not None:
+                tracker.log(state.epoch, scalars(result.record.to_dict()))
             bar.update(1)
             bar.set_postfix(valid=f"{result.record.valid_frac:.2f}", p_hat=_f(result.record.p_hat_mean),
                             in_band=_f(result.record.in_band_frac))
@@ -482,6 +486,8 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
             shutil.rmtree(eval_dir, ignore_errors=True)
         if bar is not None:
             bar.close()
+        if tracker is not None:
+            tracker.close()
 
 
 def _f(x: float) -> str:
