@@ -347,6 +347,28 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    """``genenv-lab generate --run DIR "Task: ..."``: the agent's answer and the domain's verdict."""
+    from .export import generate
+
+    console = _console()
+    result = generate(args.run, args.task, epoch=args.epoch)
+    console.print(f"[bold]{result['question']}[/bold] (agent after epoch {result['epoch']})", highlight=False)
+    console.print(result["answer"], markup=False, highlight=False)
+    verdict = "right" if result["reward"] >= 1.0 else f"reward {result['reward']:.2f}"
+    console.print(f"[dim]{verdict}; expected: {result['expected']}[/dim]", highlight=False)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``genenv-lab export --run DIR --out DIR [--merge]``."""
+    from .export import export_agent
+
+    out = export_agent(args.run, args.out, epoch=args.epoch, merge=args.merge)
+    _console().print(f"exported the agent to {out} (see {out / 'README.md'} for how to load it)")
+    return 0
+
+
 def cmd_check_domain(args: argparse.Namespace) -> int:
     """``genenv-lab check-domain NAME``: :func:`genenv_lab.domains.check.check_domain`, one line per problem."""
     from .domains import get_domain
@@ -569,6 +591,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--teacher-multipliers", nargs="+", type=float, default=[1.8, 3.3],
                    help="offline_teacher data sizes relative to GenEnv's (default 1.8 3.3)")
     grid_options(c)
+    g = sub.add_parser("generate", help="answer a task with a run's trained agent (the domain's prompt, greedy)")
+    g.add_argument("--run", required=True, type=_nonempty, help="run directory")
+    g.add_argument("--epoch", type=_count(0), help="the agent after this epoch (default: the last; 0: untrained)")
+    g.add_argument("task", help='a task as the simulator writes it, e.g. "Task: 7 * 8"')
+    g.set_defaults(func=cmd_generate)
+    x = sub.add_parser("export", help="export a run's agent for transformers + peft (adapter, or merged)")
+    x.add_argument("--run", required=True, type=_nonempty, help="run directory")
+    x.add_argument("--epoch", type=_count(1), help="the agent after this epoch (default: the last)")
+    x.add_argument("--out", required=True, type=_nonempty, help="a new folder")
+    x.add_argument("--merge", action="store_true", help="merge the adapter into the base: one standalone model")
+    x.set_defaults(func=cmd_export)
     d = sub.add_parser("check-domain", help="check that a domain (yours too) keeps what the loop relies on")
     d.add_argument("domain", type=_nonempty, metavar="NAME|package.module:Class")
     d.add_argument("--seeds", default="", help="JSONL of {\"id\", \"text\"} seed tasks (default: the domain's)")

@@ -1,0 +1,151 @@
+"""Take a trained agent out of a run directory: answer a task with it (``genenv-lab generate``) or export it
+(``genenv-lab export``) as a folder any transformers + peft user loads with the standard calls.
+
+An export holds the agent's LoRA adapter (peft format) with the tokenizer beside it and a filled model card
+(``README.md``: preset, α, band, epochs, held-out score, the method), or with ``merge=True`` one model with the
+adapter merged in (``AutoModelForCausalLM.from_pretrained(OUT)``). The adapter's ``base_model_name_or_path`` is the
+hub id when the run's base came from the hub; a base built or unpacked locally (``tiny``, the prepared world models,
+``smollm2-135m`` from its package) is copied into ``OUT/base`` and named ``base``, so the folder works on another
+machine::
+
+    base = AutoModelForCausalLM.from_pretrained("OUT/base")        # or the hub id the card names
+    model = PeftModel.from_pretrained(base, "OUT")
+    tokenizer = AutoTokenizer.from_pretrained("OUT")
+
+The library calls are transformers' and peft's own (``save_pretrained``, ``merge_and_unload``); what is written by
+hand here is the model card and the choice of base reference.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .domains.base import HELDOUT_REASON
+from .runlog import adapter_dir, read_config, read_epochs, read_state
+
+METHOD = "https://arxiv.org/abs/2512.19682"
+HUB_IDS = {"smollm2-135m": "HuggingFaceTB/SmolLM2-135M-Instruct"}
+"""Where a locally unpacked base came from (named in the model card)."""
+
+
+def _agent_backend(run_dir: Path, epoch: int | None):
+    from .backends.factory import make_backend
+    from .domains import domain_of
+
+    cfg = read_config(run_dir)
+    last = int(read_state(run_dir).get("last_complete_epoch", 0))
+    epoch = last if epoch is None else epoch
+    if not 0 <= epoch <= last:
+        raise ValueError(f"{run_dir} has epochs 0-{last} (0: the untrained agent); epoch {epoch} is not one")
+    domain = domain_of(cfg)
+    backend = make_backend(cfg, domain)
+    if epoch:
+        backend.load_adapters(adapter_dir(run_dir, epoch))
+    return cfg, domain, backend, epoch
+
+
+def generate(run_dir: str | Path, task_text: str, *, epoch: int | None = None, max_new_tokens: int | None = None
+             ) -> dict[str, Any]:
+    """The agent's greedy answer to ``task_text`` (written as the simulator writes tasks, e.g. ``Task: 7 * 8``),
+    posed with the domain's prompt, and the domain's verdict on it."""
+    cfg, domain, backend, epoch = _agent_backend(Path(run_dir), epoch)
+    parsed = domain.safe_parse(task_text)
+    if not parsed.valid and domain.env_prefill and not task_text.startswith(domain.env_prefill):
+        parsed = domain.safe_parse(f"{domain.env_prefill} {task_text}")
+    spec = parsed.spec
+    if parsed.reason == HELDOUT_REASON:  # never trained on, but a fair question to ask the agent
+        texts = {task_text.strip(), f"{domain.env_prefill} {task_text.strip()}"}
+        spec = next((t.spec for t in domain.heldout_tasks() if t.spec.text.strip() in texts), None)
+    if spec is None:
+        raise ValueError(f"{task_text!r} is not a {cfg.loop.domain} task ({parsed.reason})")
+    parsed = parsed.__class__(spec=spec)
+    messages = domain.agent_messages(parsed.spec)
+    (answer,), = backend.generate("agent", [messages], n=1, temperature=0.0,
+                                  max_new_tokens=max_new_tokens or cfg.agent.max_completion_length)
+    reward, error = domain.safe_score(parsed.spec, answer)
+    prefill = messages[-1]["content"] if messages[-1]["role"] == "assistant" else ""
+    return {"epoch": epoch, "question": parsed.spec.question, "answer": prefill + answer,
+            "expected": parsed.spec.answer, "reward": reward, "error": error}
+
+
+def model_card(cfg, records: list[dict], epoch: int, base: str, merged: bool) -> str:
+    """The export's README.md: what the agent is, how it was trained, how well it does, how to load it."""
+    c = cfg.curriculum
+    record = next((r for r in records if r.get("epoch") == epoch), {})
+    scores = {k: v for k, v in (record.get("extra") or {}).items() if k.startswith("eval/") and v is not None}
+    score_text = ", ".join(f"{k[5:]} {v:.3f}" for k, v in scores.items()) or "not measured in this run"
+    load = ('model = AutoModelForCausalLM.from_pretrained("OUT")' if merged else
+            f'base = AutoModelForCausalLM.from_pretrained("{base}")  # "OUT/base" when exported with the base\n'
+            'model = PeftModel.from_pretrained(base, "OUT")')
+    return f"""---
+library_name: {"transformers" if merged else "peft"}
+base_model: {base}
+tags: [genenv, grpo, curriculum, lora]
+---
+
+# GenEnv agent: {cfg.loop.domain}, preset {cfg.preset}, epoch {epoch}
+
+The agent adapter of a [GenEnv]({METHOD}) co-evolution run trained with genenv_lab: an LLM agent trained by GRPO on
+tasks that an LLM environment simulator writes, the simulator rewarded by the α-Curriculum Reward and updated by
+reward-weighted regression{" (the adapter merged into the base)" if merged else ""}.
+
+| | |
+|---|---|
+| base model | `{cfg.model.name_or_path}` ({base}) |
+| preset, variant | {cfg.preset}, {cfg.loop.variant} |
+| domain | {cfg.loop.domain} |
+| α, band | {c.alpha}, p̂ within ±{c.k_min} |
+| epochs | {epoch} of {cfg.loop.epochs} (G = {cfg.agent.num_generations}, agent lr {cfg.agent.lr}, \
+LoRA r = {cfg.model.lora_r}) |
+| held-out score at this epoch | {score_text} |
+
+```python
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from peft import PeftModel
+{load}
+tokenizer = AutoTokenizer.from_pretrained("OUT")
+```
+
+The prompt format is the domain's (`genenv_lab.domains`); `genenv-lab generate --run RUN "Task: ..."` poses a task
+as training did.
+"""
+
+
+def export_agent(run_dir: str | Path, out: str | Path, *, epoch: int | None = None, merge: bool = False) -> Path:
+    """Write the run's agent (after ``epoch``, default the last) to ``out`` (a new or empty folder); see the
+    module docstring."""
+    run_dir, out = Path(run_dir), Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"--out {out} exists and is not an empty folder; choose a new one")
+    cfg, _, backend, epoch = _agent_backend(run_dir, epoch)
+    if epoch == 0:
+        raise ValueError("epoch 0 is the untrained agent: there is no adapter to export")
+    source = str(backend.model.get_base_model().config._name_or_path)
+    local = Path(source).is_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = backend.tokenizer
+    if merge:
+        merged = backend.model.merge_and_unload(adapter_names=["agent"])
+        merged.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+        base = HUB_IDS.get(cfg.model.name_or_path, cfg.model.name_or_path if not local else "the run's base")
+    else:
+        for item in (adapter_dir(run_dir, epoch) / "agent").iterdir():
+            shutil.copy2(item, out / item.name)
+        tokenizer.save_pretrained(out)
+        if local:
+            shutil.copytree(source, out / "base", ignore=shutil.ignore_patterns("genenv_*.json", "*.lock"))
+            tokenizer.save_pretrained(out / "base")
+            base = "base"
+        else:
+            base = source
+        config_path = out / "adapter_config.json"
+        adapter_config = json.loads(config_path.read_text())
+        adapter_config["base_model_name_or_path"] = base
+        config_path.write_text(json.dumps(adapter_config, indent=2) + "\n")
+    shown = HUB_IDS.get(cfg.model.name_or_path, base) if base == "base" else base
+    (out / "README.md").write_text(model_card(cfg, read_epochs(run_dir), epoch, shown if not merge else base, merge))
+    return out

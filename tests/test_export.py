@@ -1,0 +1,73 @@
+"""A trained agent leaves its run: `generate` answers with it, `export` writes a folder that a fresh process with
+only transformers and peft loads with the standard calls and generates from (adapter and merged)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from genenv_lab.cli import main
+
+LOAD = """
+import sys
+from transformers import AutoModelForCausalLM, AutoTokenizer
+out, merged = sys.argv[1], sys.argv[2] == "merged"
+tokenizer = AutoTokenizer.from_pretrained(out)
+if merged:
+    model = AutoModelForCausalLM.from_pretrained(out)
+else:
+    from peft import PeftModel
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(out + "/base"), out)
+ids = tokenizer.apply_chat_template([{"role": "user", "content": "Count from 2 to 6."}], add_generation_prompt=True,
+                                    return_tensors="pt", return_dict=True)
+new = model.generate(**ids, max_new_tokens=8, do_sample=False)[0, ids["input_ids"].shape[1]:]
+print("ANSWER", repr(tokenizer.decode(new, skip_special_tokens=True)))
+assert not [m for m in sys.modules if m.startswith("genenv_lab")]
+"""
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    run = tmp_path_factory.mktemp("export") / "run"
+    assert main(["run", "--preset", "tiny", "--domain", "count", "--epochs", "1", "--loop.eval_every", "1",
+                 "--loop.eval_benchmark", "domain", "--out", str(run)]) == 0
+    return run
+
+
+@pytest.mark.parametrize("merged", [False, True], ids=["adapter", "merged"])
+def test_an_exported_agent_loads_in_a_fresh_process_with_transformers_and_peft(trained, tmp_path, merged):
+    out = tmp_path / "agent"
+    assert main(["export", "--run", str(trained), "--out", str(out)] + (["--merge"] if merged else [])) == 0
+    card = (out / "README.md").read_text()
+    score = json.loads((trained / "epochs.jsonl").read_text().splitlines()[0])["extra"]["eval/domain"]
+    assert "preset tiny" in card and "α, band | 0.5" in card and f"domain {score:.3f}" in card
+    assert "arxiv.org/abs/2512.19682" in card
+    if not merged:
+        assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == "base"
+    proc = subprocess.run([sys.executable, "-c", LOAD, str(out), "merged" if merged else "adapter"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "ANSWER" in proc.stdout
+
+
+def test_generate_answers_with_the_domains_prompt_and_refuses_what_is_not_a_task(trained, capsys):
+    assert main(["generate", "--run", str(trained), "Task: 2 to 9"]) == 0  # a held-out item may be asked
+    printed = capsys.readouterr().out
+    assert "Count from 2 to 9." in printed and "expected: 3 4 5 6 7 8 9" in printed
+    assert main(["generate", "--run", str(trained), "--epoch", "0", "1 to 6"]) == 0  # "Task:" may be left out
+    assert main(["generate", "--run", str(trained), "7 * 8"]) == 1
+    assert "is not a count task" in capsys.readouterr().err
+
+
+def test_export_refuses_a_folder_in_use_and_the_untrained_agent(trained, tmp_path, capsys):
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "x").write_text("mine")
+    assert main(["export", "--run", str(trained), "--out", str(tmp_path / "used")]) == 1
+    assert (tmp_path / "used" / "x").read_text() == "mine"
+    assert "not an empty folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # epoch 0 is the untrained agent: nothing to export
+        main(["export", "--run", str(trained), "--epoch", "0", "--out", str(tmp_path / "zero")])
+    assert not (tmp_path / "zero").exists()
