@@ -99,13 +99,19 @@ class Domain:
     def heldout_tasks(self) -> list[SeedTask]:
         """The held-out evaluation set (never trained on): ``heldout_file`` when set, else the shipped
         ``data/<domain>_heldout.jsonl``; [] when there is none."""
-        if self.heldout_file:
-            return self._load(self.heldout_file)
-        return self._load(f"{self.name}_heldout.jsonl") if (data_dir() / f"{self.name}_heldout.jsonl").is_file() else []
+        source = self._heldout_source()
+        return self._load(source) if source else []
 
-    def _load(self, filename: str, parse=None) -> list[SeedTask]:
+    def _heldout_source(self) -> str | None:
+        if self.heldout_file:
+            return self.heldout_file
+        shipped = f"{self.name}_heldout.jsonl"
+        return shipped if (data_dir() / shipped).is_file() else None
+
+    def _load(self, filename: str, parse=None, strict: bool = True) -> list[SeedTask]:
         """Tasks of a JSONL file of ``{"id": ..., "text": ...}`` lines (a name in the shipped ``data/`` folder, or a
-        path), each validated by ``parse`` (default :meth:`parse`); a bad line is a ``ValueError`` naming it."""
+        path), each validated by ``parse`` (default :meth:`parse`); a bad line is a ``ValueError`` naming it
+        (``strict=False``: skipped)."""
         parse = parse or self.parse
         path = data_dir() / filename  # an absolute path stays itself
         seeds = []
@@ -116,9 +122,13 @@ class Domain:
                 item = json.loads(line)
                 text, seed_id = item["text"], str(item["id"])
             except (ValueError, TypeError, KeyError):
+                if not strict:
+                    continue
                 raise ValueError(f"{path}:{lineno}: expected a JSON object with 'id' and 'text'") from None
             result = parse(text) if isinstance(text, str) else ParseResult(reason="'text' is not a string")
             if not result.valid:
+                if not strict:
+                    continue
                 raise ValueError(f"{path}:{lineno}: task is invalid for domain {self.name!r}: {result.reason}")
             seeds.append(SeedTask(seed_id=seed_id, spec=result.spec))
         return seeds
@@ -200,9 +210,20 @@ class Domain:
         by :meth:`safe_parse` whatever the domain's own parser does, so no domain trains on its held-out set."""
         cached = self.__dict__.get("_heldout_cache")
         if cached is None:
-            cached = frozenset(t.spec.question for t in self.heldout_tasks())
+            try:
+                cached = frozenset(t.spec.question for t in self.heldout_tasks())
+            except Exception:  # noqa: BLE001 - a parser that fails on a held-out item: keep every item it reads
+                source = self._heldout_source()
+                cached = frozenset(t.spec.question for t in self._load(source, parse=self._quiet_parse, strict=False)
+                                   ) if source else frozenset()
             self.__dict__["_heldout_cache"] = cached
         return cached
+
+    def _quiet_parse(self, text: str) -> ParseResult:
+        try:
+            return self.parse(text)
+        except Exception as exc:  # noqa: BLE001
+            return ParseResult(reason=type(exc).__name__)
 
     def safe_score(self, spec: TaskSpec, completion: str) -> tuple[float, str]:
         """:meth:`score` for model output: (reward, "") or, when the scorer raises on the completion or returns

@@ -107,7 +107,8 @@ class CountDomain(Domain):
                                          text=f"Task: {a} to {b}", features=features))
 
     def heldout_tasks(self) -> list[SeedTask]:
-        return self._load("count_heldout.jsonl", parse=lambda text: self._parse(text, decontaminate=False))
+        return self._load(self._heldout_source() or "count_heldout.jsonl",
+                          parse=lambda text: self._parse(text, decontaminate=False))
 
     def describe(self, features: dict[str, Any]) -> str:
         return f"up to {features.get('level', '?')}"

@@ -110,7 +110,8 @@ class TimesDomain(Domain):
         return f"{self.lowest}-{self.smaller_highest} times {self.lowest}-{self.highest}"
 
     def heldout_tasks(self) -> list[SeedTask]:
-        return self._load(f"{self.name}_heldout.jsonl", parse=lambda text: self._parse(text, decontaminate=False))
+        return self._load(self._heldout_source() or f"{self.name}_heldout.jsonl",
+                          parse=lambda text: self._parse(text, decontaminate=False))
 
     def describe(self, features: dict[str, Any]) -> str:
         return f"level {features.get('level', '?')}"
