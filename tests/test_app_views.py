@@ -296,6 +296,23 @@ def test_curves_figure_shows_the_methods_signals_in_a_third_row(run_dir):
     assert gap_ref.line.dash == "dot"
     titles = [a.text for a in fig.layout.annotations]
     assert any("untrained simulator" in t for t in titles) and any("features/*" in t for t in titles)
+    # every line of a several-line panel names itself where it ends; every panel has a y title
+    features = [t for t in fig.data if t.name.startswith("syn features/")]
+    assert {[x for x in t.text if x][0] for t in features} == {"n_operands", "max_digits"}
+    assert all(list(t.text).count("") == len(t.text) - 1 for t in features)
+    y_titles = [getattr(fig.layout, f"yaxis{i if i > 1 else ''}").title.text for i in range(1, 13)]
+    assert y_titles == list(views.Y_TITLES)
+
+
+def test_a_signal_panel_with_no_numbers_says_so(tmp_path):
+    run_dir = make_run(tmp_path / "runs" / "bare", epochs=2, eval_scores=False)
+    records = [json.loads(line) for line in (run_dir / "epochs.jsonl").read_text().splitlines()]
+    for r in records:  # the GRPO metrics all null, as a run whose TRL logs none
+        r["extra"] = {k: (None if k.startswith("grpo/") else v) for k, v in r["extra"].items()}
+    (run_dir / "epochs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    fig = views.curves_figure([load_run(run_dir)])
+    assert not any((t.name or "").startswith("bare grpo/") for t in fig.data)
+    assert any("not in these records" in a.text for a in fig.layout.annotations)
 
 
 def test_corrupt_baseline_is_a_problem_not_a_crash(run_dir):

@@ -56,6 +56,10 @@ CURVES = (
 )
 """(key of epochs.jsonl, panel title, fixed y range) of the per-epoch curves, in panel order."""
 
+Y_TITLES = ("p̂", "share of tasks", "share of generations", "R_env", "mean reward", "share of groups", "KL (nats)",
+            "score", "p̂", "|p̂ − α|", "level / feature", "value")
+"""The y-axis title of each panel of :func:`curves_figure`, in panel order (rows of four)."""
+
 SIGNALS = (
     ("p̂ on the untrained simulator's tasks", ("p_hat_reference",), (0, 1)),
     ("|p̂ − α|: generated (solid) · untrained (dot)", ("p_hat_gap", "p_hat_gap_reference"), (0, 1)),
@@ -313,6 +317,16 @@ def _signal_keys(frame: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     return [c for c in cols if frame[c].notna().any()]
 
 
+LINE_LABEL = dict(textposition="top left", textfont=dict(size=10), cliponaxis=False)
+"""Where a panel with several lines names each one: beside its last point."""
+
+
+def _end_label(values: pd.Series, label: str) -> list[str]:
+    """``label`` at the last number of ``values`` and nothing elsewhere: a line names itself where it ends."""
+    last = values.last_valid_index()
+    return [label if i == last else "" for i in values.index]
+
+
 def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
     """The per-epoch curves of one or more runs, overlaid (one color per run) in a grid of panels: p̂ mean with
     the α band, in-band, valid and zero-std fractions, env and agent reward, env KL, and validation scores
@@ -328,6 +342,7 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
     titles = [t for _, t, _ in CURVES] + ["validation (extra eval/*)"] + [t for t, _, _ in SIGNALS]
     fig = make_subplots(rows=3, cols=4, subplot_titles=titles, horizontal_spacing=0.06, vertical_spacing=0.11)
     has_eval = False
+    drawn_signals: set[int] = set()
     for i, (run, frame) in enumerate(zip(runs, frames)):
         color = RUN_COLORS[i % len(RUN_COLORS)]
         if not len(frame):
@@ -342,15 +357,18 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
         symbols = ("circle", "square", "diamond", "triangle-up", "x", "star")
         for k, key in enumerate(eval_keys):
             has_eval = True
-            fig.add_scatter(x=frame["epoch"], y=frame[key], mode="lines+markers", name=f"{run.name} {key}",
+            fig.add_scatter(x=frame["epoch"], y=frame[key], mode="lines+markers+text", name=f"{run.name} {key}",
                             legendgroup=run.name, showlegend=False, line=dict(color=color, width=2, dash="dot"),
                             marker=dict(size=8, symbol=symbols[k % len(symbols)]), row=2, col=4,
+                            text=_end_label(frame[key], key[len("eval/"):]), **LINE_LABEL,
                             hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
         for col, (_, keys, _) in enumerate(SIGNALS, start=1):
             for k, key in enumerate(_signal_keys(trained, keys)):
-                fig.add_scatter(x=trained["epoch"], y=trained[key], mode="lines+markers", name=f"{run.name} {key}",
-                                legendgroup=run.name, showlegend=False, marker=dict(size=5),
+                drawn_signals.add(col)
+                fig.add_scatter(x=trained["epoch"], y=trained[key], mode="lines+markers+text",
+                                name=f"{run.name} {key}", legendgroup=run.name, showlegend=False, marker=dict(size=5),
                                 line=dict(color=color, width=2, dash="solid" if k == 0 else "dot"), row=3, col=col,
+                                text=_end_label(trained[key], key.rsplit("/", 1)[-1]), **LINE_LABEL,
                                 hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
     bands = {(r.alpha, r.k_min) for r in runs if r.alpha is not None and r.k_min is not None}
     for alpha, k_min in sorted(bands):
@@ -359,12 +377,18 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
         fig.add_hline(y=alpha, line=dict(color="#2b8a3e", width=1.5, dash="dash"), row=1, col=1)
         fig.add_hrect(y0=max(0.0, alpha - k_min), y1=min(1.0, alpha + k_min), fillcolor=BAND_FILL, line_width=0,
                       layer="below", row=3, col=1)
-    if not has_eval:  # an empty trace anchors the panel's axes, so that the note lands in it
-        fig.add_scatter(x=[None], y=[None], showlegend=False, hoverinfo="skip", row=2, col=4)
-        fig.add_annotation(text="no eval/* scores<br>in the records' extra", xref="x domain", yref="y domain",
-                           x=0.5, y=0.5, showarrow=False, font=dict(color="#adb5bd", size=12), row=2, col=4)
-        fig.update_xaxes(showticklabels=False, showgrid=False, row=2, col=4)
-        fig.update_yaxes(showticklabels=False, showgrid=False, row=2, col=4)
+    empty = [(2, 4, "no eval/* scores<br>in the records' extra")] if not has_eval else []
+    empty += [(3, col, "not in these records<br>(all null or absent)") for col in range(1, len(SIGNALS) + 1)
+              if col not in drawn_signals]
+    for row, col, note in empty:  # an empty trace anchors the panel's axes, so that the note lands in it
+        fig.add_scatter(x=[None], y=[None], showlegend=False, hoverinfo="skip", row=row, col=col)
+        fig.add_annotation(text=note, xref="x domain", yref="y domain", x=0.5, y=0.5, showarrow=False,
+                           font=dict(color="#adb5bd", size=12), row=row, col=col)
+        fig.update_xaxes(showticklabels=False, showgrid=False, row=row, col=col)
+        fig.update_yaxes(showticklabels=False, showgrid=False, row=row, col=col)
+    for panel, title in enumerate(Y_TITLES):
+        fig.update_yaxes(title_text=title, title_standoff=4, title_font=dict(size=11), row=panel // 4 + 1,
+                         col=panel % 4 + 1)
     fig.update_yaxes(range=[-0.03, 1.03], row=1, col=1)
     for j, (_, _, fixed) in enumerate(CURVES):
         if fixed:
