@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .config import PRESETS, VARIANTS, ConfigError, RunConfig, for_domain, preset
 from .domains import known_domains
+from .trackers import TRACKERS
 
 
 def _run_config(args: argparse.Namespace) -> RunConfig:
@@ -28,8 +29,9 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
         give("model", "engine", args.engine, "--engine")
     if args.domain:
         give("loop", "domain", args.domain, "--domain")
-    for key in ("epochs", "seed", "variant", "eval_every", "eval_benchmark", "eval_limit", "eval_data_dir"):
-        value = getattr(args, key)
+    for key in ("epochs", "seed", "variant", "eval_every", "eval_benchmark", "eval_limit", "eval_data_dir",
+                "report_to"):
+        value = getattr(args, key, None)
         if value is not None:
             give("loop", key, value, f"--{key.replace('_', '-')}")
     for item in getattr(args, "set", None) or []:
@@ -529,6 +531,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "0 < p̂ < 1, as DAPO's dynamic sampling; --loop.screen_factor caps the screening)")
     p.add_argument("--out", type=_nonempty, help="run directory (default runs/<preset>-<time>)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last complete epoch")
+    p.add_argument("--report-to", choices=TRACKERS,
+                   help="also log each epoch's record to a tracker (= --loop.report_to; genenv_lab/trackers.py)")
     p.add_argument("--eval-every", type=int, help="evaluate the agent on --eval-benchmark every N epochs")
     p.add_argument("--eval-benchmark", help="held-out benchmark for --eval-every (default bamboogle)")
     p.add_argument("--eval-limit", type=int, help="items per category in each evaluation (default 20)")

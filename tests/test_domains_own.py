@@ -101,3 +101,21 @@ def test_the_cli_trains_on_a_domain_from_outside_the_package(add_domain, tmp_pat
                                 "--out", str(tmp_path / "no-seeds")], cwd=add_domain, env=env, capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 2 and "config error" in bad.stdout and not (tmp_path / "no-seeds").exists()
+
+
+def test_an_installed_package_registers_a_domain_by_name(add_domain, monkeypatch):
+    """An entry point in the group genenv_lab.domains (what `pip install` of a package declaring one leaves: a
+    dist-info folder with entry_points.txt) makes its name a domain like a shipped one."""
+    from genenv_lab.domains import ENTRY_POINT_GROUP, known_domains
+
+    info = add_domain / "add_domain-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: add-domain\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nadd = add_domain:AddDomain\n")
+    assert "add" in known_domains()
+    assert domain_class("add").name == "add"
+    cfg = preset("tiny").replace(loop={"domain": "add", "seeds": str(add_domain / "add_seeds.jsonl")})
+    assert cfg.loop.domain == "add"
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nbroken = add_domain:Nope\n")
+    with pytest.raises(ValueError, match="could not be loaded"):
+        domain_class("broken")
