@@ -151,6 +151,11 @@ def _upstream_form(calls: DecodedCalls | list) -> list[dict]:
     return [{c.name: dict(c.arguments)} if isinstance(c, FunctionCall) else c for c in items]
 
 
+LENIENT_MAX_CHARS = 16_384
+"""The longest reply the lenient scoring searches for calls (as a domain's ``max_text_chars``); a longer one gets
+the official reading only."""
+
+
 def _decode(text: str, lang: str, scoring: str) -> tuple[Any, str, str]:
     """``(decoded, format, failure)``: decoded is None when the text did not decode (failure says why)."""
     if scoring not in SCORINGS:
@@ -162,6 +167,8 @@ def _decode(text: str, lang: str, scoring: str) -> tuple[Any, str, str]:
         decoded, failure = None, f"did not decode as BFCL reads replies ({exc})"
     if scoring == "official" or (decoded is not None and has_call(decoded)):
         return decoded, "bfcl", failure
+    if len(text) > LENIENT_MAX_CHARS:  # read as BFCL reads it, nothing more
+        return [], "none", failure or f"longer than {LENIENT_MAX_CHARS} characters: not searched for calls"
     found = decode_calls(text)
     if found:
         return _upstream_form(found), found.format, ""

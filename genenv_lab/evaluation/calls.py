@@ -47,7 +47,9 @@ _TAG_BLOCK = re.compile(r"<(" + "|".join(_TAGS) + r")>\s*(.*?)\s*(?:</\1>|(?=<(?
                         re.IGNORECASE | re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_CALL_START = re.compile(r"(?<![\w.])\[?\s*[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*\s*\(")  # never mid-name
+_CALL_START = re.compile(r"(?<![\w.])(?:\[\s*)?[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*\s*\(")  # never mid-name
+# (a match starts at ``[`` or at the name, never on whitespace: ``\[?\s*`` let every position of a run of blanks scan
+# to its end, which made decoding quadratic in the text's length: 2.2 s for 16,000 newlines)
 
 
 @dataclass(frozen=True)
