@@ -402,6 +402,10 @@ def start_tab(ui: SimpleNamespace) -> None:
 
 # ---------------------------------------------------------------------------------------------------- wiring
 QUIET = dict(show_progress="hidden", api_visibility="private")
+VIEW_SLOTS = 4
+"""Views of runs (and of comparisons) drawn at once, across every user of the lab: one slow view (a huge or
+hostile run) holds one slot, the others go on (with one slot, every user's view waited behind it). The callbacks
+only read the runs folder, so they may run side by side."""
 
 
 def wire_runs(demo: gr.Blocks, ui: SimpleNamespace, lab: Lab) -> None:
@@ -413,7 +417,7 @@ def wire_runs(demo: gr.Blocks, ui: SimpleNamespace, lab: Lab) -> None:
                     ui.loaded]
     detail_outputs = [ui.lineage_plot, ui.lineage_df, ui.context_md, ui.attempts_md, ui.attempts_df]
     runs_outputs = [ui.runs_table, ui.run_dd, ui.compare_dd, ui.runs_key]
-    one_view = dict(concurrency_id="view", concurrency_limit=1, **QUIET)
+    one_view = dict(concurrency_id="view", concurrency_limit=VIEW_SLOTS, **QUIET)
 
     def forced(*args):
         return lab.render(*args, force=True)
@@ -440,7 +444,7 @@ def wire_runs(demo: gr.Blocks, ui: SimpleNamespace, lab: Lab) -> None:
 def wire_comparisons(demo: gr.Blocks, ui: SimpleNamespace, lab: Lab) -> None:
     """The comparisons list and the comparison shown."""
     cmp_outputs = [ui.cmp_card, ui.cmp_plot, ui.cmp_summary, ui.cmp_band, ui.cmp_runs, ui.cmp_loaded]
-    one_view = dict(concurrency_id="comparison", concurrency_limit=1, **QUIET)
+    one_view = dict(concurrency_id="comparison", concurrency_limit=VIEW_SLOTS, **QUIET)
     demo.load(lambda c: lab.refresh_comparisons(c, None, force=True), ui.cmp_dd, [ui.cmp_dd, ui.cmps_key], **QUIET)
     ui.cmp_dd.change(lambda c, st: lab.render_comparison(c, st, True), [ui.cmp_dd, ui.cmp_loaded], cmp_outputs,
                      **one_view)

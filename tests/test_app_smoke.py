@@ -140,3 +140,13 @@ def test_empty_tables_show_their_column_names(tmp_path):
     for table in tables:
         headers = table.value["headers"]
         assert headers and headers != [str(i) for i in range(1, len(headers) + 1)], table.label
+
+
+def test_one_slow_view_does_not_hold_every_users_view(tmp_path):
+    """Views of runs (and of comparisons) share a few slots across users, not one: a huge or hostile run's view
+    holds one slot while another user's view of an intact run is drawn (with one slot it waited behind it)."""
+    app = load_app_module()
+    demo = app.build_app(tmp_path / "runs")
+    fns = demo.fns.values() if isinstance(demo.fns, dict) else demo.fns
+    limits = {f.concurrency_id: f.concurrency_limit for f in fns if f.concurrency_id in ("view", "comparison")}
+    assert limits == {"view": app.VIEW_SLOTS, "comparison": app.VIEW_SLOTS} and app.VIEW_SLOTS > 1
