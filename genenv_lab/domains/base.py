@@ -82,6 +82,9 @@ class Domain:
     heldout_benchmark: ClassVar[tuple[str, str]] = ("bamboogle", "")
     """(benchmark, category) that measures this domain's skill when it ships no held-out set (the comparison's
     held-out score then comes from the benchmark's offline data)."""
+    world: ClassVar[type | None] = None
+    """The generated pre-training corpus of the ``tiny-world`` model for this domain (a
+    :class:`~genenv_lab.domains.worlds.LevelWorld` subclass), if it has one (``count``, ``times``)."""
     recommended: ClassVar[dict[str, dict[str, Any]]] = {}
     """Config changes this domain needs whatever the preset (e.g. longer env generations for JSON tasks);
     ``genenv-lab run --domain`` applies them (see :func:`genenv_lab.config.for_domain`)."""

@@ -194,3 +194,6 @@ class CountWorld(LevelWorld):
         """A training (non-held-out) task ending at ``lvl``."""
         a = rng.choice([a for a, b in self.train_tasks if b == lvl])
         return f"Task: {a} to {lvl}"
+
+
+CountDomain.world = CountWorld

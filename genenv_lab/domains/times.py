@@ -216,3 +216,7 @@ class TimesWorld(LevelWorld):
         choices = [(x, y) for x, y in self.train_pairs if level(x, y) == lvl and x >= y]
         a, b = rng.choice(choices)
         return f"Task: {a} * {b}"
+
+
+TimesDomain.world = TimesWorld
+Times99Domain.world = None  # no prepared world: cpu-smollm2 runs it on SmolLM2

@@ -64,15 +64,16 @@ def world_spec(cfg) -> WorldModelSpec | None:
 
 
 def world_class(domain_name: str):
-    """The class of the domain's world (whose instances offer ``agent_example``/``env_example(rng)``)."""
-    from ..domains.count import CountWorld
-    from ..domains.times import TimesWorld
+    """The class of the domain's world (``Domain.world``, whose instances offer ``agent_example``/
+    ``env_example(rng)``); one registry, the domains'."""
+    from ..domains import DOMAINS, domain_class
 
-    worlds = {"times": TimesWorld, "count": CountWorld}
-    if domain_name not in worlds:
+    world = domain_class(domain_name).world
+    if world is None:
+        with_one = sorted(name for name, cls in DOMAINS.items() if cls.world is not None)
         raise ValueError(f"model 'tiny-world' needs a domain with a world to pre-train on; {domain_name!r} has none "
-                         f"(domains with one: {sorted(worlds)}). Use --domain times, or another model.")
-    return worlds[domain_name]
+                         f"(domains with one: {with_one}). Use --domain times, or another model.")
+    return world
 
 
 def _prompt_and_full(messages, reply) -> tuple[str, str]:
