@@ -17,6 +17,7 @@ import collections
 import torch
 
 from genenv_lab.backends.factory import make_backend
+from genenv_lab.cli import apply_settings
 from genenv_lab.config import preset
 from genenv_lab.domains import get_domain
 from genenv_lab.models.world import world_class
@@ -26,13 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="cpu-demo")
     ap.add_argument("--samples", type=int, default=64)
-    ap.add_argument("--set", action="append", default=[], help="SECTION.FIELD=VALUE (ints and floats only)")
+    ap.add_argument("--set", action="append", default=[], help="SECTION.FIELD=VALUE, as genenv-lab run --set")
     args = ap.parse_args(argv)
-    cfg = preset(args.preset)
-    for item in args.set:
-        key, value = item.split("=", 1)
-        section, field = key.split(".", 1)
-        cfg = cfg.replace(**{section: {field: float(value) if "." in value else int(value)}})
+    cfg = apply_settings(preset(args.preset), args.set)
     if cfg.loop.domain != "count":
         raise SystemExit(f"this probe reads counts; {args.preset} runs {cfg.loop.domain}")
     torch.manual_seed(0)

@@ -19,6 +19,7 @@ import random
 import torch
 
 from genenv_lab.backends.factory import make_backend
+from genenv_lab.cli import apply_settings
 from genenv_lab.config import preset
 from genenv_lab.domains import LineageStats, get_domain
 from genenv_lab.models.world import world_class
@@ -30,13 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--temperature", type=float, default=None, help="default: the preset's env.temperature")
     ap.add_argument("--contexts", type=int, default=8)
     ap.add_argument("--samples", type=int, default=4)
-    ap.add_argument("--set", action="append", default=[], help="SECTION.FIELD=VALUE (ints and floats only)")
+    ap.add_argument("--set", action="append", default=[], help="SECTION.FIELD=VALUE, as genenv-lab run --set")
     args = ap.parse_args(argv)
-    cfg = preset(args.preset)
-    for item in args.set:
-        key, value = item.split("=", 1)
-        section, field = key.split(".", 1)
-        cfg = cfg.replace(**{section: {field: float(value) if "." in value else int(value)}})
+    cfg = apply_settings(preset(args.preset), args.set)
     torch.manual_seed(0)
     domain = get_domain(cfg.loop.domain)
     backend = make_backend(cfg, domain)

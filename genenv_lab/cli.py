@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import PRESETS, VARIANTS, ConfigError, RunConfig, for_domain, preset
+from .config import PRESETS, VARIANTS, ConfigError, RunConfig, for_domain, load_config, preset
 from .domains import known_domains
 from .trackers import TRACKERS
 
@@ -61,38 +61,12 @@ def _base_config(args: argparse.Namespace) -> RunConfig:
     if getattr(args, "config", None) and getattr(args, "preset", None):
         raise ConfigError("give --config FILE or --preset NAME, not both")
     if getattr(args, "config", None):
-        return load_config_file(args.config)
+        return load_config(args.config)
     if getattr(args, "preset", None):
         return preset(args.preset)
     if getattr(args, "resume", False) and args.out and (Path(args.out) / "config.json").is_file():
-        return load_config_file(Path(args.out) / "config.json")
+        return load_config(Path(args.out) / "config.json")
     return preset("tiny")
-
-
-def load_config_file(path: str | Path) -> RunConfig:
-    """A :class:`RunConfig` from a JSON or YAML file holding config.json's sections; one ConfigError otherwise."""
-    from .safe_io import MB, loads_json, read_regular
-
-    path = Path(path)
-    try:
-        raw = read_regular(path, 4 * MB, "config file")
-        if path.suffix.lower() in (".yaml", ".yml"):
-            try:
-                import yaml
-            except ImportError:
-                raise ConfigError(f"{path}: reading YAML needs PyYAML (pip install pyyaml), or give JSON") from None
-            data = yaml.safe_load(raw)
-        else:
-            data = loads_json(raw)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path} cannot be read as a configuration ({exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} is not a configuration (a mapping of sections: model, env, agent, curriculum, "
-                          "loop)")
-    try:
-        return RunConfig.from_dict(data)
-    except (ConfigError, TypeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
 
 
 FIELD_DEST = "config:"
@@ -174,6 +148,16 @@ def parse_setting(item: str) -> tuple[str, str, object]:
         name = {bool: "true or false", int: "a whole number", float: "a number"}.get(kind, str(kind))
         raise ConfigError(f"--set {item!r}: {section}.{field} takes {name}, not {raw!r}") from None
     return section, field, value
+
+
+def apply_settings(cfg: RunConfig, items) -> RunConfig:
+    """``cfg`` with each ``SECTION.FIELD=VALUE`` of ``items`` applied (:func:`parse_setting`), validated again: the
+    ``--set`` of the benchmark scripts."""
+    changes: dict[str, dict] = {}
+    for item in items:
+        section, field, value = parse_setting(item)
+        changes.setdefault(section, {})[field] = value
+    return cfg.replace(**changes) if changes else cfg
 
 
 def _console(quiet: bool = False):
@@ -351,14 +335,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """``genenv-lab generate --run DIR "Task: ..."``: the agent's answer and the domain's verdict."""
+    from rich.markup import escape
+
     from .export import generate
 
     console = _console()
     result = generate(args.run, args.task, epoch=args.epoch)
-    console.print(f"[bold]{result['question']}[/bold] (agent after epoch {result['epoch']})", highlight=False)
+    console.print(f"[bold]{escape(result['question'])}[/bold] (agent after epoch {result['epoch']})",
+                  highlight=False)
     console.print(result["answer"], markup=False, highlight=False)
     verdict = "right" if result["reward"] >= 1.0 else f"reward {result['reward']:.2f}"
-    console.print(f"[dim]{verdict}; expected: {result['expected']}[/dim]", highlight=False)
+    console.print(f"[dim]{verdict}; expected: {escape(result['expected'])}[/dim]", highlight=False)
     return 0
 
 
@@ -373,6 +360,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_check_domain(args: argparse.Namespace) -> int:
     """``genenv-lab check-domain NAME``: :func:`genenv_lab.domains.check.check_domain`, one line per problem."""
+    from rich.markup import escape
     from .domains import get_domain
     from .domains.check import check_domain
 
@@ -384,7 +372,7 @@ def cmd_check_domain(args: argparse.Namespace) -> int:
         return 2
     problems = check_domain(domain)
     for problem in problems:
-        console.print(f"[red]✗[/red] {problem}", markup=True, highlight=False)
+        console.print(f"[red]✗[/red] {escape(problem)}", highlight=False)
     if problems:
         return 1
     console.print(f"[green]✓[/green] domain {args.domain!r} passes: {len(domain.seed_tasks())} seed tasks, "

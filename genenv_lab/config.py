@@ -571,6 +571,37 @@ PRESETS = {
 CPU_PRESETS = ("tiny", "cpu-demo", "cpu-times", "cpu-smollm2")
 
 
+def load_config(path: str | Path) -> RunConfig:
+    """A :class:`RunConfig` from a JSON or YAML file holding config.json's sections (a run's ``config.json``, a file
+    for ``run --config``), read as an untrusted file (a regular file of at most 4 MB); one ConfigError otherwise."""
+    from .safe_io import MB, loads_json, read_regular
+
+    path = Path(path)
+    yaml_file = path.suffix.lower() in (".yaml", ".yml")
+    try:
+        raw = read_regular(path, 4 * MB, "config file")
+        if not yaml_file:
+            data = loads_json(raw)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path} cannot be read as a configuration ({exc})") from None
+    if yaml_file:
+        try:
+            import yaml
+        except ImportError:
+            raise ConfigError(f"{path}: reading YAML needs PyYAML (pip install pyyaml), or give JSON") from None
+        try:
+            data = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path} cannot be read as YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} is not a configuration (a mapping of sections: model, env, agent, curriculum, "
+                          "loop)")
+    try:
+        return RunConfig.from_dict(data)
+    except (ConfigError, TypeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
 def for_domain(cfg: RunConfig, domain: str) -> RunConfig:
     """``cfg`` switched to ``domain``, with the domain's recommended settings (a field only grows, e.g. token
     budgets, or takes the domain's success threshold). A per-epoch held-out score on the domain's own set

@@ -31,27 +31,34 @@ HUB_IDS = {"smollm2-135m": "HuggingFaceTB/SmolLM2-135M-Instruct"}
 """Where a locally unpacked base came from (named in the model card)."""
 
 
-def _agent_backend(run_dir: Path, epoch: int | None):
-    from .backends.factory import make_backend
-    from .domains import domain_of
-
+def _run_epoch(run_dir: Path, epoch: int | None) -> tuple[Any, int]:
+    """The run's configuration and the epoch asked for (default: the last complete one), checked."""
     cfg = read_config(run_dir)
     last = int(read_state(run_dir).get("last_complete_epoch", 0))
     epoch = last if epoch is None else epoch
     if not 0 <= epoch <= last:
         raise ValueError(f"{run_dir} has epochs 0-{last} (0: the untrained agent); epoch {epoch} is not one")
+    return cfg, epoch
+
+
+def _agent_backend(cfg, run_dir: Path, epoch: int):
+    """The run's domain and a backend holding its adapters after ``epoch`` (none for 0)."""
+    from .backends.factory import make_backend
+    from .domains import domain_of
+
     domain = domain_of(cfg)
     backend = make_backend(cfg, domain)
     if epoch:
         backend.load_adapters(adapter_dir(run_dir, epoch))
-    return cfg, domain, backend, epoch
+    return domain, backend
 
 
 def generate(run_dir: str | Path, task_text: str, *, epoch: int | None = None, max_new_tokens: int | None = None
              ) -> dict[str, Any]:
     """The agent's greedy answer to ``task_text`` (written as the simulator writes tasks, e.g. ``Task: 7 * 8``),
     posed with the domain's prompt, and the domain's verdict on it."""
-    cfg, domain, backend, epoch = _agent_backend(Path(run_dir), epoch)
+    cfg, epoch = _run_epoch(Path(run_dir), epoch)
+    domain, backend = _agent_backend(cfg, Path(run_dir), epoch)
     parsed = domain.safe_parse(task_text)
     if not parsed.valid and domain.env_prefill and not task_text.startswith(domain.env_prefill):
         parsed = domain.safe_parse(f"{domain.env_prefill} {task_text}")
@@ -61,29 +68,31 @@ def generate(run_dir: str | Path, task_text: str, *, epoch: int | None = None, m
         spec = next((t.spec for t in domain.heldout_tasks() if t.spec.text.strip() in texts), None)
     if spec is None:
         raise ValueError(f"{task_text!r} is not a {cfg.loop.domain} task ({parsed.reason})")
-    parsed = parsed.__class__(spec=spec)
-    messages = domain.agent_messages(parsed.spec)
+    messages = domain.agent_messages(spec)
     (answer,), = backend.generate("agent", [messages], n=1, temperature=0.0,
                                   max_new_tokens=max_new_tokens or cfg.agent.max_completion_length)
-    reward, error = domain.safe_score(parsed.spec, answer)
+    reward, error = domain.safe_score(spec, answer)
     prefill = messages[-1]["content"] if messages[-1]["role"] == "assistant" else ""
-    return {"epoch": epoch, "question": parsed.spec.question, "answer": prefill + answer,
-            "expected": parsed.spec.answer, "reward": reward, "error": error}
+    return {"epoch": epoch, "question": spec.question, "answer": prefill + answer, "expected": spec.answer,
+            "reward": reward, "error": error}
 
 
-def model_card(cfg, records: list[dict], epoch: int, base: str, merged: bool) -> str:
-    """The export's README.md: what the agent is, how it was trained, how well it does, how to load it."""
+def model_card(cfg, records: list[dict], epoch: int, origin: str, base_path: str | None) -> str:
+    """The export's README.md: what the agent is, how it was trained, how well it does, how to load it. ``origin``
+    names the base (a hub id where there is one); ``base_path`` is where the adapter's base loads from (``None``:
+    merged, no adapter)."""
+    merged = base_path is None
     c = cfg.curriculum
     record = next((r for r in records if r.get("epoch") == epoch), {})
     scores = {k: v for k, v in (record.get("extra") or {}).items() if k.startswith("eval/") and v is not None}
     score_text = ", ".join(f"{k[5:]} {v:.3f}" for k, v in scores.items()) or "not measured in this run"
     load = ('model = AutoModelForCausalLM.from_pretrained("OUT")' if merged else
-            f'base = AutoModelForCausalLM.from_pretrained("{base}")  # "OUT/base" when exported with the base\n'
+            f'base = AutoModelForCausalLM.from_pretrained("{base_path}")\n'
             'model = PeftModel.from_pretrained(base, "OUT")')
+    hub = f"base_model: {origin}\n" if "/" in origin else ""  # the model hub's field takes a hub id only
     return f"""---
 library_name: {"transformers" if merged else "peft"}
-base_model: {base}
-tags: [genenv, grpo, curriculum, lora]
+{hub}tags: [genenv, grpo, curriculum, lora]
 ---
 
 # GenEnv agent: {cfg.loop.domain}, preset {cfg.preset}, epoch {epoch}
@@ -94,7 +103,7 @@ reward-weighted regression{" (the adapter merged into the base)" if merged else 
 
 | | |
 |---|---|
-| base model | `{cfg.model.name_or_path}` ({base}) |
+| base model | `{cfg.model.name_or_path}` ({origin}) |
 | preset, variant | {cfg.preset}, {cfg.loop.variant} |
 | domain | {cfg.loop.domain} |
 | α, band | {c.alpha}, p̂ within ±{c.k_min} |
@@ -120,32 +129,29 @@ def export_agent(run_dir: str | Path, out: str | Path, *, epoch: int | None = No
     run_dir, out = Path(run_dir), Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"--out {out} exists and is not an empty folder; choose a new one")
-    cfg, _, backend, epoch = _agent_backend(run_dir, epoch)
-    if epoch == 0:
+    cfg, epoch = _run_epoch(run_dir, epoch)
+    if epoch == 0:  # before any model loads
         raise ValueError("epoch 0 is the untrained agent: there is no adapter to export")
+    _, backend = _agent_backend(cfg, run_dir, epoch)
     source = str(backend.model.get_base_model().config._name_or_path)
     local = Path(source).is_dir()
+    origin = HUB_IDS.get(cfg.model.name_or_path, cfg.model.name_or_path) if local else source
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = backend.tokenizer
+    backend.tokenizer.save_pretrained(out)
     if merge:
-        merged = backend.model.merge_and_unload(adapter_names=["agent"])
-        merged.save_pretrained(out)
-        tokenizer.save_pretrained(out)
-        base = HUB_IDS.get(cfg.model.name_or_path, cfg.model.name_or_path if not local else "the run's base")
+        backend.model.merge_and_unload(adapter_names=["agent"]).save_pretrained(out)
+        base_path = None
     else:
         for item in (adapter_dir(run_dir, epoch) / "agent").iterdir():
             shutil.copy2(item, out / item.name)
-        tokenizer.save_pretrained(out)
-        if local:
+        base = "base" if local else source
+        if local:  # built or unpacked on this machine: it travels with the adapter
             shutil.copytree(source, out / "base", ignore=shutil.ignore_patterns("genenv_*.json", "*.lock"))
-            tokenizer.save_pretrained(out / "base")
-            base = "base"
-        else:
-            base = source
+            backend.tokenizer.save_pretrained(out / "base")
         config_path = out / "adapter_config.json"
         adapter_config = json.loads(config_path.read_text())
         adapter_config["base_model_name_or_path"] = base
         config_path.write_text(json.dumps(adapter_config, indent=2) + "\n")
-    shown = HUB_IDS.get(cfg.model.name_or_path, base) if base == "base" else base
-    (out / "README.md").write_text(model_card(cfg, read_epochs(run_dir), epoch, shown if not merge else base, merge))
+        base_path = "OUT/base" if local else source
+    (out / "README.md").write_text(model_card(cfg, read_epochs(run_dir), epoch, origin, base_path))
     return out

@@ -36,7 +36,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from .config import RunConfig
+from .config import RunConfig, load_config
 from .safe_io import MB, loads_json, read_regular
 from .types import Attempt, EpochRecord, GeneratedTask
 
@@ -451,7 +451,8 @@ def read_state(run_dir: str | Path) -> dict[str, Any]:
 
 
 def read_config(run_dir: str | Path) -> RunConfig:
-    return RunConfig.from_dict(json.loads((Path(run_dir) / CONFIG).read_text()))
+    """The run's configuration (:func:`genenv_lab.config.load_config` of its ``config.json``)."""
+    return load_config(Path(run_dir) / CONFIG)
 
 
 def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:

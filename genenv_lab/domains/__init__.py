@@ -50,9 +50,9 @@ def domain_class(name: str) -> type[Domain]:
             cls = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError, ValueError) as exc:
             raise ValueError(f"domain {name!r} could not be imported ({type(exc).__name__}: {exc})") from None
-    elif name in _registered():
+    elif (entry := _registered().get(name)) is not None:
         try:
-            cls = _registered()[name].load()
+            cls = entry.load()
         except Exception as exc:  # noqa: BLE001 - whatever a third-party package raises on import
             raise ValueError(f"domain {name!r} (entry point) could not be loaded ({type(exc).__name__}: {exc})") \
                 from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -204,23 +205,20 @@ class Domain:
             result = self.parse(text)
         except Exception as exc:  # noqa: BLE001 - a model wrote the text; no output may stop training
             return ParseResult(reason=f"unparseable generation ({type(exc).__name__})")
-        if result.valid and result.spec.question in self._heldout_questions():
+        if result.valid and result.spec.question in self.heldout_questions:
             return ParseResult(reason=HELDOUT_REASON)
         return result
 
-    def _heldout_questions(self) -> frozenset[str]:
+    @cached_property
+    def heldout_questions(self) -> frozenset[str]:
         """The questions of :meth:`heldout_tasks`, read once: a generated task that poses one of them is rejected
         by :meth:`safe_parse` whatever the domain's own parser does, so no domain trains on its held-out set."""
-        cached = self.__dict__.get("_heldout_cache")
-        if cached is None:
-            try:
-                cached = frozenset(t.spec.question for t in self.heldout_tasks())
-            except Exception:  # noqa: BLE001 - a parser that fails on a held-out item: keep every item it reads
-                source = self._heldout_source()
-                cached = frozenset(t.spec.question for t in self._load(source, parse=self._quiet_parse, strict=False)
-                                   ) if source else frozenset()
-            self.__dict__["_heldout_cache"] = cached
-        return cached
+        try:
+            return frozenset(t.spec.question for t in self.heldout_tasks())
+        except Exception:  # noqa: BLE001 - a parser that fails on a held-out item: keep every item it reads
+            source = self._heldout_source()
+            tasks = self._load(source, parse=self._quiet_parse, strict=False) if source else []
+            return frozenset(t.spec.question for t in tasks)
 
     def _quiet_parse(self, text: str) -> ParseResult:
         try:
