@@ -32,6 +32,7 @@ import gradio as gr
 import pandas as pd
 
 from genenv_lab.lab import launcher, views
+from genenv_lab.lab.glance import glance_figure
 from genenv_lab.lab.widgets import Table
 from genenv_lab.lab.runs import (ComparisonData, LabError, RunData, comparison_dirs, comparison_fingerprint,
                                  comparisons_fingerprint, discover_runs, fingerprint, folder_fingerprint,
@@ -116,13 +117,13 @@ class Lab:
         if run is not None and run not in names:
             raise LabError(f"--run {run!r}: no such run in {self.root} (runs: {', '.join(names) or 'none yet'})")
         first = run or (names[0] if names else None)
-        view = {"summaries": summaries, "names": names, "run": first, "card": "_No run selected._", "hist": None,
-                "curves": None}
+        view = {"summaries": summaries, "names": names, "run": first, "card": "_No run selected._", "glance": None,
+                "hist": None, "curves": None}
         if first is not None:
             try:
                 shown = self.load(first)
-                view.update(card=views.run_card(shown), hist=views.difficulty_figure(shown),
-                            curves=views.curves_figure([shown]))
+                view.update(card=views.run_card(shown), glance=glance_figure(shown),
+                            hist=views.difficulty_figure(shown), curves=views.curves_figure([shown]))
             except Exception:  # noqa: BLE001 - the timer's first refresh draws it, or shows why it cannot
                 pass
         return view
@@ -143,19 +144,19 @@ class Lab:
                search: str, task: Any, state: Any, force: bool):
         key = self.key_of(run_name, compare_name)
         if not force and state is not None and state[0] == key:
-            return (gr.skip(),) * 15
+            return (gr.skip(),) * 16
         a, b = self.load(run_name), self.load(compare_name if compare_name != run_name else None)
         if a is None:
             empty = views.message_figure(f"No run in {self.root} yet: start one in the “Start a run” tab, or run "
                                          f"`genenv-lab run --preset tiny --out {self.root}/tiny`.")
-            return ("_No run selected._", gr.update(visible=False), empty, empty, None, gr.update(),
+            return ("_No run selected._", gr.update(visible=False), empty, empty, empty, None, gr.update(),
                     gr.update(), gr.update(choices=[], value=None), *self.detail(None, None), "", (key, None, None))
         try:
             return self.draw(a, b, epoch, band, validity, reason, search, task, key)
         except Exception as exc:  # noqa: BLE001 - a run no view foresaw must not take the lab down
             oops = views.message_figure(f"{a.name}: could not draw this run ({type(exc).__name__}: {exc}).")
             return (f"### {a.name}\n\n> ⚠ Could not draw this run: `{type(exc).__name__}: {exc}`",
-                    gr.update(visible=False), oops, oops, None, gr.update(), gr.update(),
+                    gr.update(visible=False), oops, oops, oops, None, gr.update(), gr.update(),
                     gr.update(choices=[], value=None), *self.detail(None, None), a.events, (key, None, None))
 
     def draw(self, a: RunData, b: RunData | None, epoch: str, band: str, validity: str, reason: str, search: str,
@@ -167,6 +168,7 @@ class Lab:
         task = task if task in ids else None
         return (views.run_card(a),
                 gr.update(value=views.run_card(b), visible=True) if b is not None else gr.update(visible=False),
+                glance_figure([r for r in (a, b) if r is not None]),
                 views.difficulty_figure([r for r in (a, b) if r is not None]),
                 views.curves_figure([r for r in (a, b) if r is not None]),
                 views.tasks_frame(a, epoch=epoch, band=band, validity=validity, reason=reason, search=search),
@@ -295,6 +297,7 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
         header(ui, lab.root, first)
         with gr.Tabs():
             with gr.Tab("Curriculum"):
+                ui.glance = gr.Plot(first["glance"], show_label=False)
                 ui.hist = gr.Plot(first["hist"], show_label=False)
                 ui.curves = gr.Plot(first["curves"], show_label=False)
             with gr.Tab("Tasks & attempts"):
@@ -320,14 +323,13 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
 def header(ui: SimpleNamespace, root: Path, first: dict[str, Any]) -> None:
     gr.Markdown(f"# GenEnv lab\nCo-evolution of an agent and an environment simulator (two LoRA adapters). "
                 f"Runs folder: `{root}`", elem_classes="lab-header")
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=4):
-            ui.runs_table = Table(views.runs_frame(first["summaries"]), label="Runs (click one to show it)",
-                                  interactive=False, max_height=210, wrap=False)
-        with gr.Column(scale=1, min_width=280):
-            ui.run_dd = gr.Dropdown(label="Run", choices=first["names"], value=first["run"], interactive=True)
-            ui.compare_dd = gr.Dropdown(label="Compare with", choices=[NONE], value=NONE, interactive=True)
-            ui.live = gr.Checkbox(value=True, label=f"Live: refresh every {REFRESH_S:g} s")
+    # the runs table spans the page (at 1280 px beside the controls it was cut), the controls sit in one row above
+    with gr.Row(equal_height=True):
+        ui.run_dd = gr.Dropdown(label="Run", choices=first["names"], value=first["run"], interactive=True, scale=3)
+        ui.compare_dd = gr.Dropdown(label="Compare with", choices=[NONE], value=NONE, interactive=True, scale=3)
+        ui.live = gr.Checkbox(value=True, label=f"Live: refresh every {REFRESH_S:g} s", scale=1, min_width=200)
+    ui.runs_table = Table(views.runs_frame(first["summaries"]), label="Runs (click one to show it)",
+                          interactive=False, max_height=190, wrap=True)
     with gr.Row(equal_height=False):
         ui.card = gr.Markdown(first["card"], elem_classes="run-card")
         ui.card_b = gr.Markdown(visible=False, elem_classes="run-card")
@@ -412,7 +414,7 @@ def wire_runs(demo: gr.Blocks, ui: SimpleNamespace, lab: Lab) -> None:
     """The runs list, the run (and run to compare) shown, the task filters and the task detail."""
     view_inputs = [ui.run_dd, ui.compare_dd, ui.f_epoch, ui.f_band, ui.f_valid, ui.f_reason, ui.f_search, ui.task_dd,
                    ui.loaded]
-    view_outputs = [ui.card, ui.card_b, ui.hist, ui.curves, ui.tasks_df, ui.f_epoch, ui.f_reason, ui.task_dd,
+    view_outputs = [ui.card, ui.card_b, ui.glance, ui.hist, ui.curves, ui.tasks_df, ui.f_epoch, ui.f_reason, ui.task_dd,
                     ui.lineage_plot, ui.lineage_df, ui.context_md, ui.attempts_md, ui.attempts_df, ui.events,
                     ui.loaded]
     detail_outputs = [ui.lineage_plot, ui.lineage_df, ui.context_md, ui.attempts_md, ui.attempts_df]

@@ -208,3 +208,90 @@ def test_histogram_bars_sit_on_their_p_hat_and_inside_or_outside_the_band_at_128
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+FIRST_SCREEN_JS = """(() => {
+  const glance = [...document.querySelectorAll('.js-plotly-plot')].find(
+      p => p.textContent.includes('Curriculum at a glance · %s'));
+  const runs = [...document.querySelectorAll('.table-container, .table-wrap, [class*=table]')].find(
+      e => e.closest('.block') && e.closest('.block').textContent.includes('Runs (click one to show it)')
+           && e.querySelector('table'));
+  if (!glance || !runs || !glance.querySelector('.main-svg')) return null;
+  const r = runs.getBoundingClientRect(), g = glance.getBoundingClientRect(), t = runs.querySelector('table');
+  return JSON.stringify({glance_top: g.top, glance_bottom: g.bottom, runs_right: r.right, runs_bottom: r.bottom,
+                         runs_clipped: runs.scrollWidth > runs.clientWidth + 1
+                                       || t.getBoundingClientRect().right > r.right + 1,
+                         width: window.innerWidth, height: window.innerHeight, scroll: window.scrollY});
+})()"""
+
+
+def test_first_screen_at_1280x800_shows_the_runs_whole_and_the_curriculum_at_a_glance(tmp_path):
+    """At 1280×800, before any scrolling: the runs table is not clipped and the at-a-glance figure starts above the
+    fold; a screenshot is saved (to $GENENV_LAB_SCREENSHOTS as lab-first-screen.png when set: docs/figures). Then a
+    click on a row of the generated-tasks table selects that task (the Task dropdown takes its id)."""
+    import json
+    import os
+
+    from fakes import ScriptedBackend
+    from genenv_lab.config import preset
+    from genenv_lab.loop import run as run_loop
+
+    runs = tmp_path / "runs"
+    cfg = preset("tiny").replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
+                                 loop={"epochs": 3, "eval_every": 0})
+    with pytest.warns(UserWarning, match="single difficulty level"):
+        list(run_loop(cfg, runs / "fake-run", backend=ScriptedBackend(num_generations=4), progress=False))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    log = open(tmp_path / "app.log", "w")
+    server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--runs", str(runs), "--port", str(port),
+                               "--run", "fake-run"], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    browser = None
+    try:
+        wait_http(url, server, timeout=120)
+        browser = Chromium(tmp_path / "profile", width=1280, height=800)
+        browser.navigate(url)
+        assert browser.wait_for(f"({FIRST_SCREEN_JS % 'fake-run'}) !== null", 90), "the first screen did not draw"
+        time.sleep(1.0)
+        seen = json.loads(browser.evaluate(FIRST_SCREEN_JS % "fake-run"))
+        shot = browser.screenshot(tmp_path / "lab-first-screen.png")
+        keep = os.environ.get("GENENV_LAB_SCREENSHOTS")
+        if keep:
+            from PIL import Image
+
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            Image.open(shot).convert("RGB").quantize(256).save(Path(keep) / shot.name, optimize=True)
+        print(f"first screen: {shot} {seen}")
+        assert seen["scroll"] == 0 and seen["width"] == 1280 and seen["height"] == 800
+        assert not seen["runs_clipped"] and seen["runs_right"] <= 1280 and seen["runs_bottom"] <= 800, seen
+        assert seen["glance_top"] < 800, seen
+
+        clicked = browser.evaluate("""(() => {
+  const b = [...document.querySelectorAll('button[role=tab]')].find(e => e.textContent.trim() === 'Tasks & attempts');
+  if (b) b.click();
+  return !!b;
+})()""")
+        assert clicked
+        row_js = """(() => {
+  const block = [...document.querySelectorAll('.block')].find(
+      e => e.textContent.includes('Generated tasks (click a row'));
+  const ids = block ? [...block.querySelectorAll('span')].filter(
+      e => e.children.length === 0 && /^e\\d{3}-s\\d{2}-v\\d{2}$/.test(e.textContent.trim())) : [];
+  if (ids.length < 3) return null;
+  ids[2].scrollIntoView({block: 'center'});
+  const r = ids[2].getBoundingClientRect();
+  return JSON.stringify([ids[2].textContent.trim(), r.x + 5, r.y + r.height / 2]);
+})()"""
+        assert browser.wait_for(f"({row_js}) !== null", 30), "the tasks table did not fill"
+        time.sleep(0.5)
+        task_id, x, y = json.loads(browser.evaluate(row_js))  # the third row's id cell, scrolled into view
+        browser.click(x, y)
+        picked = f"[...document.querySelectorAll('input')].some(i => i.value === {json.dumps(task_id)})"
+        assert browser.wait_for(picked, 30), f"clicking the row of {task_id} did not select it"
+        assert browser.wait_for("document.body.textContent.includes('Agent completions')", 10)
+    finally:
+        if browser is not None:
+            browser.close()
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()

@@ -20,6 +20,7 @@ import pytest
 
 from genenv_lab.config import preset
 from genenv_lab.lab import launcher, views
+from genenv_lab.lab.glance import glance_figure, level_label, story_frame, story_numbers
 from genenv_lab.lab.runs import (LabError, discover_runs, fingerprint, load_run, pid_alive, resolve_run,
                                  validate_run_name)
 from genenv_lab.runlog import CONFIG, EVENTS, STATE, RunWriter
@@ -172,14 +173,16 @@ def test_broken_run_directories_show_a_message_and_never_raise(tmp_path):
                views.tasks_frame(run), views.tasks_frame(run, band="in band", validity="valid"),
                views.lineage_figure(run, "e001-s00-v00"), views.lineage_frame(run, "e001-s00-v00"),
                views.context_markdown(run, "e001-s00-v00"), views.attempts_frame(run, "e001-s00-v00"),
-               views.attempts_markdown(run, "e001-s00-v00"), views.task_filter_choices(run)]
-        assert isinstance(out[1], go.Figure) and isinstance(out[2], go.Figure)
+               views.attempts_markdown(run, "e001-s00-v00"), views.task_filter_choices(run), glance_figure(run),
+               story_numbers(run)]
+        assert isinstance(out[1], go.Figure) and isinstance(out[2], go.Figure) and isinstance(out[11], go.Figure)
         return run, out
 
     run, out = everything("empty")
     assert run.status == "empty" and "Empty directory" in out[0]
     assert "no difficulty distribution" in out[1].layout.annotations[0].text
     assert "No committed epoch" in out[2].layout.annotations[0].text
+    assert "No committed epoch" in out[11].layout.annotations[0].text and out[12]["epochs"] == 0
 
     run, out = everything("garbage_config")
     assert any("config.json is unreadable" in p for p in run.problems) and "config.json is unreadable" in out[0]
@@ -252,6 +255,35 @@ def test_difficulty_figure_bars_per_epoch_and_band_from_config(run_dir):
     assert "α = 0.5" in fig.layout.annotations[0].text
     assert len(fig.layout.sliders[0].steps) == 4  # all + one per epoch
     assert "100% in band" in fig.data[2].name  # epoch 3: p̂ 0.5 and 0.75 are both within 0.25 of α
+
+
+def test_glance_heatmap_holds_each_epochs_shares_with_k_over_g_rows_and_the_band_framed(run_dir):
+    run = load_run(run_dir)
+    fig = glance_figure(run)
+    heat = next(t for t in fig.data if t.type == "heatmap")
+    assert list(heat.x) == [1, 2, 3] and len(heat.z) == G + 1
+    for col in range(3):  # each epoch's column is a distribution over p̂ levels
+        assert sum(row[col] for row in heat.z) == pytest.approx(1.0)
+    # the synthetic run: epoch e has valid tasks with e-1 and e successes out of G
+    assert heat.z[1][0] == 0.5 and heat.z[0][0] == 0.5 and heat.z[3][2] == 0.5
+    assert list(fig.layout.yaxis.ticktext) == [f"{k}/{G}" for k in range(G + 1)]
+    band = [s for s in fig.layout.shapes if s.type == "rect" and s.xref == "x"]
+    assert len(band) == 1 and (band[0].y0, band[0].y1) == (0.5, 3.5)  # rows 1/4..3/4 are within 0.25 of 0.5
+    story = {t.name: t for t in fig.data if t.type == "scatter"}
+    assert set(story) == {"p̂ on the simulator's tasks", "p̂ on the untrained simulator's tasks", "held-out score"}
+    assert list(story["held-out score"].x) == [0, 1, 2, 3]  # epoch 0 is the untrained agent
+    assert fig.layout.title.text.startswith("Curriculum at a glance · syn")
+
+
+def test_story_numbers_are_the_runs_own(run_dir):
+    run = load_run(run_dir)
+    frame = story_frame(run)
+    assert list(frame["heldout"].round(2)) == [0.05, 0.1, 0.2, 0.3]
+    numbers = story_numbers(run)
+    assert numbers["epochs"] == 3 and numbers["heldout_first"] == 0.05 and numbers["heldout_last"] == pytest.approx(0.3)
+    assert numbers["p_hat_reference_last_third"] == pytest.approx(0.8)  # epoch 3 alone: 0.5 + 0.1 * 3
+    assert numbers["in_band_first"] == 0.5 and numbers["in_band_last"] == 1.0
+    assert level_label(0.75, 4) == "3/4"
 
 
 def test_difficulty_figure_of_two_runs_side_by_side(tmp_path, run_dir):

@@ -86,6 +86,12 @@ class Chromium:
         return self.call("Runtime.evaluate", page=True, expression=expression, returnByValue=True)["result"].get(
             "value")
 
+    def click(self, x: float, y: float) -> None:
+        """A real left click (press and release) at viewport point (x, y), as a user's mouse gives it: some widgets
+        (gradio's table cells) listen to pointer events that a scripted ``element.click()`` does not send."""
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", page=True, type=kind, x=x, y=y, button="left", clickCount=1)
+
     def wait_for(self, expression: str, timeout: float, alive=None) -> bool:
         """Poll ``expression`` until it is true (True), ``timeout`` s pass or ``alive()`` turns false (False)."""
         deadline = time.time() + timeout

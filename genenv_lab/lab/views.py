@@ -81,7 +81,7 @@ def _num(value: Any) -> float:
     return float(value)
 
 
-def _style(fig: go.Figure, *, height: int, title: str | None = None) -> go.Figure:
+def style(fig: go.Figure, *, height: int, title: str | None = None) -> go.Figure:
     fig.update_layout(template=TEMPLATE, font=FONT, height=height, margin=dict(l=60, r=30, t=70 if title else 40,
                       b=50), hoverlabel=dict(font_size=12), paper_bgcolor="white", plot_bgcolor="white")
     if title:
@@ -97,7 +97,7 @@ def message_figure(text: str, *, height: int = 320) -> go.Figure:
                        showarrow=False, font=dict(size=15, color="#868e96"), align="center")
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    return _style(fig, height=height)
+    return style(fig, height=height)
 
 
 def _valid_mask(frame: pd.DataFrame) -> pd.Series:
@@ -177,7 +177,7 @@ def run_card(run: RunData) -> str:
 
 # ------------------------------------------------------------------------------------------ difficulty histogram
 
-def _difficulty_bars(run: RunData) -> tuple[list[float], list[tuple[int, list[int], int, int, float | None]]]:
+def difficulty_bars(run: RunData) -> tuple[list[float], list[tuple[int, list[int], int, int, float | None]]]:
     """p̂ levels and, per epoch, (epoch, task count per level, valid tasks, rejected, in-band share)."""
     tasks = run.tasks
     epochs = sorted(int(e) for e in pd.to_numeric(tasks["epoch"], errors="coerce").dropna().unique())
@@ -223,7 +223,7 @@ def difficulty_figure(runs: RunData | Sequence[RunData], *, height: int = 440) -
     runs = [runs] if isinstance(runs, RunData) else [r for r in runs if r is not None]
     if not runs:
         return message_figure("No run selected.", height=height)
-    panels = [(run, *_difficulty_bars(run)) for run in runs]
+    panels = [(run, *difficulty_bars(run)) for run in runs]
     if len(runs) == 1 and not any(n for _, _, bars in panels for _, _, n, _, _ in bars):
         run = runs[0]
         why = (run.problems[0] if run.problems else "No generated task committed yet.") if not len(run.tasks) \
@@ -286,7 +286,7 @@ def difficulty_figure(runs: RunData | Sequence[RunData], *, height: int = 440) -
     fig.update_yaxes(tickformat=".0%", rangemode="tozero")
     fig.update_yaxes(title_text="share of the epoch's valid tasks", row=1, col=1)
     title = "Difficulty of generated tasks · " + " vs ".join(r.name for r in runs)
-    fig = _style(fig, height=height, title=title)
+    fig = style(fig, height=height, title=title)
     fig.update_layout(margin=dict(t=90 if len(runs) > 1 else 70, b=125 if len(all_epochs) > 1 else 50))
     return fig
 
@@ -403,7 +403,7 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
     fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=1.09, yanchor="bottom"),
                       hovermode="closest")
     title = "Per-epoch curves · " + " vs ".join(r.name for r in runs)
-    return _style(fig, height=height, title=title).update_layout(margin=dict(t=110))
+    return style(fig, height=height, title=title).update_layout(margin=dict(t=110))
 
 
 # --------------------------------------------------------------------------------------------- generated tasks
@@ -601,7 +601,7 @@ def lineage_figure(run: RunData, task_id: str, *, height: int = 380) -> go.Figur
     max_epoch = max(xpos.values(), default=1)
     fig.update_xaxes(title_text="epoch (0 = base seed)", dtick=1, range=[-1.2, max_epoch + 0.5], zeroline=False)
     fig.update_yaxes(visible=False, autorange="reversed")
-    return _style(fig, height=height, title=f"Lineage of {task_id} · family of {root} ({len(family)} generations)")
+    return style(fig, height=height, title=f"Lineage of {task_id} · family of {root} ({len(family)} generations)")
 
 
 def context_markdown(run: RunData, task_id: str) -> str:
