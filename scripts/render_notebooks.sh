@@ -12,7 +12,7 @@ bash scripts/setup.sh dev,notebooks
 . .venv/bin/activate
 mkdir -p docs/notebooks
 export GENENV_LAB_PRESET="$preset"
-export PLOTLY_RENDERER=notebook_connected  # figures load plotly.js from its CDN when the page is opened
+export PLOTLY_RENDERER=notebook_connected  # the pages are rewritten below to load plotly.js from one local file
 for nb in notebooks/*.ipynb; do
   t0=$SECONDS
   jupyter nbconvert --to html --execute --ExecutePreprocessor.timeout=3600 \
@@ -23,4 +23,6 @@ done
 # outputs may quote file paths (a library's warning, a traceback): keep them relative to the checkout and the venv,
 # so the published pages name no folder of the machine that rendered them
 sed -i -e "s#$PWD/\.venv/lib/python[0-9.]*/site-packages/#site-packages/#g" -e "s#$PWD/##g" docs/notebooks/*.html
-echo "HTML in docs/notebooks/ (preset $preset)"
+# pages that render offline: plotly.js from docs/notebooks/plotly.min.js (one copy), formulas as MathML, no CDN
+python -m genenv_lab.offline_html docs/notebooks/*.html >/dev/null
+echo "HTML in docs/notebooks/ (preset $preset), readable offline"
