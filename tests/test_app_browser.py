@@ -106,7 +106,13 @@ def test_snapshots_of_a_comparison_report_and_of_the_lab(tmp_path):
     run_name = next((cmp / "runs").iterdir()).name
     assert main(["--compare", str(cmp), "--run", run_name, "--out", str(tmp_path / "png")]) == 0
     shots = {p.name: Image.open(p).size for p in (tmp_path / "png").glob("*.png")}
-    assert set(shots) == {"cmp-report.png", f"{run_name}-difficulty.png", f"{run_name}-curves.png"}
+    assert set(shots) == {"cmp-report.png", f"{run_name}-glance.png", f"{run_name}-difficulty.png",
+                          f"{run_name}-curves.png"}
+    from genenv_lab.lab.glance import caption, story_numbers
+    from genenv_lab.lab.runs import load_run
+
+    written = (tmp_path / "png" / f"{run_name}-glance.md").read_text().strip()
+    assert written == caption(story_numbers(load_run(cmp / "runs" / run_name)))
     assert all(w > 600 and h > 300 for w, h in shots.values())  # whole figures, not a blank strip
 
 

@@ -17,7 +17,8 @@ PAGE = """<html><head><script src="https://cdnjs.cloudflare.com/ajax/libs/requir
 <script src="https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js?config=TeX-AMS_CHTML-full,Safe"> </script>
 </head><body>
 <div class="jp-RenderedMarkdown" data-mime-type="text/markdown"><p>p̂ is $\\hat p = k/G$ and the reward is
-$$R = \\exp(-\\beta (\\hat p - \\alpha)^2)$$ while <code>$OUT</code> and a price of \\$5 stay; a &lt; b in $a &lt; b$.</p>
+$$R = \\exp(-\\beta (\\hat p - \\alpha)^2)$$ while <code>$OUT</code> and a price of \\$5 stay;
+a &lt; b in $a &lt; b$.</p>
 </div>
 <div class="jp-OutputArea-output" data-mime-type="text/html"><script>window.PlotlyConfig = {MathJaxConfig: 'local'};
 </script><script charset="utf-8" src="https://cdn.plot.ly/plotly-4.1.1.min.js" integrity="x"></script>
@@ -81,3 +82,4 @@ def test_notebook_06_renders_figures_and_math_offline_in_chromium(tmp_path):
         assert browser.evaluate("document.querySelectorAll('math').length") > 0
     finally:
         browser.close()
+

@@ -179,3 +179,23 @@ def glance_figure(runs: RunData | Sequence[RunData], *, height: int = 400) -> go
     fig.update_annotations(font_size=12)
     fig = style(fig, height=height, title=f"{GLANCE_TITLE} · " + " vs ".join(r.name for r in runs))
     return fig.update_layout(margin=dict(l=90, t=70, b=95))
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def caption(numbers: dict[str, Any]) -> str:
+    """The sentence under a glance figure, every number from :func:`story_numbers` of the run it shows.
+
+    >>> caption({"run": "r", "epochs": 16, "alpha": 0.5, "k_min": 0.125, "in_band_first": 0.09, "in_band_last": 0.1,
+    ...          "p_hat_last_third": 0.64, "p_hat_reference_last_third": 0.81, "heldout_first": 0.24,
+    ...          "heldout_last": 0.33})[:60]
+    'r, 16 epochs: in band 0.09 of the first epoch’s tasks and 0.'
+    """
+    band = "" if numbers.get("alpha") is None else f" (α = {numbers['alpha']:g} ± {numbers['k_min']:g})"
+    return (f"{numbers['run']}, {numbers['epochs']} epochs: in band {_pct(numbers['in_band_first'])} of the first "
+            f"epoch’s tasks and {_pct(numbers['in_band_last'])} of the last{band}; mean p̂ over the last third "
+            f"{_pct(numbers['p_hat_last_third'])} on the simulator’s tasks against "
+            f"{_pct(numbers['p_hat_reference_last_third'])} on the untrained simulator’s; held-out score "
+            f"{_pct(numbers['heldout_first'])} → {_pct(numbers['heldout_last'])}.")

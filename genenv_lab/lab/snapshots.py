@@ -2,9 +2,11 @@
 
     python -m genenv_lab.lab.snapshots --compare runs/cmp-demo --run cpu-demo_genenv-s0 --out docs/figures
 
-writes ``<out>/<compare>-report.png`` (the whole report) and ``<out>/<run>-difficulty.png`` plus
-``<out>/<run>-curves.png`` (the lab's "Difficulty of generated tasks" and "Per-epoch curves" figures, taken from
-``app.py`` serving a copy of the run in a temporary runs folder). Both are drawn by headless Chromium
+writes ``<out>/<compare>-report.png`` (the whole report) and ``<out>/<run>-glance.png``,
+``<out>/<run>-difficulty.png`` and ``<out>/<run>-curves.png`` (the lab's "Curriculum at a glance", "Difficulty of
+generated tasks" and "Per-epoch curves" figures, taken from ``app.py`` serving a copy of the run in a temporary runs
+folder), with ``<out>/<run>-glance.md``: the glance figure's caption, its numbers computed from the same run
+(:func:`genenv_lab.lab.glance.caption`; the README quotes it). Both are drawn by headless Chromium
 (:mod:`genenv_lab.lab.browser`), so the PNG is the page a browser shows, not a re-rendering; plotly's own PNG export
 (kaleido) would need a second browser download. The docs' figures are made this way (docs/curriculum_cpu.md).
 """
@@ -23,6 +25,8 @@ import urllib.request
 from pathlib import Path
 
 from .browser import Chromium
+from .glance import GLANCE_TITLE, caption, story_numbers
+from .runs import load_run
 
 APP = Path(__file__).resolve().parent.parent.parent / "app.py"
 
@@ -73,8 +77,8 @@ def wait_http(url: str, server: subprocess.Popen, timeout: float) -> None:
 
 
 def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float = 180) -> list[Path]:
-    """PNGs of the lab's difficulty histogram and per-epoch curves of ``run_dir`` (served from a copy, so the
-    lab sees this run alone and selects it)."""
+    """PNGs of the lab's glance figure, difficulty histogram and per-epoch curves of ``run_dir`` (served from a copy,
+    so the lab sees this run alone and selects it), and the glance figure's caption (``<run>-glance.md``)."""
     run_dir = Path(run_dir).resolve()
     if not (run_dir / "epochs.jsonl").is_file():
         raise FileNotFoundError(f"{run_dir} is not a run directory with committed epochs (no epochs.jsonl)")
@@ -95,7 +99,8 @@ def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float 
                 browser = Chromium(Path(tmp) / "profile", width=width, height=1000)
                 browser.navigate(url)
                 shots = []
-                for title, suffix in (("Difficulty of generated tasks", "difficulty"), ("Per-epoch curves", "curves")):
+                for title, suffix in ((GLANCE_TITLE, "glance"), ("Difficulty of generated tasks", "difficulty"),
+                                      ("Per-epoch curves", "curves")):
                     found = f"({_plot_with(title + ' · ' + name)}) !== null"
                     if not browser.wait_for(found, timeout):
                         raise TimeoutError(f"the lab did not draw '{title}' for {name} within {timeout:.0f} s "
@@ -103,6 +108,9 @@ def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float 
                     time.sleep(1.0)
                     shots.append(browser.screenshot_element(_plot_with(title + " · " + name),
                                                             out_dir / f"{name}-{suffix}.png"))
+                text = caption(story_numbers(load_run(runs / name)))
+                shots.append(out_dir / f"{name}-glance.md")
+                shots[-1].write_text(text + "\n", encoding="utf-8")
                 return shots
             finally:
                 if browser is not None:
