@@ -50,7 +50,7 @@ from .backends.base import AgentPrompt, Backend, EnvExample
 from .backends.factory import check_engine, make_backend
 from .config import RunConfig
 from .domains import Domain, LineageStats, SeedTask, domain_of
-from .trackers import open_tracker, scalars
+from .trackers import check_tracker, open_tracker, scalars
 from .efficiency import Consumption
 from .epoch_stats import PhaseTimer, epoch_record
 from .evaluation.model_eval import check_eval_data, evaluate_epoch
@@ -425,7 +425,10 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
 
         check_engine(cfg)
         check_model_source(cfg.model.name_or_path)
+        if cfg.loop.variant == "offline_teacher":
+            check_model_source(cfg.env.teacher_model)
     check_eval_data(cfg)
+    check_tracker(cfg.loop.report_to)
     procs = processes()
     writer = open_run(out, cfg, resume, procs)
     saved_env_version = int(read_state(writer.dir).get("env_version", 0)) if writer.last_epoch else 0

@@ -18,6 +18,7 @@ Thin adapters over each library's own logging call: no library logs a loop recor
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
 from typing import Any, Mapping
@@ -94,6 +95,18 @@ class Tracker:
             import trackio
 
             trackio.finish()
+
+
+def check_tracker(kind: str) -> None:
+    """Fail in one line, before a run folder exists, when the tracker ``kind`` cannot be used (its package is not
+    installed); nothing to check for ``none``."""
+    if kind == "none":
+        return
+    if kind not in TRACKERS:
+        raise ValueError(f"tracker {kind!r}: choose one of {TRACKERS[1:]}")
+    if importlib.util.find_spec(PACKAGES[kind]) is None:
+        raise RuntimeError(f"--loop.report_to {kind} needs the {PACKAGES[kind]!r} package: pip install "
+                           f"{PACKAGES[kind]}")
 
 
 def open_tracker(kind: str, run_dir: str | Path, config: Mapping[str, Any]) -> Tracker | None:

@@ -67,3 +67,11 @@ def test_cli_run_with_missing_model_leaves_no_folder(tmp_path, capsys):
     assert main(["run", "--preset", "tiny", "--model", str(tmp_path / "missing"), "--out", str(out)]) == 1
     assert not out.exists()
     assert "no such model folder" in capsys.readouterr().out
+
+
+def test_cli_offline_teacher_with_a_missing_teacher_leaves_no_folder(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "--preset", "tiny", "--variant", "offline_teacher", "--set",
+                 f"env.teacher_model={tmp_path / 'no-teacher'}", "--out", str(out)]) == 1
+    assert not out.exists()
+    assert "no such model folder" in capsys.readouterr().out

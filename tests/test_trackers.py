@@ -33,3 +33,17 @@ def test_a_tiny_run_logs_its_epochs_to_tensorboard(tmp_path):
 def test_an_unknown_tracker_is_refused():
     with pytest.raises(ConfigError, match="report_to"):
         preset("tiny").replace(loop={"report_to": "mlflow"})
+
+
+def test_a_tracker_whose_package_is_missing_is_refused_before_the_run_folder_exists(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from genenv_lab import trackers
+    from genenv_lab.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(trackers.importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name))
+    out = tmp_path / "run"
+    assert main(["run", "--preset", "tiny", "--epochs", "1", "--report-to", "wandb", "--out", str(out)]) == 1
+    assert not out.exists()
+    assert "needs the 'wandb' package: pip install wandb" in capsys.readouterr().out
