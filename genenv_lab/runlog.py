@@ -466,11 +466,11 @@ def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            out.append(loads_json(line))
+        except ValueError as exc:  # bad syntax, nesting past the stack, an integer past the digit limit
             if i == len(lines) - 1:
                 continue
-            raise RunDirError(f"{path}:{i + 1} is not valid JSON; the run directory is corrupt") from None
+            raise RunDirError(f"{path}:{i + 1} is not valid JSON ({exc}); the run directory is corrupt") from None
     return out
 
 

@@ -575,3 +575,23 @@ def test_events_view_reads_only_the_tail(tmp_path):
     run = load_run(run_dir)
     lines = run.events.splitlines()
     assert lines[-1] == "line 199999" and len(lines) == 40
+
+
+@pytest.mark.parametrize("payload", ["[" * 100_000 + "]" * 100_000, '{"epochs": ' + "9" * 5000 + "}",
+                                     '{"pid": 18446744073709551616}'])
+def test_deep_nesting_and_huge_numbers_in_run_files_are_problems_not_crashes(tmp_path, payload):
+    """Nesting past the stack, an integer past Python's digit limit or a pid past 2^64 in config.json, state.json
+    or epochs.jsonl: the run's card names the problem, the runs list, the fingerprint and the good run beside it
+    are unaffected (these used to raise out of the reader and empty every user's run list)."""
+    runs = tmp_path / "runs"
+    make_run(runs / "good")
+    for name in ("config.json", "state.json", "epochs.jsonl"):
+        bad = runs / f"bad-{name.split('.')[0]}"
+        make_run(bad)
+        (bad / name).write_text(payload + ("\n" if name.endswith("jsonl") else ""))
+        run = load_run(bad)
+        fingerprint(bad)
+        assert views.run_card(run) and isinstance(views.curves_figure([run]), go.Figure)
+    listed = {s.name: s for s in discover_runs(runs)}
+    assert set(listed) == {"good", "bad-config", "bad-state", "bad-epochs"} and listed["good"].status == "finished"
+    assert views.runs_frame(listed.values()).shape[0] == 4

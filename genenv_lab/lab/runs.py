@@ -22,7 +22,6 @@ comparison still running, with runs missing or half-written, shows what exists.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -33,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..safe_io import loads_json, read_regular
 from ..runlog import (ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, STATE, TABLES, TASKS, RunDirError,
                       read_baseline, read_epochs, read_state, read_table)
 
@@ -148,7 +148,7 @@ def fingerprint(path: str | Path) -> tuple:
             parts.append((name, None, None))
     unsafe = unsafe_files(path)
     try:
-        parts.append(None if unsafe else status_of(json.loads((path / STATE).read_text())))
+        parts.append(None if unsafe else status_of(loads_json(read_regular(path / STATE, FILE_LIMITS[STATE]))))
     except (OSError, ValueError, AttributeError):
         parts.append(None)
     return tuple(parts + [len(unsafe)])
@@ -243,9 +243,9 @@ def _refused(name: str, path: Path, unsafe: list[str]) -> "RunData":
 def _read_json_dict(path: Path, problems: list[str]) -> dict[str, Any]:
     if not path.is_file():
         return {}
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    try:  # bounded and typed: a FIFO, a huge file, deep nesting or a 5000-digit number is one problem line
+        data = loads_json(read_regular(path, FILE_LIMITS.get(path.name, 4 * MB), path.name))
+    except (OSError, ValueError) as exc:
         problems.append(f"{path.name} is unreadable ({exc}).")
         return {}
     if not isinstance(data, dict):
@@ -258,8 +258,8 @@ def _lenient_epochs(path: Path) -> list[dict[str, Any]]:
     out = []
     for line in path.read_text(errors="replace").splitlines():
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            out.append(loads_json(line))
+        except ValueError:
             continue
     return out
 
