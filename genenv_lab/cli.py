@@ -351,10 +351,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``genenv-lab export --run DIR --out DIR [--merge]``."""
-    from .export import export_agent
+    from .export import check_repo_id, export_agent, push_to_hub
 
+    if args.push_to_hub:
+        check_repo_id(args.push_to_hub)  # before the model loads
     out = export_agent(args.run, args.out, epoch=args.epoch, merge=args.merge)
     _console().print(f"exported the agent to {out} (see {out / 'README.md'} for how to load it)")
+    if args.push_to_hub:
+        url = push_to_hub(out, args.push_to_hub, private=args.private)
+        _console().print(f"pushed to {url}")
     return 0
 
 
@@ -593,6 +598,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--epoch", type=_count(1), help="the agent after this epoch (default: the last)")
     x.add_argument("--out", required=True, type=_nonempty, help="a new folder")
     x.add_argument("--merge", action="store_true", help="merge the adapter into the base: one standalone model")
+    x.add_argument("--push-to-hub", metavar="OWNER/NAME", default="",
+                   help="then publish the folder as this hub model (needs huggingface-cli login or $HF_TOKEN)")
+    x.add_argument("--private", action="store_true", help="with --push-to-hub: a private hub model")
     x.set_defaults(func=cmd_export)
     d = sub.add_parser("check-domain", help="check that a domain (yours too) keeps what the loop relies on")
     d.add_argument("domain", type=_nonempty, metavar="NAME|package.module:Class")

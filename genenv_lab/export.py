@@ -12,13 +12,18 @@ machine::
     model = PeftModel.from_pretrained(base, "OUT")
     tokenizer = AutoTokenizer.from_pretrained("OUT")
 
-The library calls are transformers' and peft's own (``save_pretrained``, ``merge_and_unload``); what is written by
-hand here is the model card and the choice of base reference.
+``push_to_hub`` (``genenv-lab export ... --push-to-hub OWNER/NAME``) publishes the folder with huggingface_hub's
+``create_repo`` and ``upload_folder``. This project's machines cannot reach the hub, so its test drives a local
+stand-in for ``HfApi`` (the calls and the folder they carry), not the hub itself.
+
+The library calls are transformers', peft's and huggingface_hub's own (``save_pretrained``, ``merge_and_unload``,
+``upload_folder``); what is written by hand here is the model card and the choice of base reference.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -155,3 +160,37 @@ def export_agent(run_dir: str | Path, out: str | Path, *, epoch: int | None = No
         base_path = "OUT/base" if local else source
     (out / "README.md").write_text(model_card(cfg, read_epochs(run_dir), epoch, origin, base_path))
     return out
+
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
+
+
+def check_repo_id(repo_id: str) -> str:
+    """``repo_id`` when it is a hub model id ``OWNER/NAME``; else a ``ValueError`` saying what to pass (checked
+    before any model loads)."""
+    if not _REPO_ID.match(repo_id) or repo_id.endswith((".", "-")) or ".." in repo_id:
+        raise ValueError(f"--push-to-hub {repo_id!r}: expected a hub model id OWNER/NAME (letters, digits, '-', '_', "
+                         "'.'), e.g. you/genenv-count-agent")
+    return repo_id
+
+
+def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, api: Any = None) -> str:
+    """Publish an exported folder as the hub model ``repo_id`` (created if absent); its URL. ``api``: an
+    ``huggingface_hub.HfApi`` (default: one with the token of ``huggingface-cli login`` or ``$HF_TOKEN``). Any hub
+    failure (no network, no token, no rights) is a ``RuntimeError`` of one line; the folder stays as it is."""
+    folder = Path(folder)
+    check_repo_id(repo_id)
+    if not (folder / "README.md").is_file():
+        raise ValueError(f"{folder} is not an exported agent (no README.md model card): run genenv-lab export first")
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+    try:
+        url = api.create_repo(repo_id, private=private, exist_ok=True)
+        api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message="genenv_lab: export the agent")
+    except Exception as exc:  # noqa: BLE001 - requests/hub errors of every kind: one line, the export is kept
+        raise RuntimeError(f"could not push {folder} to {repo_id}: {type(exc).__name__}: {str(exc)[:200]} "
+                           f"(the exported folder is kept; retry with huggingface-cli upload {repo_id} "
+                           f"{folder})") from None
+    return str(url)

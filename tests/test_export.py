@@ -71,3 +71,48 @@ def test_export_refuses_a_folder_in_use_and_the_untrained_agent(trained, tmp_pat
     with pytest.raises(SystemExit):  # epoch 0 is the untrained agent: nothing to export
         main(["export", "--run", str(trained), "--epoch", "0", "--out", str(tmp_path / "zero")])
     assert not (tmp_path / "zero").exists()
+
+
+class HubStandIn:
+    """A local stand-in for ``huggingface_hub.HfApi`` (this project's machines cannot reach the hub): it records
+    the calls and copies the folder it is given, as the hub would store it; ``fail`` makes the upload fail as an
+    unreachable hub does."""
+
+    def __init__(self, store, fail=False):
+        self.store, self.fail, self.calls = store, fail, []
+
+    def create_repo(self, repo_id, private=False, exist_ok=False):
+        self.calls.append(("create_repo", repo_id, private, exist_ok))
+        return f"https://huggingface.co/{repo_id}"
+
+    def upload_folder(self, repo_id, folder_path, commit_message=""):
+        import shutil
+
+        self.calls.append(("upload_folder", repo_id))
+        if self.fail:
+            raise ConnectionError("Failed to resolve 'huggingface.co'")
+        shutil.copytree(folder_path, self.store / repo_id)
+
+
+def test_push_to_hub_publishes_the_exported_folder(trained, tmp_path, monkeypatch, capsys):
+    from genenv_lab import export
+
+    hub = HubStandIn(tmp_path / "hub")
+    monkeypatch.setattr("huggingface_hub.HfApi", lambda: hub)
+    out = tmp_path / "agent"
+    assert main(["export", "--run", str(trained), "--out", str(out), "--push-to-hub", "you/genenv-count-agent",
+                 "--private"]) == 0
+    assert hub.calls == [("create_repo", "you/genenv-count-agent", True, True),
+                         ("upload_folder", "you/genenv-count-agent")]
+    published = hub.store / "you" / "genenv-count-agent"
+    assert sorted(p.name for p in published.iterdir()) == sorted(p.name for p in out.iterdir())
+    assert "pushed to https://huggingface.co/you/genenv-count-agent" in capsys.readouterr().out
+    with pytest.raises(RuntimeError, match="could not push .* ConnectionError: Failed to resolve.*folder is kept"):
+        export.push_to_hub(out, "you/again", api=HubStandIn(tmp_path / "hub2", fail=True))
+    assert (out / "README.md").is_file()
+
+
+@pytest.mark.parametrize("repo", ["no-owner", "a/b/c", "you/bad name", "_x/y", "you/x.."])
+def test_a_bad_hub_id_is_refused_before_any_model_loads(trained, tmp_path, repo, capsys):
+    assert main(["export", "--run", str(trained), "--out", str(tmp_path / "o"), "--push-to-hub", repo]) == 1
+    assert not (tmp_path / "o").exists() and "expected a hub model id OWNER/NAME" in capsys.readouterr().err
