@@ -417,10 +417,10 @@ def _stop_if_requested(procs: Processes) -> None:
         raise KeyboardInterrupt("stop requested")
 
 
-def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backend | None = None,
-        progress: bool = True) -> Iterator[EpochRecord]:
-    """Run (or resume) co-evolution, yielding one EpochRecord per completed epoch."""
-    if backend is None:
+def preflight(cfg: RunConfig, *, models: bool = True) -> None:
+    """Everything that can fail in seconds, checked before the run folder is written or a model loads: the engine
+    and the models' sources (``models``: unless a backend is given), the held-out data, the tracker's package."""
+    if models:
         from .models.loading import check_model_source  # imports torch: only when a model will load
 
         check_engine(cfg)
@@ -429,6 +429,12 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
             check_model_source(cfg.env.teacher_model)
     check_eval_data(cfg)
     check_tracker(cfg.loop.report_to)
+
+
+def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backend | None = None,
+        progress: bool = True) -> Iterator[EpochRecord]:
+    """Run (or resume) co-evolution, yielding one EpochRecord per completed epoch."""
+    preflight(cfg, models=backend is None)
     procs = processes()
     writer = open_run(out, cfg, resume, procs)
     saved_env_version = int(read_state(writer.dir).get("env_version", 0)) if writer.last_epoch else 0
