@@ -477,11 +477,17 @@ def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
 def read_table(run_dir: str | Path, name: str) -> pd.DataFrame:
     """``tasks``, ``attempts`` (every epoch file, in epoch order, as one frame) or ``reference_tasks`` as a
     DataFrame (empty when absent). The one reader of the run tables: the loop's resume, the lab and the tools."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     paths = [legacy_table(run_dir, name)] + [p for _, p in (table_files(run_dir, name) if name in TABLES else [])]
-    parts = [pd.read_parquet(p) for p in paths if p.is_file()]
-    if not parts:
+    tables = [pq.read_table(p) for p in paths if p.is_file()]
+    if not tables:
         return pd.DataFrame()
-    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    try:  # one conversion to pandas for all epochs: 2.5x faster than a DataFrame per file at 2,000 epochs
+        frame = (pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]).to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):  # epochs whose column types disagree
+        frame = pd.concat([t.to_pandas() for t in tables], ignore_index=True)
     if name in ("tasks", "reference_tasks") and "features" in frame:
         frame["features"] = frame["features"].map(json.loads)
     return frame

@@ -406,3 +406,18 @@ def test_a_run_written_before_the_cumulative_keys_resumes_counting_from_its_atte
     rows = _cumulative_from_attempts(read_table(out, "attempts"))
     assert [r.extra["cumulative/agent_rollouts"] for r in rest] == [rows[2][0], rows[3][0]]
     assert all(r.extra["cumulative/agent_tokens"] is None for r in rest)  # never counted for epoch 1
+
+
+def test_read_table_joins_epochs_whose_column_types_differ(tmp_path):
+    """One arrow conversion for all epoch files, with null columns promoted; epochs whose types disagree (an int
+    column once written as text) are joined the way pandas joins them, not refused."""
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    pd.DataFrame({"task_id": ["a"], "p_hat": [0.5], "reject_reason": [None]}).to_parquet(folder / "epoch_001.parquet")
+    pd.DataFrame({"task_id": ["b"], "p_hat": [1.0], "reject_reason": ["x"]}).to_parquet(folder / "epoch_002.parquet")
+    frame = read_table(tmp_path, "tasks")
+    assert list(frame["task_id"]) == ["a", "b"] and frame["p_hat"].tolist() == [0.5, 1.0]
+    assert frame["reject_reason"].isna().tolist() == [True, False]
+    pd.DataFrame({"task_id": ["c"], "p_hat": ["high"], "reject_reason": [None]}).to_parquet(
+        folder / "epoch_003.parquet")
+    assert read_table(tmp_path, "tasks")["p_hat"].tolist() == [0.5, 1.0, "high"]
