@@ -166,11 +166,10 @@ class Lab:
         reason = reason if reason in choices["reasons"] else "all"
         ids = list(a.tasks["task_id"].astype(str)) if len(a.tasks) else []
         task = task if task in ids else None
+        shown = [r for r in (a, b) if r is not None]
         return (views.run_card(a),
                 gr.update(value=views.run_card(b), visible=True) if b is not None else gr.update(visible=False),
-                glance_figure([r for r in (a, b) if r is not None]),
-                views.difficulty_figure([r for r in (a, b) if r is not None]),
-                views.curves_figure([r for r in (a, b) if r is not None]),
+                glance_figure(shown), views.difficulty_figure(shown), views.curves_figure(shown),
                 views.tasks_frame(a, epoch=epoch, band=band, validity=validity, reason=reason, search=search),
                 gr.update(choices=choices["epochs"], value=epoch),
                 gr.update(choices=choices["reasons"], value=reason),

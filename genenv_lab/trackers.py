@@ -51,8 +51,9 @@ class Tracker:
     """One run's connection to a tracker: :meth:`log` an epoch, :meth:`close` at the end."""
 
     def __init__(self, kind: str, run_dir: Path, config: Mapping[str, Any]):
-        if kind not in TRACKERS or kind == "none":
+        if kind == "none":
             raise ValueError(f"tracker {kind!r}: choose one of {TRACKERS[1:]}")
+        check_tracker(kind)
         self.kind = kind
         try:
             if kind == "tensorboard":
@@ -69,9 +70,8 @@ class Tracker:
 
                 self._run = trackio.init(project="genenv_lab", name=run_dir.name, config=dict(config),
                                          resume="allow")
-        except ImportError as exc:
-            raise RuntimeError(f"--loop.report_to {kind} needs the {PACKAGES[kind]!r} package: pip install "
-                               f"{PACKAGES[kind]} ({exc})") from None
+        except ImportError as exc:  # installed but not importable
+            raise _missing(kind, f" ({exc})") from None
 
     def log(self, epoch: int, values: Mapping[str, float]) -> None:
         finite = dict(values)
@@ -105,8 +105,12 @@ def check_tracker(kind: str) -> None:
     if kind not in TRACKERS:
         raise ValueError(f"tracker {kind!r}: choose one of {TRACKERS[1:]}")
     if importlib.util.find_spec(PACKAGES[kind]) is None:
-        raise RuntimeError(f"--loop.report_to {kind} needs the {PACKAGES[kind]!r} package: pip install "
-                           f"{PACKAGES[kind]}")
+        raise _missing(kind)
+
+
+def _missing(kind: str, detail: str = "") -> RuntimeError:
+    return RuntimeError(f"--loop.report_to {kind} needs the {PACKAGES[kind]!r} package: pip install "
+                        f"{PACKAGES[kind]}{detail}")
 
 
 def open_tracker(kind: str, run_dir: str | Path, config: Mapping[str, Any]) -> Tracker | None:

@@ -13,6 +13,9 @@ page before the data arrived.)
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
 import subprocess
 import sys
@@ -134,17 +137,12 @@ BARS_JS = """(() => {
 TABS = ("Curriculum", "Tasks & attempts", "Events", "Comparisons", "Start a run")
 
 
-def test_histogram_bars_sit_on_their_p_hat_and_inside_or_outside_the_band_at_1280px(tmp_path):
-    """On a finished run (scripted fake, 3 epochs, G = 4, band ±0.1 around 0.5): every drawn bar's x-extent, read
-    from the SVG and converted to data coordinates by the figure's own axis, lies within half a p̂ step of its p̂
-    level, inside the shaded band iff its level is in the band. Then one screenshot per tab at 1280×900
-    (written to $GENENV_LAB_SCREENSHOTS too when set: that is how docs/figures/lab-*.png are made)."""
-    import json
-    import os
-
+@contextlib.contextmanager
+def lab_on_a_fake_run(tmp_path: Path, width: int, height: int):
+    """The lab (``app.py --run fake-run``) over a finished 3-epoch run made with the scripted fake (G = 4, band
+    ±0.1), opened in Chromium at ``width`` × ``height``; yields the browser, then closes browser and server."""
     from fakes import ScriptedBackend
     from genenv_lab.config import preset
-    from genenv_lab.lab.views import band_span
     from genenv_lab.loop import run as run_loop
 
     runs = tmp_path / "runs"
@@ -154,14 +152,50 @@ def test_histogram_bars_sit_on_their_p_hat_and_inside_or_outside_the_band_at_128
         list(run_loop(cfg, runs / "fake-run", backend=ScriptedBackend(num_generations=4), progress=False))
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    log = open(tmp_path / "app.log", "w")
-    server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--runs", str(runs), "--port", str(port),
-                               "--run", "fake-run"], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     browser = None
-    try:
-        wait_http(url, server, timeout=120)
-        browser = Chromium(tmp_path / "profile", width=1280, height=900)
-        browser.navigate(url)
+    with open(tmp_path / "app.log", "w") as log:
+        server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--runs", str(runs), "--port", str(port),
+                                   "--run", "fake-run"], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+        try:
+            wait_http(url, server, timeout=120)
+            browser = Chromium(tmp_path / "profile", width=width, height=height)
+            browser.navigate(url)
+            yield browser
+        finally:
+            if browser is not None:
+                browser.close()
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def click_tab(browser: Chromium, tab: str) -> bool:
+    """Click the lab's tab named ``tab``; False when there is none."""
+    return browser.evaluate(f"""(() => {{
+  const b = [...document.querySelectorAll('button[role=tab]')].find(e => e.textContent.trim() === {json.dumps(tab)});
+  if (b) b.click();
+  return !!b;
+}})()""")
+
+
+def keep_screenshot(shot: Path) -> None:
+    """A 256-colour copy of ``shot`` in $GENENV_LAB_SCREENSHOTS when set (how docs/figures/lab-*.png are made:
+    the docs' screenshots stay small)."""
+    keep = os.environ.get("GENENV_LAB_SCREENSHOTS")
+    if keep:
+        from PIL import Image
+
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        Image.open(shot).convert("RGB").quantize(256).save(Path(keep) / shot.name, optimize=True)
+
+
+def test_histogram_bars_sit_on_their_p_hat_and_inside_or_outside_the_band_at_1280px(tmp_path):
+    """On a finished run (scripted fake, 3 epochs, G = 4, band ±0.1 around 0.5): every drawn bar's x-extent, read
+    from the SVG and converted to data coordinates by the figure's own axis, lies within half a p̂ step of its p̂
+    level, inside the shaded band iff its level is in the band. Then one screenshot per tab at 1280×900
+    (written to $GENENV_LAB_SCREENSHOTS too when set: that is how docs/figures/lab-*.png are made)."""
+    from genenv_lab.lab.views import band_span
+
+    with lab_on_a_fake_run(tmp_path, 1280, 900) as browser:
         assert browser.wait_for(f"({BARS_JS % 'fake-run'}) !== null", 90), "the histogram was not drawn"
         time.sleep(1.0)
         drawn = json.loads(browser.evaluate(BARS_JS % "fake-run"))
@@ -179,24 +213,13 @@ def test_histogram_bars_sit_on_their_p_hat_and_inside_or_outside_the_band_at_128
                 assert bar["x1"] <= lo or bar["x0"] >= hi, (bar, lo, hi)
 
         shots = {}
-        keep = os.environ.get("GENENV_LAB_SCREENSHOTS")
         for tab in TABS:
-            clicked = browser.evaluate(f"""(() => {{
-  const b = [...document.querySelectorAll('button[role=tab]')].find(e => e.textContent.trim() === {json.dumps(tab)});
-  if (b) b.click();
-  return !!b;
-}})()""")
-            assert clicked, f"no tab {tab!r}"
+            assert click_tab(browser, tab), f"no tab {tab!r}"
             time.sleep(3.0)  # the tab's content rendered; the page scrolled so that the tab bar is at the top
             browser.evaluate("document.querySelector('button[role=tab]').scrollIntoView({block: 'start'})")
             time.sleep(0.5)
-            name = "lab-" + tab.split()[0].lower() + ".png"
-            shots[tab] = browser.screenshot(tmp_path / name)
-            if keep:  # a 256-colour copy: the docs' screenshots stay small
-                from PIL import Image
-
-                Path(keep).mkdir(parents=True, exist_ok=True)
-                Image.open(shots[tab]).convert("RGB").quantize(256).save(Path(keep) / name, optimize=True)
+            shots[tab] = browser.screenshot(tmp_path / ("lab-" + tab.split()[0].lower() + ".png"))
+            keep_screenshot(shots[tab])
         print(f"screenshots: {sorted(str(p) for p in shots.values())}")
         from PIL import Image
 
@@ -207,13 +230,7 @@ def test_histogram_bars_sit_on_their_p_hat_and_inside_or_outside_the_band_at_128
                                    "t => [...t.querySelectorAll('thead th')].map(th => th.textContent.trim())))")
         for row in json.loads(headers):
             assert row[:3] != ["1", "2", "3"], f"a table shows placeholder headers: {row}"
-        assert "Traceback" not in (tmp_path / "app.log").read_text()
-    finally:
-        if browser is not None:
-            browser.close()
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+    assert "Traceback" not in (tmp_path / "app.log").read_text()
 
 
 FIRST_SCREEN_JS = """(() => {
@@ -235,49 +252,18 @@ def test_first_screen_at_1280x800_shows_the_runs_whole_and_the_curriculum_at_a_g
     """At 1280×800, before any scrolling: the runs table is not clipped and the at-a-glance figure starts above the
     fold; a screenshot is saved (to $GENENV_LAB_SCREENSHOTS as lab-first-screen.png when set: docs/figures). Then a
     click on a row of the generated-tasks table selects that task (the Task dropdown takes its id)."""
-    import json
-    import os
-
-    from fakes import ScriptedBackend
-    from genenv_lab.config import preset
-    from genenv_lab.loop import run as run_loop
-
-    runs = tmp_path / "runs"
-    cfg = preset("tiny").replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
-                                 loop={"epochs": 3, "eval_every": 0})
-    with pytest.warns(UserWarning, match="single difficulty level"):
-        list(run_loop(cfg, runs / "fake-run", backend=ScriptedBackend(num_generations=4), progress=False))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    log = open(tmp_path / "app.log", "w")
-    server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--runs", str(runs), "--port", str(port),
-                               "--run", "fake-run"], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
-    browser = None
-    try:
-        wait_http(url, server, timeout=120)
-        browser = Chromium(tmp_path / "profile", width=1280, height=800)
-        browser.navigate(url)
+    with lab_on_a_fake_run(tmp_path, 1280, 800) as browser:
         assert browser.wait_for(f"({FIRST_SCREEN_JS % 'fake-run'}) !== null", 90), "the first screen did not draw"
         time.sleep(1.0)
         seen = json.loads(browser.evaluate(FIRST_SCREEN_JS % "fake-run"))
         shot = browser.screenshot(tmp_path / "lab-first-screen.png")
-        keep = os.environ.get("GENENV_LAB_SCREENSHOTS")
-        if keep:
-            from PIL import Image
-
-            Path(keep).mkdir(parents=True, exist_ok=True)
-            Image.open(shot).convert("RGB").quantize(256).save(Path(keep) / shot.name, optimize=True)
+        keep_screenshot(shot)
         print(f"first screen: {shot} {seen}")
         assert seen["scroll"] == 0 and seen["width"] == 1280 and seen["height"] == 800
         assert not seen["runs_clipped"] and seen["runs_right"] <= 1280 and seen["runs_bottom"] <= 800, seen
         assert seen["glance_top"] < 800, seen
 
-        clicked = browser.evaluate("""(() => {
-  const b = [...document.querySelectorAll('button[role=tab]')].find(e => e.textContent.trim() === 'Tasks & attempts');
-  if (b) b.click();
-  return !!b;
-})()""")
-        assert clicked
+        assert click_tab(browser, "Tasks & attempts")
         row_js = """(() => {
   const block = [...document.querySelectorAll('.block')].find(
       e => e.textContent.includes('Generated tasks (click a row'));
@@ -295,9 +281,3 @@ def test_first_screen_at_1280x800_shows_the_runs_whole_and_the_curriculum_at_a_g
         picked = f"[...document.querySelectorAll('input')].some(i => i.value === {json.dumps(task_id)})"
         assert browser.wait_for(picked, 30), f"clicking the row of {task_id} did not select it"
         assert browser.wait_for("document.body.textContent.includes('Agent completions')", 10)
-    finally:
-        if browser is not None:
-            browser.close()
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import html
 import math
-from fractions import Fraction
 from typing import Any, Sequence
 
 import pandas as pd
@@ -42,9 +41,7 @@ def level_label(value: float, g: int | None) -> str:
     >>> level_label(0.375, 8), level_label(1.0, 8), level_label(0.4, None)
     ('3/8', '8/8', '0.4')
     """
-    if g:
-        return f"{round(value * g)}/{g}"
-    return f"{Fraction(value).limit_denominator(64).__float__():g}"
+    return f"{round(value * g)}/{g}" if g else f"{round(value, 4):g}"
 
 
 def heldout_key(frame: pd.DataFrame) -> str | None:
@@ -72,7 +69,7 @@ def story_numbers(run: RunData) -> dict[str, Any]:
     """What a caption of the glance figure quotes, from the run itself: epochs, the in-band share of the first and
     last epoch's valid tasks, mean p̂ over the last third of the epochs on the simulator's tasks and on the
     untrained simulator's, and the held-out score at epoch 0 and at the last epoch (None where not logged)."""
-    levels, bars = difficulty_bars(run)
+    _, bars = difficulty_bars(run)
     frame = story_frame(run)
     trained = frame[frame["epoch"] > 0]
     third = trained.tail(max(1, math.ceil(len(trained) / 3))) if len(trained) else trained
