@@ -313,7 +313,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             summary = score_predictions(args.benchmark, args.predictions, data_dir=args.data_dir, category=category,
                                         limit=args.limit, out_dir=out, scoring=args.scoring)
         elif args.model:
-            from .evaluation.model_eval import backend_for, evaluate_backend
+            from .heldout import backend_for, evaluate_backend
 
             summary = evaluate_backend(backend_for(args.model), args.benchmark, out_dir=out, data_dir=args.data_dir,
                                        category=category, limit=args.limit, max_new_tokens=args.max_new_tokens,

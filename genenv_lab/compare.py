@@ -126,7 +126,7 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
 
     ``backend_factory(cfg)`` builds the backend of each run (default: the engine of its config).
     """
-    from .evaluation.model_eval import check_eval_data
+    from .heldout import check_eval_data
     from .loop import run
     from .runlog import read_state
 
@@ -280,7 +280,7 @@ def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1
                             error_x=error_x, mode="lines+markers", name=label, legendgroup=label,
                             showlegend=(k == 0), line={"color": color}, row=row, col=col)
     for col in (1, 2):
-        fig.add_hrect(y0=alpha - k_min, y1=alpha + k_min, fillcolor="green", opacity=0.1, line_width=0,
+        fig.add_hrect(*cur.band_edges(alpha, k_min), fillcolor="green", opacity=0.1, line_width=0,
                       row=2, col=col)
     for metric, x, _, row, col in REPORT_PANELS:
         fig.update_xaxes(title_text=X_TITLES[x], row=row, col=col)

@@ -102,6 +102,15 @@ def in_band(p_hat: float, alpha: float = 0.5, k_min: float = 0.1) -> bool:
     return abs(p_hat - alpha) <= k_min + _BAND_TOL
 
 
+def band_edges(alpha: float = 0.5, k_min: float = 0.1) -> tuple[float, float]:
+    """The band [α − k_min, α + k_min] clipped to [0, 1], as stated to the simulator and drawn in every figure.
+
+    >>> band_edges(0.5, 0.125), band_edges(0.9, 0.2)
+    ((0.375, 0.625), (0.7, 1.0))
+    """
+    return max(alpha - k_min, 0.0), min(alpha + k_min, 1.0)
+
+
 def band_values(num_generations: int, alpha: float = 0.5, k_min: float = 0.1) -> list[float]:
     """The values of p̂ = k/G that pass the band filter for G rollouts per task.
 

@@ -25,14 +25,14 @@ Under ``torchrun``/``accelerate launch`` with several processes every process ru
 the backend splits the model work between them and the main process writes the run (:mod:`.distributed`).
 
 ``run()`` is a generator of :class:`EpochRecord` that the CLI, the notebooks and the app all drive. Around it:
-the pool across epochs and resume (:mod:`.state`), the rollouts' reward log (:mod:`.rewards`), the epoch's
-statistics (:mod:`.epoch_stats`), what each baseline changes (``config.VARIANT_TABLE``), the held-out evaluation
-(:mod:`.evaluation.model_eval`), the screening of ``online_filter`` (:mod:`.screening`).
+the simulator's steps (:mod:`.simulator`), the pool across epochs and resume (:mod:`.state`), the rollouts' reward
+log (:mod:`.rewards`), the epoch's statistics (:mod:`.epoch_stats`), what each baseline changes
+(``config.VARIANT_TABLE``), the held-out evaluation (:mod:`.heldout`), the screening of ``online_filter``
+(:mod:`.screening`).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import shutil
@@ -46,18 +46,19 @@ from typing import Iterator, Sequence
 from tqdm.auto import tqdm
 
 from . import curriculum as cur
-from .backends.base import AgentPrompt, Backend, EnvExample
+from .backends.base import AgentPrompt, Backend
 from .backends.factory import check_engine, make_backend
 from .config import RunConfig
-from .domains import Domain, LineageStats, SeedTask, domain_of
+from .domains import Domain, SeedTask, domain_of
 from .trackers import check_tracker, open_tracker, scalars
 from .efficiency import Consumption
 from .epoch_stats import PhaseTimer, epoch_record
-from .evaluation.model_eval import check_eval_data, evaluate_epoch
+from .heldout import check_eval_data, evaluate_epoch
 from .distributed import ADAPTER_HASHES, Processes, processes
 from .runlog import BASELINE, adapter_dir, open_run, read_state
 from .rewards import RewardLog
 from .screening import Screening, screen
+from .simulator import contexts_by_id, env_update_batch, generate_reference, generate_tasks, seed_torch
 from .state import next_pool, restore_state
 from .types import Attempt, EpochRecord, EpochResult, GeneratedTask, LoopState, Measured, PoolTask, TaskSpec
 
@@ -78,7 +79,7 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
     on_phase("generate")
     with timer("generate"):
         reference = generate_reference(state, backend, domain, seeds, cfg, epoch)
-        _seed_torch(cfg.loop.seed * 1_000_003 + epoch)  # sampling differs per epoch and a resumed epoch replays it
+        seed_torch(cfg.loop.seed * 1_000_003 + epoch)  # sampling differs per epoch and a resumed epoch replays it
         tasks = generate_tasks(state, generator or backend, domain, seeds, cfg, rng, epoch)
 
     screening, screen_outs = None, []
@@ -121,53 +122,6 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
 
 # ----------------------------------------------------------------------------------------------- named steps
 
-def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
-                   rng: random.Random, epoch: int) -> list[GeneratedTask]:
-    """This epoch's generations: n variations of each chosen parent (genenv, random_env); one variation each of
-    ``budget`` parents without statistics (filter_only); the whole fixed set in epoch 1 and nothing after
-    (static, online_filter, offline_teacher)."""
-    v = cfg.variant
-    if v.fixed_set:
-        if state.epoch > 0:
-            return []
-        per_seed = cfg.env.static_variations if v.fixed_set == "untrained" else math.ceil(
-            cfg.env.teacher_data_multiplier * cfg.loop.epochs * cfg.budget / len(seeds))
-        parents = [(s.seed_id, s.seed_id, s.spec) for s in seeds]
-        n = per_seed
-    elif v.one_variation_each:
-        parents, n = choose_parents(state, seeds, cfg, rng, count=cfg.budget), 1
-    else:
-        parents, n = choose_parents(state, seeds, cfg, rng), cfg.env.n_variations
-    contexts = build_env_contexts(parents, state, domain, cfg)
-    raw = generator.generate("env", contexts, n=n, **env_sampling(cfg, domain))
-    return parse_generations(raw, parents, contexts, domain, epoch, state.env_version)
-
-
-def env_sampling(cfg: RunConfig, domain: Domain) -> dict:
-    """The simulator's sampling settings for ``generate``: the config's budget and temperature, and the domain's
-    format constraint (stop strings, task alphabet)."""
-    e = cfg.env
-    return {"max_new_tokens": e.max_new_tokens, "temperature": e.temperature, "top_p": e.top_p,
-            "stop": domain.env_stop, "alphabet": domain.env_alphabet}
-
-
-def generate_reference(state: LoopState, backend: Backend, domain: Domain, seeds: Sequence[SeedTask],
-                       cfg: RunConfig, epoch: int) -> list[GeneratedTask]:
-    """The counterfactual set, written in epoch 1 by the untrained simulator (before any env update), with its own
-    random stream (that of "epoch 0") so that every variant of a comparison measures the same tasks for a seed."""
-    if not cfg.loop.reference_tasks or state.epoch > 0 or state.reference:
-        return []
-    _seed_torch(cfg.loop.seed * 1_000_003)
-    n = cfg.env.n_variations
-    parents = [(s.seed_id, s.seed_id, s.spec) for s in
-               (list(seeds) * (cfg.loop.reference_tasks // len(seeds) + 1))][: math.ceil(cfg.loop.reference_tasks / n)]
-    contexts = build_env_contexts(parents, LoopState(), domain, cfg)
-    raw = backend.generate("env", contexts, n=n, **env_sampling(cfg, domain))
-    tasks = parse_generations(raw, parents, contexts, domain, epoch, 0)[: cfg.loop.reference_tasks]
-    for t in tasks:
-        t.task_id = "ref-" + t.task_id
-    return tasks
-
 
 def fresh_tasks(tasks: list[GeneratedTask], state: LoopState, cfg: RunConfig,
                 rng: random.Random) -> list[tuple[str, TaskSpec, str]]:
@@ -205,68 +159,6 @@ def screen_fresh(tasks: list[GeneratedTask], state: LoopState, backend: Backend,
 
     screening = screen(order, measure, cfg.budget, cfg.budget * cfg.loop.screen_factor)
     return [(tid, specs[tid], "fixed") for tid in screening.batch], screening, outs
-
-
-def choose_parents(state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig, rng: random.Random,
-                   count: int | None = None) -> list[tuple[str, str, TaskSpec]]:
-    """(parent_id, root_id, spec) for this epoch's seeds: base seeds, every other one from the pool when it has
-    tasks."""
-    out = []
-    for k in range(cfg.env.seeds_per_epoch if count is None else count):
-        if state.pool and k % 2 == 1:
-            t = rng.choice(state.pool)
-            out.append((t.task_id, t.root_id, t.spec))
-        else:
-            s = rng.choice(seeds)
-            out.append((s.seed_id, s.seed_id, s.spec))
-    return out
-
-
-def lineage_stats(state: LoopState, root_id: str, cfg: RunConfig, domain: Domain | None = None) -> LineageStats:
-    """Successes/rollouts of the last ``stats_window`` epochs of tasks generated in this seed's lineage, and the
-    difficulty summaries and p̂ of its ``RECENT_SHOWN`` newest measured tasks (with ``domain``)."""
-    g = cfg.agent.num_generations
-    recent = [t for t in state.pool if t.root_id == root_id and t.epoch > state.epoch - cfg.env.stats_window
-              and not math.isnan(t.p_hat)]
-    successes = sum(round(t.p_hat * g) for t in recent)
-    shown = tuple((domain.describe(t.spec.features), t.p_hat) for t in recent[-RECENT_SHOWN:]) if domain else ()
-    return LineageStats(n_tasks=len(recent), successes=successes, rollouts=len(recent) * g,
-                        recent_p_hats=tuple(t.p_hat for t in recent), recent=shown)
-
-
-RECENT_SHOWN = 3
-"""Recent tasks of a lineage listed in the simulator's context."""
-
-
-def build_env_contexts(parents, state: LoopState, domain: Domain, cfg: RunConfig) -> list[list[dict[str, str]]]:
-    """Seed task + lineage statistics (``filter_only``: no statistics, as in the authors' release)."""
-    blind = not cfg.variant.shows_statistics
-    c = cfg.curriculum
-    return [domain.env_messages(spec, LineageStats() if blind else lineage_stats(state, root, cfg, domain),
-                                c.alpha, c.k_min) for _, root, spec in parents]
-
-
-def parse_generations(raw: list[list[str]], parents, contexts, domain: Domain, epoch: int,
-                      env_version: int) -> list[GeneratedTask]:
-    """Every generation becomes a GeneratedTask: valid with its spec, or rejected with the domain's reason."""
-    tasks = []
-    for i, ((parent_id, root_id, _), context, outs) in enumerate(zip(parents, contexts, raw)):
-        for j, text in enumerate(outs):
-            text = prefill(context) + text
-            parsed = domain.safe_parse(text)
-            task = GeneratedTask(task_id=f"e{epoch:03d}-s{i:02d}-v{j:02d}", epoch=epoch, env_version=env_version,
-                                 parent_id=parent_id, root_id=root_id, context=json.dumps(context), raw=text,
-                                 valid=parsed.valid, reject_reason=parsed.reason)
-            if parsed.valid:
-                s = parsed.spec
-                task.question, task.answer, task.text, task.features = s.question, s.answer, s.text, dict(s.features)
-            tasks.append(task)
-    return tasks
-
-
-def prefill(messages: list[dict[str, str]]) -> str:
-    """The start of the reply a domain prefills as a final assistant message (``""`` when there is none)."""
-    return messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
 
 
 def agent_batch(fresh: list[tuple[str, TaskSpec, str]], state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig,
@@ -311,25 +203,6 @@ def score_generations(tasks: list[GeneratedTask], fresh: list[tuple[str, TaskSpe
     for t, w in zip(kept, cur.rwr_weights([t.env_reward for t in kept], c.rwr_lambda)):
         t.weight = w
     return measured
-
-
-def contexts_by_id(tasks: list[GeneratedTask]) -> dict[str, list[dict[str, str]]]:
-    return {t.task_id: json.loads(t.context) for t in tasks}
-
-
-def env_update_batch(tasks: list[GeneratedTask], contexts: dict[str, list[dict[str, str]]],
-                     cfg: RunConfig) -> list[EnvExample]:
-    """Weighted (context → canonical task text) pairs of the in-band generations (none for ``random_env``).
-
-    When the context prefills the reply's start, the target is the rest of the canonical text.
-    """
-    out = []
-    for t in tasks:
-        if t.weight > 0:
-            start = prefill(contexts[t.task_id])
-            target = t.text[len(start):] if start and t.text.startswith(start) else t.text
-            out.append(EnvExample(contexts[t.task_id], target, t.weight))
-    return out
 
 
 def aggregate(state: LoopState, tasks: list[GeneratedTask], measured: dict[str, Measured], epoch: int,
@@ -383,13 +256,6 @@ def sample_p_hats(backend: Backend, domain: Domain, specs: Sequence[TaskSpec],
 def measure_reference(backend: Backend, domain: Domain, reference: Sequence[PoolTask], cfg: RunConfig) -> list[float]:
     """p̂ of the current agent on the counterfactual tasks: G sampled rollouts each, no update."""
     return sample_p_hats(backend, domain, [t.spec for t in reference], cfg)[0]
-
-
-def _seed_torch(seed: int) -> None:
-    """Seed this process's sampling (each process of a data-parallel job its own stream; process 0 ``seed``)."""
-    import torch
-
-    torch.manual_seed(processes().seed(seed))
 
 
 def _spec(t: GeneratedTask) -> TaskSpec:

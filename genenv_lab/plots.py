@@ -34,7 +34,7 @@ def reward_shapes_figure(alpha: float = 0.5, beta: float = 2.0, k_min: float = 0
 
 
 def _band(fig: go.Figure, alpha: float, k_min: float) -> None:
-    fig.add_vrect(x0=max(alpha - k_min, 0), x1=min(alpha + k_min, 1), fillcolor="green", opacity=0.12, line_width=0,
+    fig.add_vrect(*cur.band_edges(alpha, k_min), fillcolor="green", opacity=0.12, line_width=0,
                   annotation_text="band", annotation_position="top left")
     fig.add_vline(x=alpha, line_dash="dash", line_color="green", annotation_text="α")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "genenv_lab"
 
 
@@ -71,3 +73,54 @@ def test_no_import_cycle_in_the_package():
     graph = import_graph()
     assert "genenv_lab.backends.factory" in graph["genenv_lab.loop"]  # the graph sees relative imports
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+LAYERS = [
+    # 0. pure modules: types, math, bounded reading, small registries with no package imports
+    ["genenv_lab.types", "genenv_lab.efficiency", "genenv_lab.curriculum", "genenv_lab.rwr", "genenv_lab.screening",
+     "genenv_lab.safe_io", "genenv_lab.distributed", "genenv_lab.trackers", "genenv_lab.offline_html",
+     "genenv_lab.plots"],
+    # 1. the benchmarks' scorers (pure: predictions in, scores out)
+    ["genenv_lab.evaluation"],
+    # 2. domains (they may score with a benchmark's scorer) and each domain's world
+    ["genenv_lab.domains"],
+    # 3. models built here (a world model is pre-trained on its domain's world); the rewards of a scored rollout
+    ["genenv_lab.models", "genenv_lab.rewards"],
+    # 4. the configuration: it names the pieces above (domain, world, benchmark) and asks their registries
+    ["genenv_lab.config"],
+    # 5. the run directory and what is computed from a run's numbers
+    ["genenv_lab.runlog", "genenv_lab.epoch_stats", "genenv_lab.diagnostics"],
+    # 6. the loop's state and the engines
+    ["genenv_lab.state", "genenv_lab.backends"],
+    # 7. the loop's steps that need an engine: the simulator's side of an epoch, held-out evaluation of a model
+    ["genenv_lab.simulator", "genenv_lab.heldout"],
+    # 8. the co-evolution loop, and exporting what it trained
+    ["genenv_lab.loop", "genenv_lab.export"],
+    # 9. comparisons of runs
+    ["genenv_lab.compare"],
+    # 10. what users drive: the lab's readers and views, the command line
+    ["genenv_lab.lab", "genenv_lab.cli"],
+]
+"""The package's floors, lowest first. A module may import from its own floor or any floor below it, never above:
+a scorer does not load a model, a domain does not read a run, the loop does not know the lab."""
+
+
+def layer_of(module: str) -> int:
+    for i, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return i
+    raise AssertionError(f"{module} is on no floor of tests/test_structure.py:LAYERS; add it where it belongs")
+
+
+def test_no_import_climbs_to_a_higher_floor():
+    graph = import_graph()
+    climbs = [f"{m} (floor {layer_of(m)}) imports {t} (floor {layer_of(t)})"
+              for m, targets in sorted(graph.items()) if m != "genenv_lab"
+              for t in sorted(targets) if t != "genenv_lab" and layer_of(t) > layer_of(m)]
+    assert not climbs, "\n".join(climbs)
+
+
+def test_a_climbing_import_is_found():
+    assert layer_of("genenv_lab.evaluation.bfcl") < layer_of("genenv_lab.backends.hf")
+    with pytest.raises(AssertionError, match="no floor"):
+        layer_of("genenv_lab.somewhere_new")

@@ -177,3 +177,29 @@ def test_world_model_needs_a_domain_with_a_world():
 
     with pytest.raises(ConfigError, match="tiny-world"):
         for_domain(preset("cpu-times"), "arith")
+
+
+@settings(max_examples=200, deadline=None)
+@given(successes=st.integers(0, 16), rollouts=st.integers(1, 16), alpha=st.sampled_from([0.3, 0.4, 0.5, 0.6, 0.7]),
+       k_min=st.sampled_from([0.05, 0.1, 0.125, 0.15, 0.25]))
+def test_the_simulators_hint_and_the_worlds_teacher_use_the_rwr_filters_band(successes, rollouts, alpha, k_min):
+    """One band: the instruction says "similar" exactly when ``curriculum.in_band`` (the RWR filter's test) passes
+    the lineage's rate, and the world's teacher moves by a similar shift exactly then (at α = 0.7 a rate of 0.8 is
+    in band, though 0.8 > 0.7 + 0.1 in floating point)."""
+    from genenv_lab.curriculum import in_band
+
+    successes = min(successes, rollouts)
+    rate = successes / rollouts
+    stats = LineageStats(n_tasks=1, successes=successes, rollouts=rollouts, recent_p_hats=(rate,))
+    user = D.env_messages(D.seed_tasks()[0].spec, stats, alpha, k_min)[1]["content"]
+    similar, harder, easier = D.difficulty_hints
+    expected = similar if in_band(rate, alpha, k_min) else harder if rate > alpha else easier
+    assert user.endswith(expected)
+    world = TimesWorld(random_level_share=0.0, similar_shifts=(0,), harder_shifts=(3,))
+    moved = world.target_level(random.Random(0), 9, rate, alpha, k_min) - 9
+    assert (moved == 0) == in_band(rate, alpha, k_min)
+
+
+def test_a_rate_on_the_band_edge_in_floating_point_is_in_band_for_the_hint_too():
+    stats = LineageStats(n_tasks=1, successes=4, rollouts=5, recent_p_hats=(0.8,))
+    assert D.difficulty_hints[0] in D.env_messages(D.seed_tasks()[0].spec, stats, 0.7, 0.1)[1]["content"]

@@ -81,7 +81,8 @@ def main(spec_path: str, out_path: str) -> None:
     from genenv_lab.backends.vllm_engine import BoundGenerator, VLLMGenerator, cpu_engine_kwargs, render_prompt
     from genenv_lab.config import preset
     from genenv_lab.domains import get_domain
-    from genenv_lab.loop import LoopState, generate_tasks
+    from genenv_lab.loop import LoopState
+    from genenv_lab.simulator import generate_tasks
 
     timings = {}
     start = time.perf_counter()

@@ -12,7 +12,7 @@ Pieces, from small to large:
   ``LoRARequest``, or a list of those (one per prompt). Prompts are chat messages rendered exactly like the ``hf``
   engine renders them (a final assistant message is continued), or plain strings used as they are.
 - :class:`BoundGenerator`: a generator with its adapter fixed, which the loop's own phase 1
-  (``genenv_lab.loop.generate_tasks``) can sample from like a Backend.
+  (``genenv_lab.simulator.generate_tasks``) can sample from like a Backend.
 - :class:`VLLMBackend`: the :class:`~genenv_lab.backends.base.Backend` for ``ModelConfig.engine == "vllm"``:
   training as in the ``hf`` engine (transformers + peft + TRL on the same GPU), generation through vLLM with the
   adapters saved after every update (see its docstring for why this split).

@@ -12,6 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..curriculum import band_edges, in_band
 from ..types import TaskSpec
 
 
@@ -171,12 +172,12 @@ class Domain:
         if rate is None:
             status, direction = "No attempts on this task family yet.", similar
         else:
-            lo, hi = max(alpha - k_min, 0.0), min(alpha + k_min, 1.0)
+            lo, hi = band_edges(alpha, k_min)
             status = (f"The student succeeded on {stats.successes} of {stats.rollouts} recent attempts on this "
                       f"task family (success rate {rate:.2f}; target band {lo:.2f}-{hi:.2f}).")
             if stats.recent:
                 status += "\nRecent tasks: " + "; ".join(f"{d}: {p:.2f}" for d, p in stats.recent) + "."
-            direction = harder if rate > alpha + k_min else easier if rate < alpha - k_min else similar
+            direction = similar if in_band(rate, alpha, k_min) else harder if rate > alpha else easier
         messages = [{"role": "system", "content": self.system_prompt_env},
                     {"role": "user", "content": f"Seed task:\n{seed.text}\n\n{status}\n{direction}"}]
         if self.env_prefill:

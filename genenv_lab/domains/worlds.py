@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import re
 
+from ..curriculum import in_band
 from .base import Domain, LineageStats
 
 _TASK = re.compile(r"^\s*task\s*[:：]\s*(.*?)\s*$", re.IGNORECASE)
@@ -108,7 +109,7 @@ class LevelWorld:
         ``anchor`` moved by one of the shifts of the hint the context states, clipped to the world's range."""
         if rng.random() < self.random_level_share:
             return rng.randint(self.lowest, self.highest)
-        if rate is None or abs(rate - alpha) <= k_min:
+        if rate is None or in_band(rate, alpha, k_min):
             shift = rng.choice(self.similar_shifts)
         elif rate > alpha:
             shift = rng.choice(self.harder_shifts)

@@ -24,6 +24,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .. import curriculum as cur
 from .runs import RunData
 from .views import BAND_FILL, BAND_LINE, RUN_COLORS, band_span, curves_frame, difficulty_bars, message_figure, style
 
@@ -152,8 +153,8 @@ def glance_figure(runs: RunData | Sequence[RunData], *, height: int = 400) -> go
     story_col = len(runs) + 1
     for run in runs:
         if run.alpha is not None and run.k_min is not None:
-            fig.add_hrect(y0=max(0.0, run.alpha - run.k_min), y1=min(1.0, run.alpha + run.k_min), fillcolor=BAND_FILL,
-                          line_width=0, layer="below", row=1, col=story_col)
+            fig.add_hrect(*cur.band_edges(run.alpha, run.k_min), fillcolor=BAND_FILL, line_width=0, layer="below",
+                          row=1, col=story_col)
             fig.add_hline(y=run.alpha, line=dict(color="#2b8a3e", width=1.5, dash="dash"), row=1, col=story_col)
             break
     for i, (run, story) in enumerate(zip(runs, stories)):

@@ -208,7 +208,7 @@ def band_span(levels: Sequence[float], alpha: float, k_min: float, step: float) 
     """
     inside = [v for v in levels if cur.in_band(v, alpha, k_min)]
     if not inside:
-        return max(0.0, alpha - k_min), min(1.0, alpha + k_min)
+        return cur.band_edges(alpha, k_min)
     return min(inside) - step / 2, max(inside) + step / 2
 
 
@@ -372,11 +372,10 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
                                 hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
     bands = {(r.alpha, r.k_min) for r in runs if r.alpha is not None and r.k_min is not None}
     for alpha, k_min in sorted(bands):
-        fig.add_hrect(y0=max(0.0, alpha - k_min), y1=min(1.0, alpha + k_min), fillcolor=BAND_FILL, line_width=0,
-                      layer="below", row=1, col=1)
+        band = cur.band_edges(alpha, k_min)
+        fig.add_hrect(*band, fillcolor=BAND_FILL, line_width=0, layer="below", row=1, col=1)
         fig.add_hline(y=alpha, line=dict(color="#2b8a3e", width=1.5, dash="dash"), row=1, col=1)
-        fig.add_hrect(y0=max(0.0, alpha - k_min), y1=min(1.0, alpha + k_min), fillcolor=BAND_FILL, line_width=0,
-                      layer="below", row=3, col=1)
+        fig.add_hrect(*band, fillcolor=BAND_FILL, line_width=0, layer="below", row=3, col=1)
     empty = [(2, 4, "no eval/* scores<br>in the records' extra")] if not has_eval else []
     empty += [(3, col, "not in these records<br>(all null or absent)") for col in range(1, len(SIGNALS) + 1)
               if col not in drawn_signals]

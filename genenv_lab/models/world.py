@@ -28,8 +28,10 @@ import torch
 
 from .tiny import build_tokenizer, chatml, new_model, save_model
 
-WORLDS_VERSION = 6
-"""Bump when a world's corpus changes meaning, so cached models are rebuilt."""
+WORLDS_VERSION = 7
+"""Bump when a world's corpus changes meaning, so cached models are rebuilt. 7: the simulator's instruction and the
+teacher's shift use ``curriculum.in_band`` (a rate on a band edge in floating point, 0.4 at α = 0.3 ± 0.1, is now
+in band and gets the "similar" hint, as the RWR filter counts it)."""
 MARKER = "genenv_world.json"
 
 

@@ -1,4 +1,5 @@
-"""Evaluate a model (a hub id, a local directory, or a run directory's agent adapter) on a benchmark.
+"""Evaluate a model (a hub id, a local directory, or a run directory's agent adapter) on a benchmark: the model-side
+half of evaluation, beside the loop (``genenv_lab.evaluation`` holds the pure scorers it calls).
 
 The model answers every item greedily with the ``agent`` adapter; its raw outputs become a predictions JSONL file,
 which :func:`genenv_lab.evaluation.score_predictions` scores with the benchmark's official metric (or the
@@ -14,12 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import curriculum as cur
-from ..backends.base import Backend
-from ..config import RunConfig
-from ..domains import Domain, domain_of
-from .common import resolve_data_dir
-from .runner import get_benchmark, load_items, prompt_messages, score_predictions
+from . import curriculum as cur
+from .backends.base import Backend
+from .config import RunConfig
+from .domains import Domain, domain_of
+from .evaluation.common import resolve_data_dir
+from .evaluation.runner import get_benchmark, load_items, prompt_messages, score_predictions
 
 
 def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int | None = None,
@@ -74,9 +75,9 @@ def evaluate_backend(backend, benchmark: str, *, out_dir: str | Path, data_dir=N
 
 def backend_for(model: str, *, preset_name: str | None = None):
     """A backend for ``model``: a run directory (its config and last epoch's adapters) or a model id/directory."""
-    from ..config import preset
-    from ..backends.factory import make_backend
-    from ..runlog import adapter_dir, read_config, read_state
+    from .config import preset
+    from .backends.factory import make_backend
+    from .runlog import adapter_dir, read_config, read_state
 
     path = Path(model)
     if (path / "config.json").is_file() and (path / "state.json").is_file():
