@@ -31,12 +31,13 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from genenv_lab.lab import launcher, views
+from genenv_lab.lab import comparisons, figures, launcher, views
 from genenv_lab.lab.glance import glance_figure
 from genenv_lab.lab.widgets import Table
-from genenv_lab.lab.runs import (ComparisonData, LabError, RunData, comparison_dirs, comparison_fingerprint,
-                                 comparisons_fingerprint, discover_runs, fingerprint, folder_fingerprint,
-                                 is_comparison, load_comparison, load_run, resolve_comparison, resolve_run)
+from genenv_lab.lab.comparisons import (ComparisonData, comparison_dirs, comparison_fingerprint,
+                                        comparisons_fingerprint, load_comparison, resolve_comparison)
+from genenv_lab.lab.runs import (LabError, RunData, discover_runs, fingerprint, folder_fingerprint, is_comparison,
+                                 load_run, resolve_run)
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_RUNS = ROOT / "runs"
@@ -123,7 +124,7 @@ class Lab:
             try:
                 shown = self.load(first)
                 view.update(card=views.run_card(shown), glance=glance_figure(shown),
-                            hist=views.difficulty_figure(shown), curves=views.curves_figure([shown]))
+                            hist=figures.difficulty_figure(shown), curves=figures.curves_figure([shown]))
             except Exception:  # noqa: BLE001 - the timer's first refresh draws it, or shows why it cannot
                 pass
         return view
@@ -147,14 +148,14 @@ class Lab:
             return (gr.skip(),) * 16
         a, b = self.load(run_name), self.load(compare_name if compare_name != run_name else None)
         if a is None:
-            empty = views.message_figure(f"No run in {self.root} yet: start one in the “Start a run” tab, or run "
+            empty = figures.message_figure(f"No run in {self.root} yet: start one in the “Start a run” tab, or run "
                                          f"`genenv-lab run --preset tiny --out {self.root}/tiny`.")
             return ("_No run selected._", gr.update(visible=False), empty, empty, empty, None, gr.update(),
                     gr.update(), gr.update(choices=[], value=None), *self.detail(None, None), "", (key, None, None))
         try:
             return self.draw(a, b, epoch, band, validity, reason, search, task, key)
         except Exception as exc:  # noqa: BLE001 - a run no view foresaw must not take the lab down
-            oops = views.message_figure(f"{a.name}: could not draw this run ({type(exc).__name__}: {exc}).")
+            oops = figures.message_figure(f"{a.name}: could not draw this run ({type(exc).__name__}: {exc}).")
             return (f"### {a.name}\n\n> ⚠ Could not draw this run: `{type(exc).__name__}: {exc}`",
                     gr.update(visible=False), oops, oops, oops, None, gr.update(), gr.update(),
                     gr.update(choices=[], value=None), *self.detail(None, None), a.events, (key, None, None))
@@ -169,7 +170,7 @@ class Lab:
         shown = [r for r in (a, b) if r is not None]
         return (views.run_card(a),
                 gr.update(value=views.run_card(b), visible=True) if b is not None else gr.update(visible=False),
-                glance_figure(shown), views.difficulty_figure(shown), views.curves_figure(shown),
+                glance_figure(shown), figures.difficulty_figure(shown), figures.curves_figure(shown),
                 views.tasks_frame(a, epoch=epoch, band=band, validity=validity, reason=reason, search=search),
                 gr.update(choices=choices["epochs"], value=epoch),
                 gr.update(choices=choices["reasons"], value=reason),
@@ -178,7 +179,7 @@ class Lab:
     @staticmethod
     def detail(run: RunData | None, task: Any):
         if run is None or not task:
-            return (views.lineage_figure(run, "") if run else views.message_figure("No run selected."),
+            return (views.lineage_figure(run, "") if run else figures.message_figure("No run selected."),
                     pd.DataFrame(columns=views.LINEAGE_COLUMNS),
                     "_Pick a generated task (click a row of the table) to see the env context it came from._",
                     "", pd.DataFrame(columns=views.ATTEMPTS_COLUMNS))
@@ -207,8 +208,8 @@ class Lab:
 
     def empty_cmp_tables(self):
         """The three comparison tables with their column names and no rows."""
-        return (views.comparison_summary_frame(self.no_cmp), views.band_residence_frame(self.no_cmp),
-                views.comparison_runs_frame(self.no_cmp))
+        return (comparisons.comparison_summary_frame(self.no_cmp), comparisons.band_residence_frame(self.no_cmp),
+                comparisons.comparison_runs_frame(self.no_cmp))
 
     def render_comparison(self, name: Any, state: Any, force: bool):
         key = self.cmp_key_of(name)
@@ -216,15 +217,15 @@ class Lab:
             return (gr.skip(),) * 6
         cmp = self.load_cmp(name)
         if cmp is None:
-            empty = views.message_figure(f"No comparison in {self.root} yet: run `genenv-lab compare --presets tiny "
+            empty = figures.message_figure(f"No comparison in {self.root} yet: run `genenv-lab compare --presets tiny "
                                          f"--variants genenv random_env static --out {self.root}/cmp1`.")
             return ("_No comparison selected._", empty, *self.empty_cmp_tables(), (key, None))
         try:
-            return (views.comparison_card(cmp), views.comparison_figure(cmp),
-                    views.comparison_summary_frame(cmp), views.band_residence_frame(cmp),
-                    views.comparison_runs_frame(cmp), (key, cmp))
+            return (comparisons.comparison_card(cmp), comparisons.comparison_figure(cmp),
+                    comparisons.comparison_summary_frame(cmp), comparisons.band_residence_frame(cmp),
+                    comparisons.comparison_runs_frame(cmp), (key, cmp))
         except Exception as exc:  # noqa: BLE001 - a comparison no view foresaw must not take the lab down
-            oops = views.message_figure(f"{cmp.name}: could not draw this comparison "
+            oops = figures.message_figure(f"{cmp.name}: could not draw this comparison "
                                         f"({type(exc).__name__}: {exc}).")
             return (f"### {cmp.name}\n\n> ⚠ Could not draw this comparison: `{type(exc).__name__}: {exc}`",
                     oops, *self.empty_cmp_tables(), (key, None))
@@ -368,16 +369,16 @@ def comparisons_tab(ui: SimpleNamespace, no_cmp: ComparisonData) -> None:
         with gr.Column(scale=4):
             ui.cmp_card = gr.Markdown("_No comparison selected._", elem_classes="run-card")
     ui.cmp_plot = gr.Plot(show_label=False)
-    ui.cmp_summary = Table(views.comparison_summary_frame(no_cmp),
+    ui.cmp_summary = Table(comparisons.comparison_summary_frame(no_cmp),
                            label="Last epoch of each configuration (mean and std over seeds)", interactive=False,
                            wrap=False)
     with gr.Row(equal_height=False):
         with gr.Column(scale=1):
-            ui.cmp_band = Table(views.band_residence_frame(no_cmp),
+            ui.cmp_band = Table(comparisons.band_residence_frame(no_cmp),
                                 label="Band residence: first epoch with p̂ in the band, and whether it stayed",
                                 interactive=False, max_height=300)
         with gr.Column(scale=1):
-            ui.cmp_runs = Table(views.comparison_runs_frame(no_cmp), label="Runs of the comparison",
+            ui.cmp_runs = Table(comparisons.comparison_runs_frame(no_cmp), label="Runs of the comparison",
                                 interactive=False, max_height=300)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from genenv_lab.lab.glance import glance_figure
 from genenv_lab.lab.runs import load_run
-from genenv_lab.lab.views import curves_figure, difficulty_figure
+from genenv_lab.lab.figures import curves_figure, difficulty_figure
 from genenv_lab.runlog import ATTEMPTS, CONFIG, EPOCHS, STATE, TASKS, table_files
 
 

@@ -193,7 +193,7 @@ def test_histogram_bars_sit_on_their_p_hat_and_inside_or_outside_the_band_at_128
     from the SVG and converted to data coordinates by the figure's own axis, lies within half a p̂ step of its p̂
     level, inside the shaded band iff its level is in the band. Then one screenshot per tab at 1280×900
     (written to $GENENV_LAB_SCREENSHOTS too when set: that is how docs/figures/lab-*.png are made)."""
-    from genenv_lab.lab.views import band_span
+    from genenv_lab.lab.figures import band_span
 
     with lab_on_a_fake_run(tmp_path, 1280, 900) as browser:
         assert browser.wait_for(f"({BARS_JS % 'fake-run'}) !== null", 90), "the histogram was not drawn"

@@ -14,9 +14,9 @@ import plotly.graph_objects as go
 import pytest
 
 from genenv_lab.compare import collect, compare_grid, variant_entries
-from genenv_lab.lab import views
-from genenv_lab.lab.runs import (LabError, comparison_dirs, comparison_fingerprint, discover_runs, is_comparison,
-                                 load_comparison, resolve_comparison)
+from genenv_lab.lab import comparisons, views
+from genenv_lab.lab.comparisons import comparison_dirs, comparison_fingerprint, load_comparison, resolve_comparison
+from genenv_lab.lab.runs import LabError, discover_runs, is_comparison
 
 from fakes import ScriptedBackend
 from test_app_views import make_run
@@ -43,8 +43,9 @@ def _copy(made: Path, dest: Path) -> Path:
 
 
 def _everything(cmp):
-    out = (views.comparison_card(cmp), views.comparison_figure(cmp), views.comparison_summary_frame(cmp),
-           views.band_residence_frame(cmp), views.comparison_runs_frame(cmp))
+    c = comparisons
+    out = (c.comparison_card(cmp), c.comparison_figure(cmp), c.comparison_summary_frame(cmp),
+           c.band_residence_frame(cmp), c.comparison_runs_frame(cmp))
     assert isinstance(out[0], str) and isinstance(out[1], go.Figure)
     assert all(isinstance(f, pd.DataFrame) for f in out[2:])
     return out
@@ -86,7 +87,7 @@ def test_finished_comparison_reads_like_collect_and_draws(made):
     assert {"heldout_mean", "heldout_std", "p_hat_reference_mean", "tasks_consumed_mean"} <= set(summary.columns)
     last = cmp.table[cmp.table["epoch"] == 2].groupby("label")["heldout"].mean()
     assert summary.set_index("label")["heldout_mean"].to_dict() == pytest.approx(last.round(3).to_dict())
-    assert list(residence.columns) == views.RESIDENCE_COLUMNS and len(residence) == 4
+    assert list(residence.columns) == comparisons.RESIDENCE_COLUMNS and len(residence) == 4
     assert set(residence["band"]) == {"0.00 – 1.00"} and set(residence["epochs"]) == {2}
     assert len(runs) == 4 and set(runs["status"]) == {"✔ finished"} and set(runs["epochs"]) == {"2 / 2"}
 
@@ -141,7 +142,7 @@ def test_corrupt_comparisons_give_a_message_and_never_raise(made, tmp_path):
     assert len(summary) == len(residence) == len(runs) == 0
 
     (garbage / "manifest.json").write_text(json.dumps({"entries": "nope"}))
-    assert "lacks its 'entries' or 'seeds'" in views.comparison_card(load_comparison(garbage))
+    assert "lacks its 'entries' or 'seeds'" in comparisons.comparison_card(load_comparison(garbage))
 
     # odd entries and seeds are skipped (a seed is never turned into a path), the rest still draws
     manifest = json.loads((made / "manifest.json").read_text())

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 import pytest
 
 from genenv_lab.config import preset
-from genenv_lab.lab import launcher, views
+from genenv_lab.lab import figures, launcher, views
 from genenv_lab.lab.glance import glance_figure, level_label, story_frame, story_numbers
 from genenv_lab.lab.runs import (LabError, discover_runs, fingerprint, load_run, pid_alive, resolve_run,
                                  validate_run_name)
@@ -169,7 +169,7 @@ def test_broken_run_directories_show_a_message_and_never_raise(tmp_path):
 
     def everything(name):
         run = load_run(root / name)
-        out = [views.run_card(run), views.difficulty_figure(run), views.curves_figure([run]),
+        out = [views.run_card(run), figures.difficulty_figure(run), figures.curves_figure([run]),
                views.tasks_frame(run), views.tasks_frame(run, band="in band", validity="valid"),
                views.lineage_figure(run, "e001-s00-v00"), views.lineage_frame(run, "e001-s00-v00"),
                views.context_markdown(run, "e001-s00-v00"), views.attempts_frame(run, "e001-s00-v00"),
@@ -237,7 +237,7 @@ def test_symlinks_must_stay_inside_the_runs_folder(tmp_path):
 # ----------------------------------------------------------------------------------------------------- views
 
 def test_difficulty_figure_bars_per_epoch_and_band_from_config(run_dir):
-    fig = views.difficulty_figure(load_run(run_dir))
+    fig = figures.difficulty_figure(load_run(run_dir))
     assert [t.type for t in fig.data] == ["bar"] * 3
     assert list(fig.data[0].x) == [0, 0.25, 0.5, 0.75, 1.0]  # the p̂ levels k/G
     assert sum(fig.data[0].y) == pytest.approx(1.0)  # shares of the epoch's valid tasks
@@ -288,26 +288,26 @@ def test_story_numbers_are_the_runs_own(run_dir):
 
 def test_difficulty_figure_of_two_runs_side_by_side(tmp_path, run_dir):
     other = make_run(tmp_path / "runs" / "other", epochs=2)
-    fig = views.difficulty_figure([load_run(run_dir), load_run(other)])
+    fig = figures.difficulty_figure([load_run(run_dir), load_run(other)])
     assert len(fig.data) == 5 and {t.xaxis for t in fig.data} == {"x", "x2"}
     assert [t.showlegend for t in fig.data] == [True, True, True, False, False]  # one legend entry per epoch
     assert len([s for s in fig.layout.shapes if s.type == "rect"]) == 2  # each run's band
     assert "syn" in fig.layout.annotations[0].text and "α = 0.5" in fig.layout.annotations[0].text
     empty = tmp_path / "runs" / "empty"
     empty.mkdir()
-    fig = views.difficulty_figure([load_run(run_dir), load_run(empty)])
+    fig = figures.difficulty_figure([load_run(run_dir), load_run(empty)])
     assert any("no valid generated task" in a.text for a in fig.layout.annotations)
 
 
 def test_curves_figure_overlays_runs_and_shows_eval_scores(tmp_path, run_dir):
     other = make_run(tmp_path / "runs" / "other", epochs=2, eval_scores=False)
-    fig = views.curves_figure([load_run(run_dir), load_run(other)])
+    fig = figures.curves_figure([load_run(run_dir), load_run(other)])
     names = {t.name for t in fig.data}
     assert {"syn", "other", "syn eval/arith_test"} <= names
     per_run = [t for t in fig.data if t.name == "syn"]
-    assert len(per_run) == len(views.CURVES) and list(per_run[0].x) == [1, 2, 3]
+    assert len(per_run) == len(figures.CURVES) and list(per_run[0].x) == [1, 2, 3]
     assert any(s.type == "rect" for s in fig.layout.shapes)  # the band on the p̂ panel
-    frame = views.curves_frame(load_run(run_dir))
+    frame = figures.curves_frame(load_run(run_dir))
     assert list(frame["epoch"]) == [0, 1, 2, 3]  # epoch 0: the untrained agent's baseline
     assert list(frame["eval/arith_test"]) == pytest.approx([0.05, 0.1, 0.2, 0.3])
     evals = [t for t in fig.data if t.name == "syn eval/arith_test"]
@@ -315,7 +315,7 @@ def test_curves_figure_overlays_runs_and_shows_eval_scores(tmp_path, run_dir):
 
 
 def test_curves_figure_shows_the_methods_signals_in_a_third_row(run_dir):
-    fig = views.curves_figure([load_run(run_dir)])
+    fig = figures.curves_figure([load_run(run_dir)])
     names = {t.name for t in fig.data}
     # the counterfactual, both distances from α, every features/* key and the GRPO metric the records hold
     assert {"syn p_hat_reference", "syn p_hat_gap", "syn p_hat_gap_reference", "syn features/n_operands",
@@ -333,7 +333,7 @@ def test_curves_figure_shows_the_methods_signals_in_a_third_row(run_dir):
     assert {[x for x in t.text if x][0] for t in features} == {"n_operands", "max_digits"}
     assert all(list(t.text).count("") == len(t.text) - 1 for t in features)
     y_titles = [getattr(fig.layout, f"yaxis{i if i > 1 else ''}").title.text for i in range(1, 13)]
-    assert y_titles == list(views.Y_TITLES)
+    assert y_titles == list(figures.Y_TITLES)
 
 
 def test_a_signal_panel_with_no_numbers_says_so(tmp_path):
@@ -342,7 +342,7 @@ def test_a_signal_panel_with_no_numbers_says_so(tmp_path):
     for r in records:  # the GRPO metrics all null, as a run whose TRL logs none
         r["extra"] = {k: (None if k.startswith("grpo/") else v) for k, v in r["extra"].items()}
     (run_dir / "epochs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    fig = views.curves_figure([load_run(run_dir)])
+    fig = figures.curves_figure([load_run(run_dir)])
     assert not any((t.name or "").startswith("bare grpo/") for t in fig.data)
     assert any("not in these records" in a.text for a in fig.layout.annotations)
 
@@ -351,7 +351,7 @@ def test_corrupt_baseline_is_a_problem_not_a_crash(run_dir):
     (run_dir / "baseline.json").write_text("{not json")
     run = load_run(run_dir)
     assert run.baseline == {} and any("baseline.json is corrupt" in p for p in run.problems)
-    assert list(views.curves_frame(run)["epoch"]) == [1, 2, 3]
+    assert list(figures.curves_frame(run)["epoch"]) == [1, 2, 3]
 
 
 def test_tasks_frame_filters(run_dir):
@@ -564,7 +564,7 @@ def test_hostile_run_files_are_refused_without_opening_them(tmp_path):
         assert "leaked" not in repr(run.config) and fingerprint(runs / name)  # no read, no block
     good = load_run(runs / "good")
     assert good.problems == () and len(good.records) == 3
-    assert views.difficulty_figure(good).data  # still renders
+    assert figures.difficulty_figure(good).data  # still renders
 
 
 def test_events_view_reads_only_the_tail(tmp_path):
@@ -591,7 +591,7 @@ def test_deep_nesting_and_huge_numbers_in_run_files_are_problems_not_crashes(tmp
         (bad / name).write_text(payload + ("\n" if name.endswith("jsonl") else ""))
         run = load_run(bad)
         fingerprint(bad)
-        assert views.run_card(run) and isinstance(views.curves_figure([run]), go.Figure)
+        assert views.run_card(run) and isinstance(figures.curves_figure([run]), go.Figure)
     listed = {s.name: s for s in discover_runs(runs)}
     assert set(listed) == {"good", "bad-config", "bad-state", "bad-epochs"} and listed["good"].status == "finished"
     assert views.runs_frame(listed.values()).shape[0] == 4

@@ -26,7 +26,7 @@ from plotly.subplots import make_subplots
 
 from .. import curriculum as cur
 from .runs import RunData
-from .views import BAND_FILL, BAND_LINE, RUN_COLORS, band_span, curves_frame, difficulty_bars, message_figure, style
+from .figures import BAND_FILL, BAND_LINE, RUN_COLORS, band_span, curves_frame, difficulty_bars, message_figure, style
 
 GLANCE_TITLE = "Curriculum at a glance"
 HEAT_SCALE = ((0.0, "#ffffff"), (0.15, "#d0ebff"), (0.5, "#4dabf7"), (1.0, "#1864ab"))

@@ -16,7 +16,7 @@ becomes a sentence in :attr:`RunData.problems` and an empty part, so one bad run
 version (unknown or missing fields) still shows.
 
 A comparison folder (``genenv-lab compare --out``, recognised by its ``manifest.json``) can sit in the runs folder
-too; it is not a run (:func:`run_dirs` leaves it out) and :func:`load_comparison` reads it, as leniently: a
+too; it is not a run (:func:`run_dirs` leaves it out) and :func:`.comparisons.load_comparison` reads it, as leniently: a
 comparison still running, with runs missing or half-written, shows what exists.
 """
 
@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..safe_io import loads_json, read_regular
+from ..safe_io import MB, loads_json, read_regular
 from ..runlog import (ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, STATE, TABLES, TASKS, RunDirError,
                       read_baseline, read_epochs, read_state, read_table)
 
@@ -156,7 +156,6 @@ def fingerprint(path: str | Path) -> tuple:
 
 # ------------------------------------------------------------------------------------------------ safe files
 
-MB = 1 << 20
 FILE_LIMITS = {CONFIG: 4 * MB, STATE: 4 * MB, BASELINE: 4 * MB, EPOCHS: 256 * MB, EVENTS: 256 * MB,
                f"{TASKS}.parquet": 2048 * MB, f"{ATTEMPTS}.parquet": 2048 * MB, "reference_tasks.parquet": 256 * MB}
 """The run files the lab opens and the most it reads of each (``events.log``: only its last
@@ -525,7 +524,7 @@ def _folders(runs_root: str | Path, comparisons: bool) -> list[tuple[str, Path]]
 def run_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
     """``(name, resolved path)`` of the run directories directly under ``runs_root``: allowed names only, and
     only those that resolve inside it (a symlink to another run of the folder is listed under its own name).
-    Comparison folders (:func:`is_comparison`) are not runs: :func:`comparison_dirs` lists them."""
+    Comparison folders (:func:`is_comparison`) are not runs: :func:`.comparisons.comparison_dirs` lists them."""
     return _folders(runs_root, comparisons=False)
 
 
@@ -540,147 +539,6 @@ def folder_fingerprint(runs_root: str | Path) -> tuple:
     return tuple((name, fingerprint(path)) for name, path in run_dirs(runs_root))
 
 
-# ---------------------------------------------------------------------------------------------------- comparisons
-
-MANIFEST = "manifest.json"
-"""What marks a comparison folder (``genenv-lab compare --out``): its manifest, beside ``runs/<label>-s<seed>/``."""
-
-COMPARISON_STATUSES = ("running", "finished", "incomplete", "unreadable", "missing")
-"""``running``: one of its runs is being written. ``finished``: every run of the manifest finished all its epochs.
-``incomplete``: runs are missing or stopped and none is running (not started yet, killed, or deleted).
-``unreadable``: ``manifest.json`` is corrupt. ``missing``: the folder is gone."""
-
-
-def is_comparison(path: str | Path) -> bool:
-    """Whether ``path`` is a comparison folder (it holds ``manifest.json``) rather than a run directory."""
-    return (Path(path) / MANIFEST).is_file()
-
-
-def comparison_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
-    """``(name, resolved path)`` of the comparison folders directly under ``runs_root`` (same name and symlink
-    rules as :func:`run_dirs`)."""
-    return _folders(runs_root, comparisons=True)
-
-
-def resolve_comparison(runs_root: str | Path, name: Any) -> Path:
-    """The folder of comparison ``name`` under ``runs_root`` (:func:`resolve_run`'s checks), or :class:`LabError`
-    when the name is refused or the folder holds no ``manifest.json``."""
-    path = resolve_run(runs_root, name)
-    if path.is_dir() and not is_comparison(path):
-        raise LabError(f"{name!r} is not a comparison folder (no {MANIFEST}); make one with `genenv-lab compare "
-                       f"--out {path}`")
-    return path
-
-
-def comparisons_fingerprint(runs_root: str | Path) -> tuple:
-    """Changes whenever a comparison folder is added or removed under ``runs_root`` (or its manifest rewritten)."""
-    parts = []
-    for name, path in comparison_dirs(runs_root):
-        try:
-            st = (path / MANIFEST).stat()
-            parts.append((name, st.st_mtime_ns, st.st_size))
-        except OSError:
-            parts.append((name, None, None))
-    return tuple(parts)
-
-
-def comparison_fingerprint(path: str | Path) -> tuple:
-    """Changes whenever the comparison ``path`` changes: its manifest, a run directory appearing, going or being
-    written (:func:`fingerprint` of each)."""
-    path = Path(path)
-    try:
-        st = (path / MANIFEST).stat()
-        parts: list[Any] = [(st.st_mtime_ns, st.st_size)]
-    except OSError:
-        parts = [None]
-    try:
-        dirs = sorted(p for p in (path / "runs").iterdir() if p.is_dir())
-    except OSError:
-        dirs = []
-    parts += [(d.name, fingerprint(d)) for d in dirs]
-    return tuple(parts)
-
-
-@dataclass(frozen=True)
-class ComparisonRun:
-    """One (label, seed) run that the manifest of a comparison expects."""
-
-    label: str
-    seed: int
-    name: str
-    """The run directory's name under the comparison's ``runs/``."""
-    status: str
-    epochs_done: int = 0
-    epochs_planned: int | None = None
-    problem: str = ""
-
-
-@dataclass(frozen=True, eq=False)
-class ComparisonData:
-    """A comparison folder as the lab shows it, read once: what the manifest asks for, the state of each run, and
-    the table of :func:`genenv_lab.compare.collect` built from the runs (and committed epochs) that exist so far."""
-
-    name: str
-    path: Path
-    status: str
-    labels: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-    runs: tuple[ComparisonRun, ...] = ()
-    table: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(_compare_columns())))
-    bands: dict[str, tuple[float, float]] = field(default_factory=dict)
-    """Label → (α, k_min) of its curriculum config."""
-    problems: tuple[str, ...] = ()
-
-    @property
-    def missing(self) -> tuple[ComparisonRun, ...]:
-        """Runs of the manifest whose directory does not exist (not started yet, or deleted)."""
-        return tuple(r for r in self.runs if r.status == "missing")
-
-
-def _compare_columns() -> tuple[str, ...]:
-    from ..compare import COLUMNS
-
-    return COLUMNS
-
-
-def _band_of(config: dict[str, Any]) -> tuple[float, float]:
-    from ..config import CurriculumConfig
-
-    section = config.get("curriculum") if isinstance(config.get("curriculum"), dict) else {}
-    out = []
-    for key in ("alpha", "k_min"):
-        value = section.get(key)
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        out.append(float(value) if ok else float(getattr(CurriculumConfig(), key)))
-    return out[0], out[1]
-
-
-def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problems: list[str]) -> list[dict]:
-    """The rows :func:`genenv_lab.compare.collect` makes for one run, read leniently: committed epochs only, a
-    corrupt file becomes a sentence in ``problems``."""
-    from ..compare import _attempt_rollouts, _tasks_consumed, table_rows
-
-    own: list[str] = []
-    unsafe = unsafe_files(run_dir)
-    if unsafe:
-        problems.extend(f"{run_dir.name}: {p}" for p in unsafe)
-        return []
-    records = _read_records(run_dir, own)
-    state = _read_json_dict(run_dir / STATE, own)
-    last = state.get("last_complete_epoch")
-    if isinstance(last, int) and not isinstance(last, bool):
-        records = [r for r in records if r["epoch"] <= last]
-    attempts = _read_frame(run_dir, "attempts", ATTEMPT_COLUMNS, own)
-    try:
-        consumed, rollouts = _tasks_consumed(attempts), _attempt_rollouts(attempts)
-    except Exception as exc:  # noqa: BLE001 - a table with odd values only loses these columns
-        own.append(f"tasks consumed unknown ({type(exc).__name__}: {exc}).")
-        consumed, rollouts = {}, {}
-    baseline = _lenient_baseline(run_dir, own)
-    problems.extend(f"{run_dir.name}: {p}" for p in own)
-    return table_rows(label, variant, seed, records, consumed, baseline, rollouts)
-
-
 def _lenient_baseline(run_dir: Path, problems: list[str]) -> dict[str, float]:
     try:
         return read_baseline(run_dir)
@@ -689,73 +547,12 @@ def _lenient_baseline(run_dir: Path, problems: list[str]) -> dict[str, float]:
         return {}
 
 
-def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData:
-    """Read comparison folder ``path`` for the lab; never raises for its contents.
+# ---------------------------------------------------------------------------------------------------- comparisons
 
-    Unlike :func:`genenv_lab.compare.collect` it renders a half-finished comparison: runs of the manifest that do
-    not exist yet are listed in :attr:`ComparisonData.missing`, a run in progress contributes its committed epochs,
-    and a corrupt manifest or run file becomes a sentence in ``problems``.
-    """
-    from ..compare import COLUMNS, METRICS, run_dir_for
+MANIFEST = "manifest.json"
+"""What marks a comparison folder (``genenv-lab compare --out``): its manifest, beside ``runs/<label>-s<seed>/``."""
 
-    path = Path(path)
-    name = name or path.name
-    if not path.is_dir():
-        return ComparisonData(name=name, path=path, status="missing",
-                              problems=(f"{path} does not exist (deleted or renamed?).",))
-    problems: list[str] = []
-    unsafe = unsafe_files(path, {MANIFEST: 16 * MB})
-    if unsafe:
-        return ComparisonData(name=name, path=path, status="unreadable", problems=tuple(unsafe))
-    manifest = _read_json_dict(path / MANIFEST, problems)
-    if not (path / MANIFEST).is_file():
-        problems.append(f"No {MANIFEST}: not a comparison folder.")
-    entries, seeds = manifest.get("entries"), manifest.get("seeds")
-    if manifest and (not isinstance(entries, list) or not isinstance(seeds, list)):
-        problems.append(f"{MANIFEST} lacks its 'entries' or 'seeds' list.")
-    if not manifest or not isinstance(entries, list) or not isinstance(seeds, list):
-        return ComparisonData(name=name, path=path, status="unreadable", problems=tuple(problems))
-    good_seeds = [s for s in seeds if isinstance(s, int) and not isinstance(s, bool)]
-    if len(good_seeds) != len(seeds):
-        problems.append(f"{len(seeds) - len(good_seeds)} seed(s) of {MANIFEST} are not integers; skipped.")
-    labelled: list[tuple[str, dict[str, Any]]] = []
-    for entry in entries:
-        if isinstance(entry, dict) and isinstance(entry.get("label"), str) and entry["label"]:
-            config = entry.get("config")
-            labelled.append((entry["label"], config if isinstance(config, dict) else {}))
-        else:
-            problems.append(f"an entry of {MANIFEST} has no label; skipped.")
-    runs_folder = (path / "runs").resolve()
-    runs, rows, bands = [], [], {}
-    for label, config in labelled:
-        bands[label] = _band_of(config)
-        loop = config.get("loop") if isinstance(config.get("loop"), dict) else {}
-        variant = str(loop.get("variant", "?"))
-        for seed in good_seeds:
-            run_dir = run_dir_for(path, label, seed)
-            if run_dir.resolve().parent != runs_folder:  # a symlinked run directory must stay inside the folder
-                runs.append(ComparisonRun(label, seed, run_dir.name, "missing", problem="leads outside the "
-                                          "comparison folder; refused"))
-                continue
-            summary = summarize(run_dir, run_dir.name)
-            planned = summary.epochs_planned
-            if planned is None and isinstance(loop.get("epochs"), int) and not isinstance(loop["epochs"], bool):
-                planned = loop["epochs"]
-            note = "not started yet, or deleted" if summary.status == "missing" else summary.problem
-            runs.append(ComparisonRun(label, seed, run_dir.name, summary.status, summary.epochs_done, planned, note))
-            if summary.status != "missing":
-                rows += _comparison_rows(run_dir, label, variant, seed, problems)
-    table = pd.DataFrame(rows, columns=list(COLUMNS))
-    for metric in METRICS:
-        table[metric] = pd.to_numeric(table[metric], errors="coerce").astype(float)
-    statuses = [r.status for r in runs]
-    if any(s == "running" for s in statuses):
-        status = "running"
-    elif runs and all(r.status == "finished" and (r.epochs_planned is None or r.epochs_done >= r.epochs_planned)
-                      for r in runs):
-        status = "finished"
-    else:
-        status = "incomplete"
-    return ComparisonData(name=name, path=path, status=status, labels=tuple(label for label, _ in labelled),
-                          seeds=tuple(good_seeds), runs=tuple(runs), table=table, bands=bands,
-                          problems=tuple(problems))
+
+def is_comparison(path: str | Path) -> bool:
+    """Whether ``path`` is a comparison folder (it holds ``manifest.json``) rather than a run directory."""
+    return (Path(path) / MANIFEST).is_file()
