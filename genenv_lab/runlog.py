@@ -474,14 +474,38 @@ def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+TABLE_FILE_ROWS = 100_000
+"""The most rows one table file may hold (an epoch's attempts are its batch × G: a few thousand in every preset)."""
+TABLE_FILE_DECODED = 256 * MB
+"""The most one table file may decode to, as its own metadata states."""
+
+
+def check_table_budget(path: Path) -> None:
+    """Refuse a table file whose metadata (read first, a few kB) states more than :data:`TABLE_FILE_ROWS` rows or
+    :data:`TABLE_FILE_DECODED` bytes decoded: a small file can hold a huge table (a 64 kB parquet of 200,000 rows),
+    and nothing is decoded before this check. Raises :class:`RunDirError` with one sentence."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if meta.num_rows > TABLE_FILE_ROWS or decoded > TABLE_FILE_DECODED:
+        raise RunDirError(f"{path.parent.name}/{path.name} holds {meta.num_rows:,} rows ({decoded / MB:.0f} MB "
+                          f"decoded), above the budget of {TABLE_FILE_ROWS:,} rows and {TABLE_FILE_DECODED // MB} "
+                          "MB per table file; not read")
+
+
 def read_table(run_dir: str | Path, name: str) -> pd.DataFrame:
     """``tasks``, ``attempts`` (every epoch file, in epoch order, as one frame) or ``reference_tasks`` as a
-    DataFrame (empty when absent). The one reader of the run tables: the loop's resume, the lab and the tools."""
+    DataFrame (empty when absent). The one reader of the run tables: the loop's resume, the lab and the tools;
+    each file's row and size budget is checked from its metadata before it is decoded (:func:`check_table_budget`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     paths = [legacy_table(run_dir, name)] + [p for _, p in (table_files(run_dir, name) if name in TABLES else [])]
-    tables = [pq.read_table(p) for p in paths if p.is_file()]
+    paths = [p for p in paths if p.is_file()]
+    for p in paths:
+        check_table_budget(p)
+    tables = [pq.read_table(p) for p in paths]
     if not tables:
         return pd.DataFrame()
     try:  # one conversion to pandas for all epochs: 2.5x faster than a DataFrame per file at 2,000 epochs

@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -281,3 +282,57 @@ def test_first_screen_at_1280x800_shows_the_runs_whole_and_the_curriculum_at_a_g
         picked = f"[...document.querySelectorAll('input')].some(i => i.value === {json.dumps(task_id)})"
         assert browser.wait_for(picked, 30), f"clicking the row of {task_id} did not select it"
         assert browser.wait_for("document.body.textContent.includes('Agent completions')", 10)
+
+
+ROW_CLICK_JS = """(() => {
+  const block = [...document.querySelectorAll('.block')].find(e => e.textContent.includes('Runs (click one'));
+  const cell = block ? [...block.querySelectorAll('span')].find(
+      e => e.children.length === 0 && e.textContent.trim() === %s) : null;
+  if (!cell) return null;
+  cell.scrollIntoView({block: 'center'});
+  const r = cell.getBoundingClientRect();
+  return JSON.stringify([r.x + 5, r.y + r.height / 2]);
+})()"""
+
+
+def _show_run(browser: Chromium, run: str) -> None:
+    """Click ``run``'s row in the runs table, as a user does."""
+    assert browser.wait_for(f"({ROW_CLICK_JS % json.dumps(run)}) !== null", 60), f"{run} is not in the runs table"
+    x, y = json.loads(browser.evaluate(ROW_CLICK_JS % json.dumps(run)))
+    browser.click(x, y)
+
+
+def test_a_second_users_view_returns_while_a_huge_runs_view_is_in_flight(tmp_path):
+    """Two users of one lab: user A opens a 2,000-epoch run (4,000 table files; its view takes seconds to read),
+    and while that view is in flight user B opens an intact small run, whose card and figures appear within 5 s
+    (views share a few slots across users, so one slow view holds one slot, not every user's)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("long_run_load", ROOT / "benchmarks" / "long_run_load.py")
+    long_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(long_run)
+    second = None
+    with lab_on_a_fake_run(tmp_path, 1280, 900) as first:
+        runs = tmp_path / "runs"
+        long_run.make_long_run(runs / "fake-run", runs / "huge", 2000)
+        shutil.copytree(runs / "fake-run", runs / "small")
+        try:
+            second = Chromium(tmp_path / "profile-b", width=1280, height=900)
+            second.navigate(first.evaluate("location.href"))
+            for browser in (first, second):
+                assert browser.wait_for(_card_and_figure("fake-run", "finished"), 90), "the first view did not draw"
+            _show_run(first, "huge")
+            time.sleep(0.5)
+            huge_shown = _card_and_figure("huge", "finished")
+            assert not first.evaluate(huge_shown), "the huge run's view returned at once: nothing was in flight"
+            start = time.monotonic()
+            _show_run(second, "small")
+            assert second.wait_for(_card_and_figure("small", "finished"), 30), "the second user's view never came"
+            waited = time.monotonic() - start
+            in_flight = not first.evaluate(huge_shown)
+            print(f"second user's view: {waited:.2f} s; the huge run's view still in flight then: {in_flight}")
+            assert waited <= 5.0 and in_flight, (waited, in_flight)
+            assert first.wait_for(huge_shown, 300), "the huge run's view never finished for its own user"
+        finally:
+            if second is not None:
+                second.close()

@@ -595,3 +595,27 @@ def test_deep_nesting_and_huge_numbers_in_run_files_are_problems_not_crashes(tmp
     listed = {s.name: s for s in discover_runs(runs)}
     assert set(listed) == {"good", "bad-config", "bad-state", "bad-epochs"} and listed["good"].status == "finished"
     assert views.runs_frame(listed.values()).shape[0] == 4
+
+
+def test_a_small_table_file_of_200000_rows_is_refused_from_its_metadata_before_decoding(tmp_path):
+    """A compressed parquet of 200,000 identical rows (kilobytes on disk, hundreds of MB once shown) passes the
+    file-size check; its metadata states the rows, so the one table reader refuses it before decoding, and the
+    lab shows the rest of that run with one sentence (the run beside it is untouched)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from genenv_lab.runlog import TABLE_FILE_ROWS, RunDirError, read_table
+
+    runs = tmp_path / "runs"
+    make_run(runs / "good")
+    bomb = make_run(runs / "bomb", epochs=1)
+    path = bomb / "attempts" / "epoch_001.parquet"
+    row = pq.read_table(path).slice(0, 1).to_pylist()[0]
+    pq.write_table(pa.Table.from_pylist([row] * 200_000), path, compression="zstd")
+    assert path.stat().st_size < 256 * 1024 and 200_000 > TABLE_FILE_ROWS
+    with pytest.raises(RunDirError, match="200,000 rows"):
+        read_table(bomb, "attempts")
+    run = load_run(bomb)
+    assert len(run.attempts) == 0 and any("200,000 rows" in p and "budget" in p for p in run.problems)
+    assert len(run.records) == 1 and figures.difficulty_figure(run).data  # the rest of the run still shows
+    assert load_run(runs / "good").problems == ()

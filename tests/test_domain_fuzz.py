@@ -46,6 +46,9 @@ def test_random_and_recombined_hostile_text(name, text):
     _check(DOMAINS[name](), text)
 
 
+LINEAR = 4 * 1.15
+"""16,000 characters may cost 4× what 4,000 do (linear), plus 15 % for the timer's noise on a shared machine (linear
+code measures 3.2–4.1× here; the quadratic tools scorer measured 500×)."""
 GROWTH_PATTERNS = ("\n", " ", "[ ", "{", "(", "f(", "x ", '"', "a=1,", "[\n", "<tool_call>", "Task: ", "9")
 
 
@@ -53,7 +56,7 @@ def _cpu_seconds(fn, text: str) -> float:
     import time
 
     best = float("inf")
-    for _ in range(3):  # the least of three: this machine's other work only ever adds
+    for _ in range(5):  # the least of five: this machine's other work only ever adds
         start = time.process_time()
         fn(text)
         best = min(best, time.process_time() - start)
@@ -62,16 +65,16 @@ def _cpu_seconds(fn, text: str) -> float:
 
 @pytest.mark.parametrize("name", sorted(DOMAINS))
 def test_parse_and_score_grow_linearly_up_to_the_cap(name):
-    """16,000 characters cost at most ~4x what 4,000 do, for every domain's parse and score on runs of the
-    characters parsers care about (the tools scorer took 2.2 s on 16,000 newlines: quadratic); a ratio, not a time
-    budget, so the machine's speed does not matter. Growth below 20 ms is not measured."""
+    """16,000 characters cost at most 4x what 4,000 do (:data:`LINEAR`), for every domain's parse and score on runs
+    of the characters parsers care about (the tools scorer took 2.2 s on 16,000 newlines: quadratic); a ratio, not a
+    time budget, so the machine's speed does not matter. Growth below 20 ms is not measured."""
     domain = DOMAINS[name]()
     spec = domain.seed_tasks()[0].spec
     for label, fn in (("parse", domain.safe_parse), ("score", lambda text: domain.safe_score(spec, text))):
         for pattern in GROWTH_PATTERNS:
             small, large = ((pattern * (n // len(pattern) + 1))[:n] for n in (4_000, 16_000))
             t_small, t_large = _cpu_seconds(fn, small), _cpu_seconds(fn, large)
-            assert t_large <= max(6 * t_small, 0.02), \
+            assert t_large <= max(LINEAR * t_small, 0.02), \
                 f"{name} {label} on {pattern!r}: {t_small:.4f} s → {t_large:.4f} s"
 
 
@@ -87,7 +90,7 @@ def test_bfcl_lenient_scoring_is_linear_and_capped():
         small, large = ((pattern * (n // len(pattern) + 1))[:n] for n in (4_000, 16_000))
         scorer = lambda text: score_safely(SPEC, item, item.category, text, "lenient")  # noqa: E731
         t_small, t_large = _cpu_seconds(scorer, small), _cpu_seconds(scorer, large)
-        assert t_large <= max(6 * t_small, 0.02), f"lenient on {pattern!r}: {t_small:.4f} s → {t_large:.4f} s"
+        assert t_large <= max(LINEAR * t_small, 0.02), f"lenient on {pattern!r}: {t_small:.4f} s → {t_large:.4f} s"
     long = "x " * (LENIENT_MAX_CHARS // 2) + "Sure: f(a=1)"
     assert not score_item(item, long, "lenient").correct  # past the cap: read as BFCL reads it only
     assert score_item(item, "Sure: f(a=1)", "lenient").correct

@@ -337,9 +337,14 @@ def _embedded(text: str) -> list[tuple[int, int, list[FunctionCall]]]:
     depths = _depths(text)
     m = _CALL_START.search(text, 0)
     failed = 0
+    brace, bracket = text.find("{"), text.find("[")
     while pos < len(text) and failed < MAX_FAILED_STARTS:
         candidates = []
-        j = min((k for k in (text.find("{", pos), text.find("[", pos)) if k >= 0), default=-1)
+        if 0 <= brace < pos:  # search again only past the last hit: each find scans forward once in all
+            brace = text.find("{", pos)
+        if 0 <= bracket < pos:
+            bracket = text.find("[", pos)
+        j = min((k for k in (brace, bracket) if k >= 0), default=-1)
         if j >= 0:
             candidates.append(("json", j))
         if m and m.start() < pos:  # search again only past the last match: no match now means none later
