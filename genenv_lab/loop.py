@@ -40,8 +40,9 @@ import tempfile
 import threading
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
@@ -297,9 +298,29 @@ def preflight(cfg: RunConfig, *, models: bool = True) -> None:
     check_tracker(cfg.loop.report_to)
 
 
+@dataclass
+class _Session:
+    """What a run holds from set-up to finish: the domain and its seeds, the engine, the writer, the tracker, the
+    progress bar and where held-out evaluation writes."""
+
+    cfg: RunConfig
+    writer: Any
+    procs: Processes
+    domain: Domain
+    seeds: list[SeedTask]
+    backend: Backend
+    bar: Any
+    tracker: Any
+    eval_dir: Path
+
+    def on_phase(self, state: LoopState, phase: str) -> None:
+        _stop_if_requested(self.procs)
+        self.bar.set_postfix_str(f"epoch {state.epoch + 1}: {phase}")
+
+
 def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backend | None = None,
         progress: bool = True) -> Iterator[EpochRecord]:
-    """Run (or resume) co-evolution, yielding one EpochRecord per completed epoch."""
+    """Run (or resume) co-evolution, yielding one EpochRecord per completed epoch: set-up, epochs, finish."""
     preflight(cfg, models=backend is None)
     procs = processes()
     writer = open_run(out, cfg, resume, procs)
@@ -307,47 +328,12 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
     # held-out evaluation files: the main process's go into the run, the others' (the same) into a scratch folder
     eval_dir = writer.dir if procs.is_main else Path(tempfile.mkdtemp(prefix="genenv-eval-"))
     state: LoopState | None = None
-    bar = tracker = None
+    session: _Session | None = None
     try:  # from here on an interrupt (Ctrl-C, the lab's Stop) leaves the run marked "interrupted"
-        domain = domain_of(cfg)
-        seeds = domain.seed_tasks()
-        for warning in cfg.warnings():
-            writer.event("warning: " + warning)
-            warnings.warn(warning, stacklevel=2)
-        backend = backend or make_backend(cfg, domain)
-        state = restore_state(writer.dir, writer.last_epoch, saved_env_version, cfg) if writer.last_epoch \
-            else LoopState()
-        if writer.last_epoch:
-            backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
-        tracker = open_tracker(cfg.loop.report_to, writer.dir, cfg.to_dict()) if procs.is_main else None
-        bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
-                   disable=not (progress and procs.is_main))
-        if cfg.loop.eval_every and state.epoch == 0 and not (writer.dir / BASELINE).is_file():
-            bar.set_postfix_str(f"epoch 0: eval {cfg.loop.eval_benchmark} (untrained agent)")
-            writer.write_baseline(evaluate_epoch(backend, cfg, eval_dir, 0))
-
-        def on_phase(phase: str) -> None:
-            _stop_if_requested(procs)
-            bar.set_postfix_str(f"epoch {state.epoch + 1}: {phase}")
-
+        session, state = set_up(cfg, writer, procs, backend, eval_dir, saved_env_version, progress)
         while state.epoch < cfg.loop.epochs:
-            _stop_if_requested(procs)
-            teacher = make_teacher(cfg, domain) if state.epoch == 0 else None
-            state, result = run_epoch(state, backend, domain, seeds, cfg, generator=teacher, on_phase=on_phase)
-            del teacher
-            if cfg.loop.eval_every and state.epoch % cfg.loop.eval_every == 0:
-                bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.loop.eval_benchmark}")
-                result.record.extra.update(evaluate_epoch(backend, cfg, eval_dir, state.epoch))
-            if procs.world_size > 1:  # every process must hold the same adapters before the epoch is committed
-                result.record.extra[ADAPTER_HASHES] = procs.check_in_sync(backend, backend.adapters)
-            writer.commit_epoch(result.record, result.tasks, result.attempts,
-                                backend.save_adapters if cfg.loop.save_adapters else None, reference=result.reference)
-            if tracker is not None:
-                tracker.log(state.epoch, scalars(result.record.to_dict()))
-            bar.update(1)
-            bar.set_postfix(valid=f"{result.record.valid_frac:.2f}", p_hat=_f(result.record.p_hat_mean),
-                            in_band=_f(result.record.in_band_frac))
-            yield result.record
+            state, record = next_epoch(session, state)
+            yield record
         writer.finish(state.env_version)
     except KeyboardInterrupt:
         writer.finish(saved_env_version if state is None else state.env_version, status="interrupted")
@@ -359,10 +345,55 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         writer.release()
         if eval_dir != writer.dir:
             shutil.rmtree(eval_dir, ignore_errors=True)
-        if bar is not None:
-            bar.close()
-        if tracker is not None:
-            tracker.close()
+        if session is not None:
+            session.bar.close()
+            if session.tracker is not None:
+                session.tracker.close()
+
+
+def set_up(cfg: RunConfig, writer, procs: Processes, backend: Backend | None, eval_dir: Path,
+           saved_env_version: int, progress: bool) -> tuple[_Session, LoopState]:
+    """The domain and seeds, the engine (its adapters as the last committed epoch left them, on a resume), the
+    loop state, the tracker and the progress bar; the untrained agent's held-out score (epoch 0) once."""
+    domain = domain_of(cfg)
+    for warning in cfg.warnings():
+        writer.event("warning: " + warning)
+        warnings.warn(warning, stacklevel=3)
+    backend = backend or make_backend(cfg, domain)
+    state = restore_state(writer.dir, writer.last_epoch, saved_env_version, cfg) if writer.last_epoch else LoopState()
+    if writer.last_epoch:
+        backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
+    tracker = open_tracker(cfg.loop.report_to, writer.dir, cfg.to_dict()) if procs.is_main else None
+    bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
+               disable=not (progress and procs.is_main))
+    session = _Session(cfg, writer, procs, domain, domain.seed_tasks(), backend, bar, tracker, eval_dir)
+    if cfg.loop.eval_every and state.epoch == 0 and not (writer.dir / BASELINE).is_file():
+        bar.set_postfix_str(f"epoch 0: eval {cfg.loop.eval_benchmark} (untrained agent)")
+        writer.write_baseline(evaluate_epoch(backend, cfg, eval_dir, 0))
+    return session, state
+
+
+def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
+    """One epoch (:func:`run_epoch`), its held-out score when due, and its commit (records, tables, adapters)."""
+    cfg, backend = s.cfg, s.backend
+    _stop_if_requested(s.procs)
+    teacher = make_teacher(cfg, s.domain) if state.epoch == 0 else None
+    state, result = run_epoch(state, backend, s.domain, s.seeds, cfg, generator=teacher,
+                              on_phase=lambda phase: s.on_phase(state, phase))
+    del teacher
+    if cfg.loop.eval_every and state.epoch % cfg.loop.eval_every == 0:
+        s.bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.loop.eval_benchmark}")
+        result.record.extra.update(evaluate_epoch(backend, cfg, s.eval_dir, state.epoch))
+    if s.procs.world_size > 1:  # every process must hold the same adapters before the epoch is committed
+        result.record.extra[ADAPTER_HASHES] = s.procs.check_in_sync(backend, backend.adapters)
+    s.writer.commit_epoch(result.record, result.tasks, result.attempts,
+                          backend.save_adapters if cfg.loop.save_adapters else None, reference=result.reference)
+    if s.tracker is not None:
+        s.tracker.log(state.epoch, scalars(result.record.to_dict()))
+    s.bar.update(1)
+    s.bar.set_postfix(valid=f"{result.record.valid_frac:.2f}", p_hat=_f(result.record.p_hat_mean),
+                      in_band=_f(result.record.in_band_frac))
+    return state, result.record
 
 
 def _f(x: float) -> str:
