@@ -23,6 +23,7 @@ Markdown card of one run) and ``/list_comparisons`` (the names of the comparison
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 from pathlib import Path
 from types import SimpleNamespace
@@ -37,7 +38,7 @@ from genenv_lab.lab.widgets import Table
 from genenv_lab.lab.comparisons import (ComparisonData, comparison_dirs, comparison_fingerprint,
                                         comparisons_fingerprint, load_comparison, resolve_comparison)
 from genenv_lab.lab.runs import (LabError, RunData, discover_runs, fingerprint, folder_fingerprint, is_comparison,
-                                 load_run, resolve_run)
+                                 load_run, resolve_run, with_attempts)
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_RUNS = ROOT / "runs"
@@ -69,6 +70,8 @@ class Lab:
         # empty tables carry their own column names from the first render (never gradio's placeholder "1 2 3")
         self.no_run = RunData(name="", path=root, status="empty")
         self.no_cmp = ComparisonData(name="", path=root, status="empty")
+        # a run's attempts are read when a task of it is picked, once per loaded run (a few kept, by identity)
+        self.with_attempts = functools.lru_cache(maxsize=4)(with_attempts)
 
     # ------------------------------------------------------------------------------------------ data access
     def load(self, name: Any) -> RunData | None:
@@ -82,7 +85,7 @@ class Lab:
         if is_comparison(path):
             return RunData(name=str(name), path=path, status="missing", problems=(
                 f"{name!r} is a comparison, not a run: open it in the “Comparisons” tab.",))
-        return load_run(path, str(name))
+        return load_run(path, str(name), attempts=False)  # read when a task is picked (with_attempts)
 
     def load_cmp(self, name: Any) -> ComparisonData | None:
         """The comparison called ``name``, or None; a refused name becomes a comparison that shows why."""
@@ -165,19 +168,20 @@ class Lab:
         choices = views.task_filter_choices(a)
         epoch = epoch if epoch in choices["epochs"] else "all"
         reason = reason if reason in choices["reasons"] else "all"
-        ids = list(a.tasks["task_id"].astype(str)) if len(a.tasks) else []
+        table = views.tasks_frame(a, epoch=epoch, band=band, validity=validity, reason=reason, search=search)
+        ids = list(table["task_id"])  # the tasks the table shows (at most views.TASK_ROWS)
         task = task if task in ids else None
         shown = [r for r in (a, b) if r is not None]
         return (views.run_card(a),
                 gr.update(value=views.run_card(b), visible=True) if b is not None else gr.update(visible=False),
-                glance_figure(shown), figures.difficulty_figure(shown), figures.curves_figure(shown),
-                views.tasks_frame(a, epoch=epoch, band=band, validity=validity, reason=reason, search=search),
+                glance_figure(shown), figures.difficulty_figure(shown), figures.curves_figure(shown), table,
                 gr.update(choices=choices["epochs"], value=epoch),
                 gr.update(choices=choices["reasons"], value=reason),
                 gr.update(choices=ids, value=task), *self.detail(a, task), a.events, (key, a, b))
 
-    @staticmethod
-    def detail(run: RunData | None, task: Any):
+    def detail(self, run: RunData | None, task: Any):
+        if run is not None and task:
+            run = self.with_attempts(run)
         if run is None or not task:
             return (views.lineage_figure(run, "") if run else figures.message_figure("No run selected."),
                     pd.DataFrame(columns=views.LINEAGE_COLUMNS),
@@ -342,7 +346,8 @@ def tasks_tab(ui: SimpleNamespace, no_run: RunData) -> None:
         ui.f_valid = gr.Radio(label="Validity", choices=list(views.VALIDITY_FILTERS), value="all")
         ui.f_reason = gr.Dropdown(label="Reject reason", choices=["all"], value="all")
         ui.f_search = gr.Textbox(label="Search", placeholder="text in id, question, answer, output")
-    ui.tasks_df = Table(views.tasks_frame(no_run), label="Generated tasks (click a row for its lineage and attempts)",
+    ui.tasks_df = Table(views.tasks_frame(no_run), label=f"Generated tasks (click a row for its lineage and attempts; "
+                                                         f"the newest {views.TASK_ROWS:,} that match)",
                         interactive=False, max_height=330, wrap=False)
     ui.task_dd = gr.Dropdown(label="Task", choices=[], value=None, interactive=True)
     with gr.Row(equal_height=False):

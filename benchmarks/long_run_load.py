@@ -26,8 +26,9 @@ from genenv_lab.lab.figures import curves_figure, difficulty_figure
 from genenv_lab.runlog import ATTEMPTS, CONFIG, EPOCHS, STATE, TASKS, table_files
 
 
-def make_long_run(source: Path, out: Path, epochs: int) -> Path:
-    """``out``: ``source``'s first epoch repeated ``epochs`` times (records renumbered, table files copied)."""
+def make_long_run(source: Path, out: Path, epochs: int, rows: int = 1) -> Path:
+    """``out``: ``source``'s first epoch repeated ``epochs`` times (records renumbered, table files copied; with
+    ``rows`` > 1 each epoch's tables hold their rows that many times over, a run of larger batches)."""
     out.mkdir(parents=True)
     for name in (CONFIG, STATE):
         shutil.copy2(source / name, out / name)
@@ -41,8 +42,17 @@ def make_long_run(source: Path, out: Path, epochs: int) -> Path:
         if not files:
             raise SystemExit(f"{source} has no per-epoch {table}/ files to copy")
         (out / table).mkdir()
+        first = files[0][1]
+        if rows > 1:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            first = out / table / ".first.parquet"
+            pq.write_table(pa.concat_tables([pq.read_table(files[0][1])] * rows), first)
         for epoch in range(1, epochs + 1):
-            shutil.copyfile(files[0][1], out / table / f"epoch_{epoch:03d}.parquet")
+            shutil.copyfile(first, out / table / f"epoch_{epoch:03d}.parquet")
+        if rows > 1:
+            first.unlink()
     return out
 
 

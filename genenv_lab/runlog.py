@@ -32,7 +32,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 import pandas as pd
 
@@ -494,14 +494,24 @@ def check_table_budget(path: Path) -> None:
                           "MB per table file; not read")
 
 
-def read_table(run_dir: str | Path, name: str) -> pd.DataFrame:
-    """``tasks``, ``attempts`` (every epoch file, in epoch order, as one frame) or ``reference_tasks`` as a
-    DataFrame (empty when absent). The one reader of the run tables: the loop's resume, the lab and the tools;
-    each file's row and size budget is checked from its metadata before it is decoded (:func:`check_table_budget`)."""
+def read_table(run_dir: str | Path, name: str, epochs: Collection[int] | None = None) -> pd.DataFrame:
+    """``tasks``, ``attempts`` (every epoch file, in epoch order, as one frame; with ``epochs``, only those epochs'
+    files) or ``reference_tasks`` as a DataFrame (empty when absent). The one reader of the run tables: the loop's
+    resume, the lab and the tools; each file's row and size budget is checked from its metadata before it is decoded
+    (:func:`check_table_budget`)."""
+    frame = _read_table(run_dir, name, None if epochs is None else set(epochs))
+    if epochs is not None and len(frame) and "epoch" in frame and legacy_table(run_dir, name).is_file():
+        frame = frame[frame["epoch"].isin(set(epochs))].reset_index(drop=True)  # a single-file (older) table
+    return frame
+
+
+def _read_table(run_dir: str | Path, name: str, epochs: set[int] | None) -> pd.DataFrame:
+    """:func:`read_table`'s reading, the per-epoch files limited to ``epochs`` (None: all)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    paths = [legacy_table(run_dir, name)] + [p for _, p in (table_files(run_dir, name) if name in TABLES else [])]
+    per_epoch = table_files(run_dir, name) if name in TABLES else []
+    paths = [legacy_table(run_dir, name)] + [p for e, p in per_epoch if epochs is None or e in epochs]
     paths = [p for p in paths if p.is_file()]
     for p in paths:
         check_table_budget(p)

@@ -30,6 +30,9 @@ ALPHA, K_MIN, G = 0.5, 0.25, 4
 SEED_ID = "arith-seed-001"  # a real seed id of the arith domain, so its text shows in the lineage
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
 def make_run(run_dir: Path, epochs: int = 3, finish: bool = True, eval_scores: bool = True) -> Path:
     """A synthetic run: 2 lineages, 2 variations each per epoch, one rejection per epoch, p̂ moving into the band.
 
@@ -619,3 +622,35 @@ def test_a_small_table_file_of_200000_rows_is_refused_from_its_metadata_before_d
     assert len(run.attempts) == 0 and any("200,000 rows" in p and "budget" in p for p in run.problems)
     assert len(run.records) == 1 and figures.difficulty_figure(run).data  # the rest of the run still shows
     assert load_run(runs / "good").problems == ()
+
+
+def test_a_long_runs_tables_are_read_for_a_sample_of_its_epochs_and_its_card_says_so(tmp_path):
+    """Past DRAWN_EPOCHS epochs the lab reads the tasks and attempts of an evenly spaced sample (the newest all),
+    so that a 10,000-epoch run's view takes seconds; the records (curves) stay whole and the card says what was read."""
+    import importlib.util
+
+    from genenv_lab.lab.runs import DRAWN_EPOCHS, TAIL_EPOCHS, drawn_epochs
+
+    spec = importlib.util.spec_from_file_location("long_run_load", ROOT / "benchmarks" / "long_run_load.py")
+    long_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(long_run)
+    source = make_run(tmp_path / "runs" / "short", epochs=1)
+    run_dir = long_run.make_long_run(source, tmp_path / "runs" / "long", DRAWN_EPOCHS + 100)
+    run, short = load_run(run_dir), load_run(source)  # each epoch file of the long run is a copy of short's epoch 1
+    assert len(run.records) == DRAWN_EPOCHS + 100 and run.problems == ()
+    assert len(run.tasks) == DRAWN_EPOCHS * len(short.tasks) and len(run.attempts) == DRAWN_EPOCHS * len(short.attempts)
+    read = drawn_epochs(DRAWN_EPOCHS + 100)
+    assert len(read) == DRAWN_EPOCHS and read[0] == 1 and read[-TAIL_EPOCHS:] == list(range(351, 401))
+    assert "300 of its 400 epochs" in run.sampled and run.sampled in views.run_card(run)
+    assert figures.difficulty_figure(run).data and glance_figure(run).data
+    assert short.sampled == ""
+
+
+def test_the_tasks_table_sends_the_newest_rows_that_match_at_most(run_dir):
+    run = load_run(run_dir)
+    every = views.tasks_frame(run, limit=None)
+    newest = views.tasks_frame(run, limit=3)
+    assert len(every) > 3 and list(newest["task_id"]) == list(every["task_id"])[-3:]
+    assert list(views.tasks_frame(run, validity="valid", limit=2)["task_id"]) == \
+        list(views.tasks_frame(run, validity="valid", limit=None)["task_id"])[-2:]
+    assert len(views.tasks_frame(run)) == len(every) <= views.TASK_ROWS

@@ -22,6 +22,7 @@ comparison still running, with runs missing or half-written, shows what exists.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -187,11 +188,9 @@ def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> l
             out.append(f"{table} is not a folder of per-epoch tables; the lab does not open it.")
             continue
         try:
-            entries = sorted(p.name for p in (run_dir / table).iterdir())
+            out += _unsafe_entries(run_dir / table, table, base)
         except OSError as exc:
             out.append(f"{table}/ cannot be listed ({exc}).")
-            continue
-        checks += [(f"{table}/{entry}", TABLE_FILE_LIMIT) for entry in entries if not entry.startswith(".")]
     for name, limit in checks:
         info, problem = _examine(run_dir / name, name, base)
         if problem:
@@ -202,6 +201,32 @@ def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> l
             out.append(f"{name} is not a regular file (a FIFO, device, socket or folder); the lab does not open it.")
         elif name != EVENTS and info.st_size > limit:
             out.append(f"{name} is {info.st_size / MB:.0f} MB, above the lab's {limit // MB} MB limit; not read.")
+    return out
+
+
+def _unsafe_entries(folder: Path, table: str, base: Path) -> list[str]:
+    """:func:`unsafe_files`'s sentences for the files of one table folder. One ``scandir`` pass whose entries carry
+    their type and (one ``lstat`` each) their size: a 10,000-epoch run's 20,000 files in a fraction of a second;
+    links take :func:`_examine`'s path (resolved, kept inside the run folder)."""
+    out = []
+    with os.scandir(folder) as it:
+        for entry in sorted(it, key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            name = f"{table}/{entry.name}"
+            if entry.is_symlink():
+                info, problem = _examine(Path(entry.path), name, base)
+                if problem or info is None:
+                    out += [problem] if problem else []
+                    continue
+            else:
+                info = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(info.st_mode):
+                out.append(f"{name} is not a regular file (a FIFO, device, socket or folder); the lab does not open "
+                           "it.")
+            elif info.st_size > TABLE_FILE_LIMIT:
+                out.append(f"{name} is {info.st_size / MB:.0f} MB, above the lab's {TABLE_FILE_LIMIT // MB} MB limit; "
+                           "not read.")
     return out
 
 
@@ -275,10 +300,36 @@ def _read_records(run_dir: Path, problems: list[str]) -> list[dict[str, Any]]:
     return sorted(good, key=lambda r: r["epoch"])
 
 
-def _read_frame(run_dir: Path, name: str, columns: tuple[str, ...], problems: list[str]) -> pd.DataFrame:
+DRAWN_EPOCHS = 300
+"""The most epochs whose tasks and attempts tables the lab reads for one run. A longer run's tables are read for
+:func:`drawn_epochs` only (its records, the curves, stay whole), so that a 10,000-epoch run's view takes seconds,
+not a minute; its card says so."""
+TAIL_EPOCHS = 50
+"""Of those, the newest epochs always read (what a user of a running run looks at)."""
+
+
+def drawn_epochs(last: int, limit: int = DRAWN_EPOCHS, tail: int = TAIL_EPOCHS) -> list[int] | None:
+    """The epochs 1..``last`` whose tables the lab reads: all of them up to ``limit`` (None), else the newest
+    ``tail`` and ``limit - tail`` evenly spaced before them, the first included.
+
+    >>> drawn_epochs(300) is None
+    True
+    >>> e = drawn_epochs(10_000); len(e), e[:3], e[-3:]
+    (300, [1, 41, 81], [9998, 9999, 10000])
+    """
+    if last <= limit:
+        return None
+    head_end = last - tail  # epochs 1..head_end are sampled
+    step = (head_end - 1) / (limit - tail - 1)
+    head = sorted({1 + round(i * step) for i in range(limit - tail)})
+    return head + list(range(head_end + 1, last + 1))
+
+
+def _read_frame(run_dir: Path, name: str, columns: tuple[str, ...], problems: list[str],
+                epochs: list[int] | None = None) -> pd.DataFrame:
     file = f"the {name} table"
     try:
-        frame = read_table(run_dir, name)
+        frame = read_table(run_dir, name, epochs)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a corrupt file
         problems.append(f"{file} is unreadable ({type(exc).__name__}: {str(exc)[:200]}).")
         frame = pd.DataFrame()
@@ -311,6 +362,12 @@ class RunData:
     seeds: dict[str, str] = field(default_factory=dict)
     """Base seed id → seed task text, from the run's domain (for the first step of a lineage)."""
     problems: tuple[str, ...] = ()
+    sampled: str = ""
+    """For a run longer than :data:`DRAWN_EPOCHS`: which epochs' tables were read (:func:`drawn_epochs`)."""
+    table_epochs: list[int] | None = None
+    """The epochs whose tables are read (None: all)."""
+    attempts_read: bool = False
+    """Whether ``attempts`` holds the attempts table (:func:`with_attempts`) or is empty because it was not read."""
 
     def _section(self, name: str) -> dict[str, Any]:
         section = self.config.get(name)
@@ -365,8 +422,9 @@ class RunData:
         return None
 
 
-def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
-    """Read run directory ``run_dir`` for the lab; never raises for its contents (see the module docstring)."""
+def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = True) -> RunData:
+    """Read run directory ``run_dir`` for the lab; never raises for its contents (see the module docstring). With
+    ``attempts=False`` the attempts table is left for :func:`with_attempts` (the lab's views do so)."""
     path = Path(run_dir)
     name = name or path.name
     if not path.is_dir():
@@ -406,19 +464,21 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
             problems.append("No state.json and no readable config.json: not a run directory (yet).")
     records = _read_records(path, problems)
     baseline = _lenient_baseline(path, problems)
-    tasks = _read_frame(path, "tasks", TASK_COLUMNS, problems)
-    attempts = _read_frame(path, "attempts", ATTEMPT_COLUMNS, problems)
     last = state.get("last_complete_epoch")
+    newest = last if isinstance(last, int) and not isinstance(last, bool) else max(
+        (r["epoch"] for r in records), default=0)
+    epochs = drawn_epochs(newest)
+    tasks = _read_frame(path, "tasks", TASK_COLUMNS, problems, epochs)
+    sampled = "" if epochs is None else (
+        f"A long run: the tasks and attempts of {len(epochs)} of its {newest:,} epochs are read (the newest "
+        f"{TAIL_EPOCHS} and every {(newest - TAIL_EPOCHS) // (DRAWN_EPOCHS - TAIL_EPOCHS)}th or so before them), so "
+        "that its view stays fast; the curves use every epoch.")
     if isinstance(last, int) and not isinstance(last, bool):
         records = [r for r in records if r["epoch"] <= last]
         tasks = tasks[pd.to_numeric(tasks["epoch"], errors="coerce") <= last] if len(tasks) else tasks
-        attempts = attempts[pd.to_numeric(attempts["epoch"], errors="coerce") <= last] if len(attempts) else attempts
     if records and not len(tasks) and not any("the tasks table" in p for p in problems):
         if any(r.get("n_generated") for r in records):
             problems.append(f"the tasks table (tasks/) is missing although {len(records)} epoch(s) are recorded.")
-    if records and not len(attempts) and not any("the attempts table" in p for p in problems):
-        problems.append(f"the attempts table (attempts/) is missing although {len(records)} epoch(s) are "
-                        "recorded.")
     events = ""
     try:
         events = "\n".join(_tail_text(path / EVENTS).splitlines()[-40:])
@@ -434,9 +494,29 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
                 seeds = {s.seed_id: s.spec.text for s in get_domain(domain).seed_tasks()}
         except Exception:  # noqa: BLE001 - an unknown domain only loses the seed texts
             seeds = {}
-    return RunData(name=name, path=path, status=status, config=config, state=state, records=tuple(records),
-                   baseline=baseline, tasks=tasks.reset_index(drop=True), attempts=attempts.reset_index(drop=True),
-                   events=events, seeds=seeds, problems=tuple(problems))
+    run = RunData(name=name, path=path, status=status, config=config, state=state, records=tuple(records),
+                  baseline=baseline, tasks=tasks.reset_index(drop=True), events=events, seeds=seeds,
+                  problems=tuple(problems), sampled=sampled, table_epochs=epochs)
+    return with_attempts(run) if attempts else run
+
+
+def with_attempts(run: RunData) -> RunData:
+    """``run`` with its attempts table read (the epochs its tasks were read for, committed ones only) and any
+    problem found with it added; ``run`` itself when they are read already. The lab's views of a run need the
+    attempts only for a task's detail, so the lab reads them then (``load_run(..., attempts=False)``): the largest
+    table of a run (G rows per task) costs nothing until a task is picked."""
+    if run.attempts_read or run.status in ("missing", "empty") or not run.path.is_dir():
+        return run
+    problems = list(run.problems)
+    attempts = _read_frame(run.path, "attempts", ATTEMPT_COLUMNS, problems, run.table_epochs)
+    last = run.state.get("last_complete_epoch")
+    if isinstance(last, int) and not isinstance(last, bool) and len(attempts):
+        attempts = attempts[pd.to_numeric(attempts["epoch"], errors="coerce") <= last]
+    if run.records and not len(attempts) and not any("the attempts table" in p for p in problems):
+        problems.append(f"the attempts table (attempts/) is missing although {len(run.records)} epoch(s) are "
+                        "recorded.")
+    return dataclasses.replace(run, attempts=attempts.reset_index(drop=True), attempts_read=True,
+                               problems=tuple(problems))
 
 
 # --------------------------------------------------------------------------------------------------------- folder

@@ -92,6 +92,8 @@ def run_card(run: RunData) -> str:
                      f"p̂ mean {fmt_num(last.get('p_hat_mean'))}, in band {fmt_num(last.get('in_band_frac'))}, "
                      f"agent reward {fmt_num(last.get('agent_reward_mean'))}, env KL {fmt_num(last.get('env_kl'), 4)}, "
                      f"{fmt_num(last.get('wall_s'), 1)} s")
+    if run.sampled:
+        lines.append(f"> ℹ {esc(run.sampled)}")
     for problem in run.problems:
         lines.append(f"> ⚠ {esc(problem)}")
     return "\n\n".join(lines)
@@ -132,11 +134,17 @@ def _features_columns(features: pd.Series) -> pd.DataFrame:
     return pd.DataFrame([flat(f) for f in features], index=features.index)
 
 
+TASK_ROWS = 2000
+"""The most rows of the generated-tasks table sent to a browser (the newest that match the filters): a long run
+holds hundreds of thousands, which no one scrolls and which took minutes to serialise; the filters reach the rest."""
+
+
 def tasks_frame(run: RunData, *, epoch: str | int = "all", band: str = "all", validity: str = "all",
-                reason: str = "all", search: str = "") -> pd.DataFrame:
+                reason: str = "all", search: str = "", limit: int | None = TASK_ROWS) -> pd.DataFrame:
     """The generated tasks, filtered: by ``epoch``, ``band`` (:data:`BAND_FILTERS`), ``validity``
     (:data:`VALIDITY_FILTERS`), reject ``reason`` and a case-insensitive ``search`` in the task's id, question,
-    answer and raw output. Difficulty features are columns ``f.<name>``."""
+    answer and raw output; the newest ``limit`` rows that match (None: all). Difficulty features are columns
+    ``f.<name>``."""
     tasks = run.tasks
     cols = ["task_id", "epoch", "question", "answer", "p̂", "in_band", "R_env", "valid", "reject_reason", "weight",
             "env_v", "parent_id"]  # what a reader scans first comes first: readable at 1280 px
@@ -163,6 +171,9 @@ def tasks_frame(run: RunData, *, epoch: str | int = "all", band: str = "all", va
                + tasks["answer"].astype(str) + "\n" + tasks["raw"].astype(str)).str.lower()
         keep &= hay.str.contains(needle, regex=False)
     sub = tasks[keep]
+    if limit is not None and len(sub) > limit:
+        sub = sub.iloc[len(sub) - limit:]
+        keep = keep & keep.index.isin(sub.index)
     out = pd.DataFrame({
         "task_id": sub["task_id"].astype(str), "epoch": sub["epoch"], "question": sub["question"].map(_short),
         "answer": sub["answer"], "p̂": pd.to_numeric(sub["p_hat"], errors="coerce").round(3),
