@@ -3,13 +3,19 @@ sampled success rate at the rollout temperature (docs/curriculum_cpu.md, count).
 
     python benchmarks/heldout_answers.py runs/demo/runs/cpu-demo_genenv-s0            # the last epoch's agent
     python benchmarks/heldout_answers.py runs/demo/runs/cpu-demo_genenv-s0 --epoch 0  # the untrained agent
+    python benchmarks/heldout_answers.py --comparison runs/cmp-count                  # every run of a comparison:
+        greedy and sampled held-out success, untrained and last epoch, then per arm (mean ± std over seeds)
 
-Only for reading a run: nothing here is ever used to choose a setting.
+Sampled success (the mean over items of the share of ``--samples`` answers at the rollout temperature that are
+right) is what GRPO moves directly; greedy exact match counts an item only once its most likely answer is right, so
+a comparison can differ in one and not the other. Only for reading runs: nothing here is ever used to choose a
+setting, and the held-out score the runs log stays the greedy one.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import Path
 
 import torch
@@ -19,37 +25,70 @@ from genenv_lab.domains import domain_of
 from genenv_lab.runlog import adapter_dir, read_config, read_state
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("run", type=Path)
-    ap.add_argument("--epoch", type=int, default=None, help="default: the last complete epoch (0: untrained)")
-    ap.add_argument("--samples", type=int, default=16)
-    args = ap.parse_args(argv)
-    cfg = read_config(args.run)
+def answers(run: Path, epoch: int | None, samples: int, backend=None):
+    """(epoch, greedy rate, sampled rate, rows of (item text, greedy right, sampled rate, greedy answer), backend).
+    A given backend is reused with the epoch's adapters loaded; epoch 0 (the untrained agent) gets a fresh one."""
+    cfg = read_config(run)
     domain = domain_of(cfg)
     items = domain.heldout_tasks()
     if not items:
         raise SystemExit(f"domain {cfg.loop.domain!r} has no held-out set")
-    epoch = int(read_state(args.run).get("last_complete_epoch", 0)) if args.epoch is None else args.epoch
-    backend = make_backend(cfg, domain)
+    epoch = int(read_state(run).get("last_complete_epoch", 0)) if epoch is None else epoch
+    if backend is None or not epoch:
+        backend = make_backend(cfg, domain)
     if epoch:
-        backend.load_adapters(adapter_dir(args.run, epoch))
+        backend.load_adapters(adapter_dir(run, epoch))
     messages = [domain.agent_messages(t.spec) for t in items]
     tokens = cfg.agent.max_completion_length
     greedy = backend.generate("agent", messages, n=1, max_new_tokens=tokens, temperature=0.0)
     torch.manual_seed(0)
-    sampled = backend.generate("agent", messages, n=args.samples, max_new_tokens=tokens,
-                               temperature=cfg.agent.temperature)
+    sampled = backend.generate("agent", messages, n=samples, max_new_tokens=tokens, temperature=cfg.agent.temperature)
+    threshold = cfg.agent.success_threshold
+    rows = []
+    for item, (g,), outs in zip(items, greedy, sampled):
+        ok = domain.safe_score(item.spec, g)[0] >= threshold
+        rate = sum(domain.safe_score(item.spec, o)[0] >= threshold for o in outs) / len(outs)
+        rows.append((item.spec.text.splitlines()[0], ok, rate, (g.splitlines() or [""])[0]))
+    return epoch, sum(r[1] for r in rows) / len(rows), sum(r[2] for r in rows) / len(rows), rows, backend
+
+
+def one_run(args) -> None:
+    epoch, greedy, sampled, rows, _ = answers(args.run, args.epoch, args.samples)
+    cfg = read_config(args.run)
     print(f"{args.run} after epoch {epoch}: item, greedy right?, sampled success ({args.samples} at temperature "
           f"{cfg.agent.temperature}), greedy answer")
-    right = 0
-    for item, (g,), outs in zip(items, greedy, sampled):
-        ok = domain.safe_score(item.spec, g)[0] >= cfg.agent.success_threshold
-        right += ok
-        rate = sum(domain.safe_score(item.spec, o)[0] >= cfg.agent.success_threshold for o in outs) / len(outs)
-        print(f"  {item.spec.text.splitlines()[0][:24]:24s} {'yes' if ok else 'no ':3s} {rate:.2f}  "
-              f"{(g.splitlines() or [''])[0][:70]}")
-    print(f"greedy: {right}/{len(items)} = {right / len(items):.3f}")
+    for text, ok, rate, answer in rows:
+        print(f"  {text[:24]:24s} {'yes' if ok else 'no ':3s} {rate:.2f}  {answer[:70]}")
+    print(f"greedy: {sum(r[1] for r in rows)}/{len(rows)} = {greedy:.3f}; sampled: {sampled:.3f}")
+
+
+def comparison(args) -> None:
+    runs = sorted(p for p in (args.comparison / "runs").iterdir() if (p / "state.json").is_file())
+    per_arm: dict[str, list[tuple[float, float, float, float]]] = {}
+    # the untrained agent is the same model in every run of a comparison (one preset, adapters start as identity)
+    _, g0, s0, _, backend = answers(runs[0], 0, args.samples)
+    print(f"{'run':32s} {'greedy 0':>9s} {'greedy end':>10s} {'sampled 0':>10s} {'sampled end':>11s}")
+    for run in runs:
+        epoch, g1, s1, _, backend = answers(run, None, args.samples, backend)
+        per_arm.setdefault(run.name.rsplit("-s", 1)[0], []).append((g0, g1, s0, s1))
+        print(f"{run.name:32s} {g0:9.3f} {g1:10.3f} {s0:10.3f} {s1:11.3f}   (epoch {epoch})")
+    print(f"\nper arm, mean ± std over seeds ({args.samples} samples per item)")
+    for arm, values in per_arm.items():
+        cols = list(zip(*values))
+        fmt = [f"{statistics.mean(c):.3f} ± {statistics.pstdev(c):.3f}" for c in cols]
+        print(f"{arm:32s} greedy {fmt[0]} → {fmt[1]}   sampled {fmt[2]} → {fmt[3]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run", type=Path, nargs="?")
+    ap.add_argument("--comparison", type=Path, help="a `genenv-lab compare --out` folder: every run in it")
+    ap.add_argument("--epoch", type=int, default=None, help="default: the last complete epoch (0: untrained)")
+    ap.add_argument("--samples", type=int, default=16)
+    args = ap.parse_args(argv)
+    if (args.run is None) == (args.comparison is None):
+        ap.error("give a run directory or --comparison DIR")
+    comparison(args) if args.comparison else one_run(args)
     return 0
 
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from genenv_lab.lab.glance import glance_figure
-from genenv_lab.lab.runs import load_run
+from genenv_lab.lab.runs import load_run, with_attempts
 from genenv_lab.lab.figures import curves_figure, difficulty_figure
 from genenv_lab.runlog import ATTEMPTS, CONFIG, EPOCHS, STATE, TASKS, table_files
 
@@ -75,9 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="genenv-long-") as tmp:
         run_dir = make_long_run(args.run, Path(tmp) / "long", args.epochs)
         print(f"{args.epochs} epochs from {args.run} (min / median / max of {args.repeats})")
-        print(f"  load_run            {timed(lambda: load_run(run_dir), args.repeats)}")
+        print(f"  load_run            {timed(lambda: load_run(run_dir, attempts=False), args.repeats)}  (as the lab's "
+              "view reads it)")
+        print(f"  + attempts          {timed(lambda: with_attempts(load_run(run_dir, attempts=False)), args.repeats)}"
+              "  (when a task is picked)")
         if args.views:
-            run = load_run(run_dir)
+            run = load_run(run_dir, attempts=False)
             for name, draw in (("glance figure", lambda: glance_figure(run)),
                                ("difficulty figure", lambda: difficulty_figure(run)),
                                ("curves figure", lambda: curves_figure([run]))):
