@@ -654,3 +654,22 @@ def test_the_tasks_table_sends_the_newest_rows_that_match_at_most(run_dir):
     assert list(views.tasks_frame(run, validity="valid", limit=2)["task_id"]) == \
         list(views.tasks_frame(run, validity="valid", limit=None)["task_id"])[-2:]
     assert len(views.tasks_frame(run)) == len(every) <= views.TASK_ROWS
+
+
+def test_attempts_are_read_when_asked_and_never_from_a_folder_that_turned_hostile(run_dir, tmp_path):
+    from genenv_lab.lab.runs import with_attempts
+
+    lazy = load_run(run_dir, attempts=False)
+    assert not lazy.attempts_read and len(lazy.attempts) == 0 and len(lazy.tasks)
+    full = with_attempts(lazy)
+    assert full.attempts_read and len(full.attempts) == len(load_run(run_dir).attempts) > 0
+    assert with_attempts(full) is full
+    task = str(full.attempts["task_id"].iloc[0])
+    assert len(views.attempts_frame(full, task)) and views.attempts_frame(lazy, task).empty
+    bad = shutil.copytree(run_dir, tmp_path / "turned")
+    lazy_bad = load_run(bad, attempts=False)
+    target = bad / "attempts" / "epoch_001.parquet"
+    target.unlink()
+    os.mkfifo(target)
+    refused = with_attempts(lazy_bad)  # a FIFO would block the reader: not opened
+    assert refused.status == "unreadable" and any("not a regular file" in p for p in refused.problems)

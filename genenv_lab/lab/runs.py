@@ -507,6 +507,9 @@ def with_attempts(run: RunData) -> RunData:
     table of a run (G rows per task) costs nothing until a task is picked."""
     if run.attempts_read or run.status in ("missing", "empty") or not run.path.is_dir():
         return run
+    unsafe = unsafe_files(run.path)  # checked again: the folder may have changed since it was loaded
+    if unsafe:
+        return _refused(run.name, run.path, unsafe)
     problems = list(run.problems)
     attempts = _read_frame(run.path, "attempts", ATTEMPT_COLUMNS, problems, run.table_epochs)
     last = run.state.get("last_complete_epoch")
