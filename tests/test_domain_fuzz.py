@@ -46,21 +46,24 @@ def test_random_and_recombined_hostile_text(name, text):
     _check(DOMAINS[name](), text)
 
 
-LINEAR = 4 * 1.15
-"""16,000 characters may cost 4× what 4,000 do (linear), plus 15 % for the timer's noise on a shared machine (linear
-code measures 3.2–4.1× here; the quadratic tools scorer measured 500×)."""
+LINEAR = 4 * 1.25
+"""16,000 characters may cost 4× what 4,000 do (linear), plus 25 % for the timer's noise (linear code measures
+2.2–4.5× here across runs of the suite, 3.4× on a quiet machine; the quadratic tools scorer measured 500×)."""
 GROWTH_PATTERNS = ("\n", " ", "[ ", "{", "(", "f(", "x ", '"', "a=1,", "[\n", "<tool_call>", "Task: ", "9")
 
 
-def _cpu_seconds(fn, text: str) -> float:
+def _growth(fn, small: str, large: str, repeats: int = 9) -> tuple[float, float]:
+    """CPU seconds of ``fn`` on ``small`` and on ``large``, each the least of ``repeats`` runs taken in turn (this
+    machine's other work only ever adds, and alternating spreads it over both sizes)."""
     import time
 
-    best = float("inf")
-    for _ in range(5):  # the least of five: this machine's other work only ever adds
-        start = time.process_time()
-        fn(text)
-        best = min(best, time.process_time() - start)
-    return best
+    best = [float("inf"), float("inf")]
+    for _ in range(repeats):
+        for i, text in enumerate((small, large)):
+            start = time.process_time()
+            fn(text)
+            best[i] = min(best[i], time.process_time() - start)
+    return best[0], best[1]
 
 
 @pytest.mark.parametrize("name", sorted(DOMAINS))
@@ -73,7 +76,7 @@ def test_parse_and_score_grow_linearly_up_to_the_cap(name):
     for label, fn in (("parse", domain.safe_parse), ("score", lambda text: domain.safe_score(spec, text))):
         for pattern in GROWTH_PATTERNS:
             small, large = ((pattern * (n // len(pattern) + 1))[:n] for n in (4_000, 16_000))
-            t_small, t_large = _cpu_seconds(fn, small), _cpu_seconds(fn, large)
+            t_small, t_large = _growth(fn, small, large)
             assert t_large <= max(LINEAR * t_small, 0.02), \
                 f"{name} {label} on {pattern!r}: {t_small:.4f} s → {t_large:.4f} s"
 
@@ -89,7 +92,7 @@ def test_bfcl_lenient_scoring_is_linear_and_capped():
     for pattern in GROWTH_PATTERNS:
         small, large = ((pattern * (n // len(pattern) + 1))[:n] for n in (4_000, 16_000))
         scorer = lambda text: score_safely(SPEC, item, item.category, text, "lenient")  # noqa: E731
-        t_small, t_large = _cpu_seconds(scorer, small), _cpu_seconds(scorer, large)
+        t_small, t_large = _growth(scorer, small, large)
         assert t_large <= max(LINEAR * t_small, 0.02), f"lenient on {pattern!r}: {t_small:.4f} s → {t_large:.4f} s"
     long = "x " * (LENIENT_MAX_CHARS // 2) + "Sure: f(a=1)"
     assert not score_item(item, long, "lenient").correct  # past the cap: read as BFCL reads it only
