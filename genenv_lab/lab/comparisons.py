@@ -18,8 +18,8 @@ import plotly.graph_objects as go
 
 from ..runlog import STATE
 from ..safe_io import MB
-from .runs import (MANIFEST, LabError, _folders, _lenient_baseline, _read_frame, _read_json_dict, _read_records,
-                   fingerprint, is_comparison, resolve_run, summarize, unsafe_files, ATTEMPT_COLUMNS)
+from .runs import (ATTEMPT_COLUMNS, MANIFEST, LabError, _folders, _lenient_baseline, _read_frame, _read_json_dict,
+                   _read_records, fingerprint, is_comparison, folder_of, resolve_run, summarize, unsafe_files)
 from .figures import FONT, message_figure
 from .views import STATUS_BADGE
 
@@ -166,11 +166,9 @@ def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData
     """
     from ..compare import COLUMNS, METRICS, run_dir_for
 
-    path = Path(path)
-    name = name or path.name
-    if not path.is_dir():
-        return ComparisonData(name=name, path=path, status="missing",
-                              problems=(f"{path} does not exist (deleted or renamed?).",))
+    path, name, gone = folder_of(ComparisonData, path, name)
+    if gone is not None:
+        return gone
     problems: list[str] = []
     unsafe = unsafe_files(path, {MANIFEST: 16 * MB})
     if unsafe:

@@ -422,14 +422,24 @@ class RunData:
         return None
 
 
+def folder_of(cls, path: str | Path, name: str | None) -> tuple[Path, str, Any]:
+    """``(path, name, gone)`` of a folder the lab reads: its name defaults to the folder's, and ``gone`` is a
+    ``cls`` (:class:`RunData`, a comparison's data) whose status says the folder does not exist (None when it
+    does)."""
+    path = Path(path)
+    name = name or path.name
+    if path.is_dir():
+        return path, name, None
+    return path, name, cls(name=name, path=path, status="missing",
+                           problems=(f"{path} does not exist (deleted or renamed?).",))
+
+
 def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = True) -> RunData:
     """Read run directory ``run_dir`` for the lab; never raises for its contents (see the module docstring). With
     ``attempts=False`` the attempts table is left for :func:`with_attempts` (the lab's views do so)."""
-    path = Path(run_dir)
-    name = name or path.name
-    if not path.is_dir():
-        return RunData(name=name, path=path, status="missing",
-                       problems=(f"{path} does not exist (deleted or renamed?).",))
+    path, name, gone = folder_of(RunData, run_dir, name)
+    if gone is not None:
+        return gone
     problems: list[str] = []
     try:
         entries = [p.name for p in path.iterdir()]
