@@ -475,23 +475,26 @@ def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 TABLE_FILE_ROWS = 100_000
-"""The most rows one table file may hold (an epoch's attempts are its batch × G: a few thousand in every preset)."""
+"""The most rows one per-epoch table file may hold (an epoch's attempts are its batch × G: a few thousand in every
+preset)."""
 TABLE_FILE_DECODED = 256 * MB
-"""The most one table file may decode to, as its own metadata states."""
+"""The most one per-epoch table file may decode to, as its own metadata states."""
+WHOLE_TABLE_SCALE = 50
+"""A whole-run table file (the single-file layout of older runs) may hold this many times the per-epoch budget."""
 
 
-def check_table_budget(path: Path) -> None:
-    """Refuse a table file whose metadata (read first, a few kB) states more than :data:`TABLE_FILE_ROWS` rows or
-    :data:`TABLE_FILE_DECODED` bytes decoded: a small file can hold a huge table (a 64 kB parquet of 200,000 rows),
-    and nothing is decoded before this check. Raises :class:`RunDirError` with one sentence."""
+def check_table_budget(path: Path, scale: int = 1) -> None:
+    """Refuse a table file whose metadata (read first, a few kB) states more than ``scale`` × :data:`TABLE_FILE_ROWS`
+    rows or ``scale`` × :data:`TABLE_FILE_DECODED` bytes decoded: a small file can hold a huge table (a 64 kB parquet
+    of 200,000 rows), and nothing is decoded before this check. Raises :class:`RunDirError` with one sentence."""
     import pyarrow.parquet as pq
 
     meta = pq.ParquetFile(path).metadata
     decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    if meta.num_rows > TABLE_FILE_ROWS or decoded > TABLE_FILE_DECODED:
+    rows, size = scale * TABLE_FILE_ROWS, scale * TABLE_FILE_DECODED
+    if meta.num_rows > rows or decoded > size:
         raise RunDirError(f"{path.parent.name}/{path.name} holds {meta.num_rows:,} rows ({decoded / MB:.0f} MB "
-                          f"decoded), above the budget of {TABLE_FILE_ROWS:,} rows and {TABLE_FILE_DECODED // MB} "
-                          "MB per table file; not read")
+                          f"decoded), above the budget of {rows:,} rows and {size // MB} MB per table file; not read")
 
 
 def read_table(run_dir: str | Path, name: str, epochs: Collection[int] | None = None) -> pd.DataFrame:
@@ -510,11 +513,11 @@ def _read_table(run_dir: str | Path, name: str, epochs: set[int] | None) -> pd.D
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    whole = legacy_table(run_dir, name)  # reference_tasks, or a table of a run written before per-epoch files
     per_epoch = table_files(run_dir, name) if name in TABLES else []
-    paths = [legacy_table(run_dir, name)] + [p for e, p in per_epoch if epochs is None or e in epochs]
-    paths = [p for p in paths if p.is_file()]
+    paths = [p for p in [whole] + [p for e, p in per_epoch if epochs is None or e in epochs] if p.is_file()]
     for p in paths:
-        check_table_budget(p)
+        check_table_budget(p, WHOLE_TABLE_SCALE if p == whole else 1)
     tables = [pq.read_table(p) for p in paths]
     if not tables:
         return pd.DataFrame()
