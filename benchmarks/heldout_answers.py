@@ -3,8 +3,9 @@ sampled success rate at the rollout temperature (docs/curriculum_cpu.md, count).
 
     python benchmarks/heldout_answers.py runs/demo/runs/cpu-demo_genenv-s0            # the last epoch's agent
     python benchmarks/heldout_answers.py runs/demo/runs/cpu-demo_genenv-s0 --epoch 0  # the untrained agent
-    python benchmarks/heldout_answers.py --comparison runs/cmp-count                  # every run of a comparison:
-        greedy and sampled held-out success, untrained and last epoch, then per arm (mean ± std over seeds)
+    python benchmarks/heldout_answers.py --comparison runs/cmp-count [--per-item]     # every run of a comparison:
+        greedy and sampled held-out success, untrained and last epoch, then per arm (mean ± std over seeds) and,
+        with --per-item, each held-out item's sampled success per arm
 
 Sampled success (the mean over items of the share of ``--samples`` answers at the rollout temperature that are
 right) is what GRPO moves directly; greedy exact match counts an item only once its most likely answer is right, so
@@ -65,18 +66,29 @@ def one_run(args) -> None:
 def comparison(args) -> None:
     runs = sorted(p for p in (args.comparison / "runs").iterdir() if (p / "state.json").is_file())
     per_arm: dict[str, list[tuple[float, float, float, float]]] = {}
+    per_item: dict[str, dict[str, list[float]]] = {}
     # the untrained agent is the same model in every run of a comparison (one preset, adapters start as identity)
-    _, g0, s0, _, backend = answers(runs[0], 0, args.samples)
+    _, g0, s0, rows0, backend = answers(runs[0], 0, args.samples)
     print(f"{'run':32s} {'greedy 0':>9s} {'greedy end':>10s} {'sampled 0':>10s} {'sampled end':>11s}")
     for run in runs:
-        epoch, g1, s1, _, backend = answers(run, None, args.samples, backend)
-        per_arm.setdefault(run.name.rsplit("-s", 1)[0], []).append((g0, g1, s0, s1))
+        epoch, g1, s1, rows, backend = answers(run, None, args.samples, backend)
+        arm = run.name.rsplit("-s", 1)[0]
+        per_arm.setdefault(arm, []).append((g0, g1, s0, s1))
+        for text, _, rate, _ in rows:
+            per_item.setdefault(text, {}).setdefault(arm, []).append(rate)
         print(f"{run.name:32s} {g0:9.3f} {g1:10.3f} {s0:10.3f} {s1:11.3f}   (epoch {epoch})")
     print(f"\nper arm, mean ± std over seeds ({args.samples} samples per item)")
     for arm, values in per_arm.items():
         cols = list(zip(*values))
         fmt = [f"{statistics.mean(c):.3f} ± {statistics.pstdev(c):.3f}" for c in cols]
         print(f"{arm:32s} greedy {fmt[0]} → {fmt[1]}   sampled {fmt[2]} → {fmt[3]}")
+    if args.per_item:
+        arms = list(per_arm)
+        print(f"\nsampled success per held-out item, untrained and per arm at the end (mean over seeds)\n"
+              f"{'item':24s} {'untrained':>9s} " + " ".join(f"{a.split('_', 1)[-1][:14]:>14s}" for a in arms))
+        for text, _, rate0, _ in rows0:
+            print(f"{text[:24]:24s} {rate0:9.2f} "
+                  + " ".join(f"{statistics.mean(per_item[text][a]):14.2f}" for a in arms))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--comparison", type=Path, help="a `genenv-lab compare --out` folder: every run in it")
     ap.add_argument("--epoch", type=int, default=None, help="default: the last complete epoch (0: untrained)")
     ap.add_argument("--samples", type=int, default=16)
+    ap.add_argument("--per-item", action="store_true", help="with --comparison: sampled success per held-out item")
     args = ap.parse_args(argv)
     if (args.run is None) == (args.comparison is None):
         ap.error("give a run directory or --comparison DIR")
