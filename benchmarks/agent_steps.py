@@ -2,6 +2,7 @@
 
     python benchmarks/agent_steps.py                                   # cpu-demo's world model
     python benchmarks/agent_steps.py --set model.world_env_steps=500  # another pre-training recipe (built once)
+    python benchmarks/agent_steps.py --run runs/cmp-count/runs/cpu-demo_genenv-s1  # a run's agent, last epoch
 
 For each level b it samples ``--samples`` counts ``1 to b`` from the agent at temperature 1 (the loop's rollout
 temperature) and prints the success rate beside the teacher's (``CountWorld.success_probability``), then, over all
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+from pathlib import Path
 
 import torch
 
@@ -21,6 +23,7 @@ from genenv_lab.cli import apply_settings
 from genenv_lab.config import preset
 from genenv_lab.domains import get_domain
 from genenv_lab.models.world import world_class
+from genenv_lab.runlog import adapter_dir, read_config, read_state
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,13 +31,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", default="cpu-demo")
     ap.add_argument("--samples", type=int, default=64)
     ap.add_argument("--set", action="append", default=[], help="SECTION.FIELD=VALUE, as genenv-lab run --set")
+    ap.add_argument("--run", type=Path, help="probe this run's agent (its config; adapters of --epoch)")
+    ap.add_argument("--epoch", type=int, help="with --run: default the last complete epoch")
     args = ap.parse_args(argv)
-    cfg = apply_settings(preset(args.preset), args.set)
+    cfg = read_config(args.run) if args.run else apply_settings(preset(args.preset), args.set)
     if cfg.loop.domain != "count":
-        raise SystemExit(f"this probe reads counts; {args.preset} runs {cfg.loop.domain}")
+        raise SystemExit(f"this probe reads counts; {args.run or args.preset} runs {cfg.loop.domain}")
     torch.manual_seed(0)
     domain = get_domain("count")
     backend = make_backend(cfg, domain)
+    if args.run:
+        epoch = int(read_state(args.run).get("last_complete_epoch", 0)) if args.epoch is None else args.epoch
+        if epoch:
+            backend.load_adapters(adapter_dir(args.run, epoch))
+        args.preset = f"{args.run} after epoch {epoch}"
     world = world_class("count")()
     right, tried = collections.Counter(), collections.Counter()
     print(f"{args.preset}: count 1 to b, {args.samples} samples at temperature 1 → success (teacher's)")
