@@ -25,7 +25,7 @@ def test_parse_computes_the_sequence_and_features():
     ("3 to 7", "missing 'Task:' line"),
     ("Task: 3 - 7", "not of the form 'a to b'"),
     ("Task: 3 to 7 to 9", "not of the form 'a to b'"),
-    ("Task: 5 to 9", f"start outside 1-{MAX_START}"),
+    ("Task: 13 to 19", f"start outside 1-{MAX_START}"),
     ("Task: 0 to 9", f"start outside 1-{MAX_START}"),
     ("Task: 1 to 25", f"end outside {LOWEST}-{HIGHEST}"),
     ("Task: 4 to 5", "fewer than 2 steps"),

@@ -1,4 +1,4 @@
-"""``count``: count up from a small start to an end number, a world whose skills must be learnt in order.
+"""``count``: count up from a start to an end number, a world whose skills must be learnt in order.
 
 The simulator writes one line, ``Task: 3 to 17``; the agent continues the prefilled ``3`` with `` 4 5 … 17``. A task's
 *level* is its end number (``LOWEST``..``HIGHEST``), the knob the simulator moves; a count starts at 1 to
@@ -18,8 +18,10 @@ for large ones, and otherwise skips n (``7 9``). So a task's success rate is the
 - a fixed set written at the start runs out: its tasks are all solved once the agent passes them, and those far
   above the frontier stay out of reach; the held-out set spans the whole range (one item per level).
 
-A count must start low (at most ``MAX_START``) so that no short task far above the frontier can teach a high step
-directly.
+A count starts at 1 to ``MAX_START`` (12), so a task at the frontier can be short and end past it (``10 to 13``)
+while the held-out counts start at 1–4 and need every step. With starts of at most 4 (world versions up to 7) the
+frontier's tasks all ended at the frontier, and the agent, which reads a two-digit end from its prompt poorly,
+learnt to stop there (docs/curriculum_cpu.md, "Where the agents learn").
 
 The env role is :class:`~genenv_lab.domains.worlds.LevelWorld`'s (the untrained simulator writes a variation near
 the newest recent task's level and follows the hint loosely). Nothing in the loop knows about this world.
@@ -37,7 +39,7 @@ from ..types import TaskSpec
 from .base import HELDOUT_REASON, Domain, ParseResult, SeedTask
 from .worlds import LevelWorld, task_numbers
 
-MAX_START = 4
+MAX_START = 12
 """A count starts at 1..MAX_START."""
 LOWEST, HIGHEST = 3, 24
 """The world's levels (end numbers)."""

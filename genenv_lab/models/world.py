@@ -28,10 +28,10 @@ import torch
 
 from .tiny import build_tokenizer, chatml, new_model, save_model
 
-WORLDS_VERSION = 7
+WORLDS_VERSION = 8
 """Bump when a world's corpus changes meaning, so cached models are rebuilt. 7: the simulator's instruction and the
 teacher's shift use ``curriculum.in_band`` (a rate on a band edge in floating point, 0.4 at α = 0.3 ± 0.1, is now
-in band and gets the "similar" hint, as the RWR filter counts it)."""
+in band and gets the "similar" hint, as the RWR filter counts it). 8: counts start at 1–12 (``count.MAX_START``)."""
 MARKER = "genenv_world.json"
 
 
