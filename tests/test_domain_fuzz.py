@@ -46,9 +46,10 @@ def test_random_and_recombined_hostile_text(name, text):
     _check(DOMAINS[name](), text)
 
 
-LINEAR = 4 * 1.25
-"""16,000 characters may cost 4× what 4,000 do (linear), plus 25 % for the timer's noise (linear code measures
-2.2–4.5× here across runs of the suite, 3.4× on a quiet machine; the quadratic tools scorer measured 500×)."""
+LINEAR = 4 * 1.5
+"""16,000 characters may cost 4× what 4,000 do (linear), plus 50 % for the timer's noise when the machine is shared
+(linear code measures 3.4× on a quiet machine and up to 5.7× beside a training run; quadratic code measures 16×,
+the tools scorer's old call-start pattern 500×)."""
 GROWTH_PATTERNS = ("\n", " ", "[ ", "{", "(", "f(", "x ", '"', "a=1,", "[\n", "<tool_call>", "Task: ", "9")
 
 
