@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from genenv_lab.lab.browser import CHROMIUM, Chromium
-from genenv_lab.lab.snapshots import free_port, wait_http
+from genenv_lab.lab.snapshots import free_port, served_lab, wait_http
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="the browser test needs Debian's headless chromium "
                                                             "at /usr/bin/chromium (apt-get install -y chromium)")
@@ -151,22 +151,8 @@ def lab_on_a_fake_run(tmp_path: Path, width: int, height: int):
                                  loop={"epochs": 3, "eval_every": 0})
     with pytest.warns(UserWarning, match="single difficulty level"):
         list(run_loop(cfg, runs / "fake-run", backend=ScriptedBackend(num_generations=4), progress=False))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    browser = None
-    with open(tmp_path / "app.log", "w") as log:
-        server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--runs", str(runs), "--port", str(port),
-                                   "--run", "fake-run"], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
-        try:
-            wait_http(url, server, timeout=120)
-            browser = Chromium(tmp_path / "profile", width=width, height=height)
-            browser.navigate(url)
-            yield browser
-        finally:
-            if browser is not None:
-                browser.close()
-            server.terminate()
-            server.wait(timeout=30)
+    with served_lab(runs, tmp_path, run="fake-run", width=width, height=height, timeout=120) as browser:
+        yield browser
 
 
 def click_tab(browser: Chromium, tab: str) -> bool:

@@ -18,8 +18,9 @@ import plotly.graph_objects as go
 
 from ..runlog import STATE
 from ..safe_io import MB
-from .runs import (ATTEMPT_COLUMNS, MANIFEST, LabError, _folders, _lenient_baseline, _read_frame, _read_json_dict,
-                   _read_records, fingerprint, is_comparison, folder_of, resolve_run, summarize, unsafe_files)
+from .runs import (ATTEMPT_COLUMNS, MANIFEST, LabError, _folders, _last_committed, _lenient_baseline, _read_frame,
+                   _read_json_dict, _read_records, fingerprint, folder_of, is_comparison, resolve_run, summarize,
+                   unsafe_files)
 from .figures import FONT, message_figure
 from .views import STATUS_BADGE
 
@@ -143,10 +144,10 @@ def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problem
         return []
     records = _read_records(run_dir, own)
     state = _read_json_dict(run_dir / STATE, own)
-    last = state.get("last_complete_epoch")
-    if isinstance(last, int) and not isinstance(last, bool):
+    last = _last_committed(state)
+    if last is not None:
         records = [r for r in records if r["epoch"] <= last]
-    attempts = _read_frame(run_dir, "attempts", ATTEMPT_COLUMNS, own)
+    attempts = _read_frame(run_dir, "attempts", ATTEMPT_COLUMNS, own, last=last)
     try:
         consumed, rollouts = _tasks_consumed(attempts), _attempt_rollouts(attempts)
     except Exception as exc:  # noqa: BLE001 - a table with odd values only loses these columns

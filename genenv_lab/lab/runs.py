@@ -193,15 +193,20 @@ def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> l
             out.append(f"{table}/ cannot be listed ({exc}).")
     for name, limit in checks:
         info, problem = _examine(run_dir / name, name, base)
-        if problem:
-            out.append(problem)
-        elif info is None:
-            continue
-        elif not stat.S_ISREG(info.st_mode):
-            out.append(f"{name} is not a regular file (a FIFO, device, socket or folder); the lab does not open it.")
-        elif name != EVENTS and info.st_size > limit:
-            out.append(f"{name} is {info.st_size / MB:.0f} MB, above the lab's {limit // MB} MB limit; not read.")
+        out += [problem] if problem else _file_problems(name, info, None if name == EVENTS else limit)
     return out
+
+
+def _file_problems(name: str, info: os.stat_result | None, limit: int | None) -> list[str]:
+    """The sentence for a file the lab must not open, from its stat (none when absent): not a regular file, or above
+    ``limit`` bytes (None: no limit, the file is read from its tail)."""
+    if info is None:
+        return []
+    if not stat.S_ISREG(info.st_mode):
+        return [f"{name} is not a regular file (a FIFO, device, socket or folder); the lab does not open it."]
+    if limit is not None and info.st_size > limit:
+        return [f"{name} is {info.st_size / MB:.0f} MB, above the lab's {limit // MB} MB limit; not read."]
+    return []
 
 
 def _unsafe_entries(folder: Path, table: str, base: Path) -> list[str]:
@@ -216,17 +221,9 @@ def _unsafe_entries(folder: Path, table: str, base: Path) -> list[str]:
             name = f"{table}/{entry.name}"
             if entry.is_symlink():
                 info, problem = _examine(Path(entry.path), name, base)
-                if problem or info is None:
-                    out += [problem] if problem else []
-                    continue
             else:
-                info = entry.stat(follow_symlinks=False)
-            if not stat.S_ISREG(info.st_mode):
-                out.append(f"{name} is not a regular file (a FIFO, device, socket or folder); the lab does not open "
-                           "it.")
-            elif info.st_size > TABLE_FILE_LIMIT:
-                out.append(f"{name} is {info.st_size / MB:.0f} MB, above the lab's {TABLE_FILE_LIMIT // MB} MB limit; "
-                           "not read.")
+                info, problem = entry.stat(follow_symlinks=False), None
+            out += [problem] if problem else _file_problems(name, info, TABLE_FILE_LIMIT)
     return out
 
 
@@ -325,8 +322,16 @@ def drawn_epochs(last: int, limit: int = DRAWN_EPOCHS, tail: int = TAIL_EPOCHS) 
     return head + list(range(head_end + 1, last + 1))
 
 
+def _last_committed(state: dict[str, Any]) -> int | None:
+    """``state.json``'s ``last_complete_epoch`` when it is a whole number, else None."""
+    last = state.get("last_complete_epoch")
+    return last if isinstance(last, int) and not isinstance(last, bool) else None
+
+
 def _read_frame(run_dir: Path, name: str, columns: tuple[str, ...], problems: list[str],
-                epochs: list[int] | None = None) -> pd.DataFrame:
+                epochs: list[int] | None = None, last: int | None = None) -> pd.DataFrame:
+    """A run table for the lab: the rows of ``epochs`` (None: all) up to ``last`` (the last committed epoch, when
+    known), every column of ``columns`` present; what is wrong with it goes into ``problems``."""
     file = f"the {name} table"
     try:
         frame = read_table(run_dir, name, epochs)
@@ -340,7 +345,9 @@ def _read_frame(run_dir: Path, name: str, columns: tuple[str, ...], problems: li
     for col in columns:
         if col not in frame.columns:
             frame[col] = pd.Series(dtype=object)
-    return frame
+    if last is not None and len(frame):
+        frame = frame[pd.to_numeric(frame["epoch"], errors="coerce") <= last]
+    return frame.reset_index(drop=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -474,18 +481,16 @@ def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = T
             problems.append("No state.json and no readable config.json: not a run directory (yet).")
     records = _read_records(path, problems)
     baseline = _lenient_baseline(path, problems)
-    last = state.get("last_complete_epoch")
-    newest = last if isinstance(last, int) and not isinstance(last, bool) else max(
-        (r["epoch"] for r in records), default=0)
+    last = _last_committed(state)
+    newest = last if last is not None else max((r["epoch"] for r in records), default=0)
     epochs = drawn_epochs(newest)
-    tasks = _read_frame(path, "tasks", TASK_COLUMNS, problems, epochs)
+    tasks = _read_frame(path, "tasks", TASK_COLUMNS, problems, epochs, last)
     sampled = "" if epochs is None else (
         f"A long run: the tasks and attempts of {len(epochs)} of its {newest:,} epochs are read (the newest "
         f"{TAIL_EPOCHS} and every {(newest - TAIL_EPOCHS) // (DRAWN_EPOCHS - TAIL_EPOCHS)}th or so before them), so "
         "that its view stays fast; the curves use every epoch.")
-    if isinstance(last, int) and not isinstance(last, bool):
+    if last is not None:
         records = [r for r in records if r["epoch"] <= last]
-        tasks = tasks[pd.to_numeric(tasks["epoch"], errors="coerce") <= last] if len(tasks) else tasks
     if records and not len(tasks) and not any("the tasks table" in p for p in problems):
         if any(r.get("n_generated") for r in records):
             problems.append(f"the tasks table (tasks/) is missing although {len(records)} epoch(s) are recorded.")
@@ -505,7 +510,7 @@ def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = T
         except Exception:  # noqa: BLE001 - an unknown domain only loses the seed texts
             seeds = {}
     run = RunData(name=name, path=path, status=status, config=config, state=state, records=tuple(records),
-                  baseline=baseline, tasks=tasks.reset_index(drop=True), events=events, seeds=seeds,
+                  baseline=baseline, tasks=tasks, events=events, seeds=seeds,
                   problems=tuple(problems), sampled=sampled, table_epochs=epochs)
     return with_attempts(run) if attempts else run
 
@@ -521,14 +526,12 @@ def with_attempts(run: RunData) -> RunData:
     if unsafe:
         return _refused(run.name, run.path, unsafe)
     problems = list(run.problems)
-    attempts = _read_frame(run.path, "attempts", ATTEMPT_COLUMNS, problems, run.table_epochs)
-    last = run.state.get("last_complete_epoch")
-    if isinstance(last, int) and not isinstance(last, bool) and len(attempts):
-        attempts = attempts[pd.to_numeric(attempts["epoch"], errors="coerce") <= last]
+    attempts = _read_frame(run.path, "attempts", ATTEMPT_COLUMNS, problems, run.table_epochs,
+                           _last_committed(run.state))
     if run.records and not len(attempts) and not any("the attempts table" in p for p in problems):
         problems.append(f"the attempts table (attempts/) is missing although {len(run.records)} epoch(s) are "
                         "recorded.")
-    return dataclasses.replace(run, attempts=attempts.reset_index(drop=True), attempts_read=True,
+    return dataclasses.replace(run, attempts=attempts, attempts_read=True,
                                problems=tuple(problems))
 
 
@@ -576,8 +579,8 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
         status = "empty" if empty or not config else "starting"
     run = RunData(name=name, path=path, status=status, config=config, state=state)
     records = _read_records(path, problems) if (path / EPOCHS).is_file() else []
-    last = state.get("last_complete_epoch")
-    if isinstance(last, int) and not isinstance(last, bool):
+    last = _last_committed(state)
+    if last is not None:
         records = [r for r in records if r["epoch"] <= last]
     updated = state.get("updated_at")
     # a timestamp that is not a number, or not a plausible one (NaN, inf, 1e20: time.localtime would raise), is

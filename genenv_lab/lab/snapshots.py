@@ -14,6 +14,7 @@ folder), with ``<out>/<run>-glance.md``: the glance figure's caption, its number
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import socket
@@ -23,6 +24,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 from .browser import Chromium
 from .glance import GLANCE_TITLE, caption, story_numbers
@@ -76,6 +78,30 @@ def wait_http(url: str, server: subprocess.Popen, timeout: float) -> None:
     raise TimeoutError(f"the lab did not answer at {url} within {timeout:.0f} s")
 
 
+@contextlib.contextmanager
+def served_lab(runs: Path, tmp: Path, *, run: str | None = None, width: int = 1400, height: int = 1000,
+               timeout: float = 180) -> Iterator[Chromium]:
+    """``app.py`` serving the runs folder ``runs`` (showing ``run`` first, when given) on a free port, with its log in
+    ``tmp/app.log``, and headless Chromium (profile in ``tmp``) at ``width`` × ``height`` on its page; yields the
+    browser, then closes browser and server."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    command = [sys.executable, str(APP), "--runs", str(runs), "--port", str(port)] + (["--run", run] if run else [])
+    browser = None
+    with open(Path(tmp) / "app.log", "w") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+        try:
+            wait_http(url, server, timeout)
+            browser = Chromium(Path(tmp) / "profile", width=width, height=height)
+            browser.navigate(url)
+            yield browser
+        finally:
+            if browser is not None:
+                browser.close()
+            server.terminate()
+            server.wait(timeout=30)
+
+
 def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float = 180) -> list[Path]:
     """PNGs of the lab's glance figure, difficulty histogram and per-epoch curves of ``run_dir`` (served from a copy,
     so the lab sees this run alone and selects it), and the glance figure's caption (``<run>-glance.md``)."""
@@ -88,35 +114,21 @@ def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float 
     with tempfile.TemporaryDirectory(prefix="genenv-snap-") as tmp:
         runs = Path(tmp) / "runs"
         shutil.copytree(run_dir, runs / name, ignore=shutil.ignore_patterns("adapters"))
-        port = free_port()
-        url = f"http://127.0.0.1:{port}/"
-        with open(Path(tmp) / "app.log", "w") as log:
-            server = subprocess.Popen([sys.executable, str(APP), "--runs", str(runs), "--port", str(port)],
-                                      stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
-            browser = None
-            try:
-                wait_http(url, server, timeout)
-                browser = Chromium(Path(tmp) / "profile", width=width, height=1000)
-                browser.navigate(url)
-                shots = []
-                for title, suffix in ((GLANCE_TITLE, "glance"), ("Difficulty of generated tasks", "difficulty"),
-                                      ("Per-epoch curves", "curves")):
-                    found = f"({_plot_with(title + ' · ' + name)}) !== null"
-                    if not browser.wait_for(found, timeout):
-                        raise TimeoutError(f"the lab did not draw '{title}' for {name} within {timeout:.0f} s "
-                                           f"(log: {Path(tmp) / 'app.log'})")
-                    time.sleep(1.0)
-                    shots.append(browser.screenshot_element(_plot_with(title + " · " + name),
-                                                            out_dir / f"{name}-{suffix}.png"))
-                text = caption(story_numbers(load_run(runs / name)))
-                shots.append(out_dir / f"{name}-glance.md")
-                shots[-1].write_text(text + "\n", encoding="utf-8")
-                return shots
-            finally:
-                if browser is not None:
-                    browser.close()
-                server.terminate()
-                server.wait(timeout=30)
+        with served_lab(runs, Path(tmp), width=width, timeout=timeout) as browser:
+            shots = []
+            for title, suffix in ((GLANCE_TITLE, "glance"), ("Difficulty of generated tasks", "difficulty"),
+                                  ("Per-epoch curves", "curves")):
+                found = f"({_plot_with(title + ' · ' + name)}) !== null"
+                if not browser.wait_for(found, timeout):
+                    raise TimeoutError(f"the lab did not draw '{title}' for {name} within {timeout:.0f} s "
+                                       f"(log: {Path(tmp) / 'app.log'})")
+                time.sleep(1.0)
+                shots.append(browser.screenshot_element(_plot_with(title + " · " + name),
+                                                        out_dir / f"{name}-{suffix}.png"))
+        text = caption(story_numbers(load_run(runs / name)))
+        shots.append(out_dir / f"{name}-glance.md")
+        shots[-1].write_text(text + "\n", encoding="utf-8")
+        return shots
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -171,14 +171,13 @@ def tasks_frame(run: RunData, *, epoch: str | int = "all", band: str = "all", va
                + tasks["answer"].astype(str) + "\n" + tasks["raw"].astype(str)).str.lower()
         keep &= hay.str.contains(needle, regex=False)
     sub = tasks[keep]
-    if limit is not None and len(sub) > limit:
-        sub = sub.iloc[len(sub) - limit:]
-        keep = keep & keep.index.isin(sub.index)
+    if limit is not None:
+        sub = sub.tail(limit)
     out = pd.DataFrame({
         "task_id": sub["task_id"].astype(str), "epoch": sub["epoch"], "question": sub["question"].map(_short),
         "answer": sub["answer"], "p̂": pd.to_numeric(sub["p_hat"], errors="coerce").round(3),
-        "in_band": in_band[keep], "R_env": pd.to_numeric(sub["env_reward"], errors="coerce").round(3),
-        "valid": valid[keep], "reject_reason": sub["reject_reason"],
+        "in_band": in_band[sub.index], "R_env": pd.to_numeric(sub["env_reward"], errors="coerce").round(3),
+        "valid": valid[sub.index], "reject_reason": sub["reject_reason"],
         "weight": pd.to_numeric(sub["weight"], errors="coerce").round(3), "env_v": sub["env_version"],
         "parent_id": sub["parent_id"].astype(str),
     })[cols]
