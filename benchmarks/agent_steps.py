@@ -8,6 +8,8 @@ For each level b it samples ``--samples`` counts ``1 to b`` from the agent at te
 temperature) and prints the success rate beside the teacher's (``CountWorld.success_probability``), then, over all
 samples, each step's accuracy (the step to n taken right, given the count reached n − 1 right) beside
 ``CountWorld.mastery(n)``. A step whose accuracy is far below the teacher's floor is one GRPO can hardly find.
+Last, the most common first slips of the counts that went wrong before their end: a wrong number after n (``after
+11: 13``, a skipped 12) or an early stop (``after 11: stop``), which tell a missing step from a learnt habit of ending.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             backend.load_adapters(adapter_dir(args.run, epoch))
         args.preset = f"{args.run} after epoch {epoch}"
     world = world_class("count")()
-    right, tried = collections.Counter(), collections.Counter()
+    right, tried, slips = collections.Counter(), collections.Counter(), collections.Counter()
     print(f"{args.preset}: count 1 to b, {args.samples} samples at temperature 1 → success (teacher's)")
     for b in range(world.lowest, world.highest + 1):
         spec = domain._parse(f"Task: 1 to {b}", decontaminate=False).spec
@@ -54,19 +56,26 @@ def main(argv: list[str] | None = None) -> int:
                                 max_new_tokens=cfg.agent.max_completion_length, temperature=1.0)[0]
         wins = sum(domain.score(spec, o) for o in outs)
         for o in outs:
-            prev = 1
-            for word in o.split("\n", 1)[0].split():
+            prev, words = 1, o.split("\n", 1)[0].split()
+            for word in words:
                 if not word.isdigit() or prev + 1 >= b:
                     break
                 tried[prev + 1] += 1
                 if int(word) != prev + 1:
+                    slips[f"after {prev}: {word}"] += 1
                     break
                 right[prev + 1] += 1
                 prev = int(word)
+            else:
+                if prev < b:
+                    slips[f"after {prev}: stop"] += 1
         print(f"  {b:3d}: {wins / len(outs):.2f} ({world.success_probability(1, b):.2f})")
     print("step to n: accuracy (teacher's mastery), attempts")
     for n in sorted(tried):
         print(f"  {n:3d}: {right[n] / tried[n]:.2f} ({world.mastery(n):.2f}), {tried[n]}")
+    print("the first slip of the counts that went wrong before their end (most common first):")
+    for slip, k in slips.most_common(8):
+        print(f"  {slip}: {k}")
     return 0
 
 
