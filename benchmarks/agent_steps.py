@@ -66,9 +66,8 @@ def main(argv: list[str] | None = None) -> int:
                     break
                 right[prev + 1] += 1
                 prev = int(word)
-            else:
-                if prev < b:
-                    slips[f"after {prev}: stop"] += 1
+            else:  # the words ran out before the end (prev < b always: a step to b is never taken here)
+                slips[f"after {prev}: stop"] += 1
         print(f"  {b:3d}: {wins / len(outs):.2f} ({world.success_probability(1, b):.2f})")
     print("step to n: accuracy (teacher's mastery), attempts")
     for n in sorted(tried):

@@ -10,7 +10,9 @@ label's own band [α−k_min, α+k_min], whether it stayed, epochs in band), ``r
 the agent rollouts GenEnv needs to reach its final held-out score, :func:`rollouts_to_reach_table`) and
 ``report.html`` (a self-contained plotly page the lab also shows); :func:`verdict` writes the paragraph that ends
 ``genenv-lab compare``: genenv's final held-out score against each baseline's, the rollouts it needed to reach them,
-and whether the curriculum paid against the fixed set (``static``).
+and whether the curriculum paid against the fixed set (``static``). :func:`late_averages` gives each run's in-band
+share over its second half and p̂ over its last third, :func:`paired_differences` genenv's final score minus each
+baseline's paired by seed (``benchmarks/seed_table.py`` prints both for a comparison folder).
 
 Columns of the comparison table: ``label, variant, seed, epoch`` (0: the untrained agent, held-out score and
 ``tasks_consumed`` = ``agent_rollouts`` = ``agent_tokens`` = 0 only), ``heldout`` (``eval/domain``, or the first
@@ -362,6 +364,64 @@ def final_scores(table: pd.DataFrame) -> dict[str, FinalScore]:
         out[str(label)] = FinalScore(int(last["epoch"]), float(last["heldout_mean"]), float(last["heldout_std"]),
                                      int(last["heldout_count"]))
     return out
+
+
+LATE_COLUMNS = ("in_band_second_half", "p_hat_last_third", "p_hat_reference_last_third")
+
+
+def late_averages(table: pd.DataFrame) -> pd.DataFrame:
+    """Per run (``label``, ``seed``) the curriculum's late readings, steadier than one epoch's: the in-band share over
+    the second half of its epochs (epoch > E // 2) and the mean p̂ over the last third (epoch > E − max(1, E // 3)), on
+    the simulator's tasks and on the untrained simulator's; E is the run's last epoch.
+
+    >>> rows = [{"label": "a", "seed": 0, "epoch": e, "in_band_frac": b, "p_hat_mean": p, "p_hat_reference": 0.9}
+    ...         for e, b, p in [(0, None, None), (1, 0.0, 0.1), (2, 0.2, 0.3), (3, 0.4, 0.5), (4, 0.6, 0.7)]]
+    >>> late_averages(pd.DataFrame(rows)).round(2).to_dict("records")[0]
+    {'label': 'a', 'seed': 0, 'in_band_second_half': 0.5, 'p_hat_last_third': 0.7, 'p_hat_reference_last_third': 0.9}
+    """
+    keys = ["label", "seed"]
+    trained = table[table["epoch"] > 0]
+    last = trained.groupby(keys)["epoch"].transform("max")
+    half = trained[trained["epoch"] > last // 2].groupby(keys)
+    third = trained[trained["epoch"] > last - (last // 3).clip(lower=1)].groupby(keys)
+    return pd.DataFrame({LATE_COLUMNS[0]: half["in_band_frac"].mean(), LATE_COLUMNS[1]: third["p_hat_mean"].mean(),
+                         LATE_COLUMNS[2]: third["p_hat_reference"].mean()}, columns=list(LATE_COLUMNS)).reset_index()
+
+
+PAIRED_COLUMNS = ("label", "reference", "seeds", "mean", "std", "stderr", "wins", "ties", "losses")
+
+
+def paired_differences(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
+                       tol: float = 1e-9) -> pd.DataFrame:
+    """Per baseline label, the reference arm's (genenv's, same preset) held-out score at each run's last scored epoch
+    minus the baseline's, paired by seed over the seeds both have: their number, mean, std, standard error
+    (std / √seeds) and the seeds the reference wins, ties (within ``tol``) and loses. Pairing removes what a seed
+    does to every arm (the same untrained agent, the same counterfactual set), so it reads a small effect sooner
+    than the two arms' spreads side by side.
+
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": 1, "heldout": h}
+    ...         for v, scores in {"genenv": [0.5, 0.6, 0.4], "static": [0.4, 0.6, 0.5]}.items()
+    ...         for s, h in enumerate(scores)]
+    >>> paired_differences(pd.DataFrame(rows)).round(3).to_dict("records")
+    [{'label': 'p:static', 'reference': 'p:genenv', 'seeds': 3, 'mean': 0.0, 'std': 0.1, 'stderr': 0.058, 'wins': 1, \
+'ties': 1, 'losses': 1}]
+    """
+    scored = table[table["heldout"].notna()].sort_values("epoch")
+    finals = scored.groupby(["label", "seed"])["heldout"].last()
+    variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
+    rows = []
+    for label, variant in variants.items():
+        ref = f"{str(label).split(':', 1)[0]}:{reference_variant}"
+        if variant == reference_variant or ref not in variants or label not in finals or ref not in finals:
+            continue
+        diff = (finals[ref] - finals[label]).dropna()
+        if diff.empty:
+            continue
+        std = float(diff.std()) if len(diff) > 1 else math.nan
+        rows.append({"label": label, "reference": ref, "seeds": len(diff), "mean": float(diff.mean()), "std": std,
+                     "stderr": std / math.sqrt(len(diff)), "wins": int((diff > tol).sum()),
+                     "ties": int((diff.abs() <= tol).sum()), "losses": int((diff < -tol).sum())})
+    return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
 
 
 def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,

@@ -202,3 +202,37 @@ def test_demo_script_runs_a_comparison_the_cli_accepts():
     assert (args.presets, args.variants, args.seeds, args.out) == (["cpu-demo"], ["genenv", "static"], 1, "runs/demo")
     assert "python app.py --runs $out/runs" in script and "--seeds 3" in script
     assert all(v in script for v in ("online_filter", "random_env"))  # the full comparison it points to: 4 arms
+
+
+def test_paired_differences_pair_by_seed_within_a_preset_and_skip_unpaired_seeds():
+    from genenv_lab.compare import PAIRED_COLUMNS, paired_differences
+
+    finals = {("p", "genenv"): {0: 0.50, 1: 0.60, 2: 0.40}, ("p", "static"): {0: 0.45, 1: 0.60, 2: 0.50, 3: 0.9},
+              ("p", "random_env"): {1: 0.50}, ("q", "static"): {0: 0.1}}
+    rows = [{"label": f"{p}:{v}", "variant": v, "seed": s, "epoch": e, "heldout": h if e == 2 else 0.0}
+            for (p, v), scores in finals.items() for s, h in scores.items() for e in (0, 1, 2)]
+    rows.append({"label": "p:genenv", "variant": "genenv", "seed": 0, "epoch": 3, "heldout": None})  # no score
+    out = paired_differences(pd.DataFrame(rows)).set_index("label")
+    assert list(out.reset_index().columns) == list(PAIRED_COLUMNS)
+    assert set(out.index) == {"p:static", "p:random_env"}  # q has no genenv; genenv is not its own baseline
+    static = out.loc["p:static"]  # seed 3 has no genenv run: left out; the score is each run's last scored epoch
+    assert static["seeds"] == 3 and static["mean"] == pytest.approx((0.05 + 0.0 - 0.10) / 3)
+    assert (static["wins"], static["ties"], static["losses"]) == (1, 1, 1)
+    assert static["stderr"] == pytest.approx(static["std"] / 3 ** 0.5)
+    one = out.loc["p:random_env"]  # one paired seed: a difference, no spread
+    assert one["seeds"] == 1 and one["mean"] == pytest.approx(0.1) and pd.isna(one["std"]) and one["wins"] == 1
+
+
+def test_late_averages_read_each_runs_own_second_half_and_last_third():
+    from genenv_lab.compare import LATE_COLUMNS, late_averages
+
+    rows = [{"label": "a", "seed": s, "epoch": e, "in_band_frac": e / 10, "p_hat_mean": e / 100,
+             "p_hat_reference": 1.0 - e / 100} for s, epochs in ((0, 6), (1, 9)) for e in range(epochs + 1)]
+    out = late_averages(pd.DataFrame(rows)).set_index("seed")
+    assert list(out.columns) == ["label", *LATE_COLUMNS]
+    # seed 0: 6 epochs, second half 4-6, last third 5-6; seed 1: 9 epochs, second half 5-9, last third 7-9
+    assert out.loc[0, "in_band_second_half"] == pytest.approx(0.5)
+    assert out.loc[0, "p_hat_last_third"] == pytest.approx(0.055)
+    assert out.loc[1, "in_band_second_half"] == pytest.approx(0.7)
+    assert out.loc[1, "p_hat_last_third"] == pytest.approx(0.08)
+    assert out.loc[1, "p_hat_reference_last_third"] == pytest.approx(0.92)
