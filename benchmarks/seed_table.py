@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from genenv_lab.compare import LATE_COLUMNS, collect, late_averages, paired_differences, run_dir_for
+from genenv_lab.compare import LATE_COLUMNS, collect, late_averages, paired_differences, run_dir_for, seed_finals
 from genenv_lab.runlog import read_epochs, read_table
 
 
@@ -49,8 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     table = collect(args.comparison)
     late = late_averages(table)
-    scored = table[table["heldout"].notna()].sort_values("epoch")
-    finals = scored.groupby(["label", "seed"])["heldout"].last()
+    finals = seed_finals(table)
     for label, part in late.groupby("label", sort=False):
         seeds = list(part["seed"])
         scores = [finals.get((label, s)) for s in seeds]

@@ -388,6 +388,12 @@ def late_averages(table: pd.DataFrame) -> pd.DataFrame:
                          LATE_COLUMNS[2]: third["p_hat_reference"].mean()}, columns=list(LATE_COLUMNS)).reset_index()
 
 
+def seed_finals(table: pd.DataFrame) -> pd.Series:
+    """Each run's held-out score at its last epoch with one, indexed by (``label``, ``seed``)."""
+    scored = table[table["heldout"].notna()].sort_values("epoch", kind="stable")
+    return scored.groupby(["label", "seed"])["heldout"].last()
+
+
 PAIRED_COLUMNS = ("label", "reference", "seeds", "mean", "std", "stderr", "wins", "ties", "losses")
 
 
@@ -406,8 +412,7 @@ def paired_differences(table: pd.DataFrame, reference_variant: str = REFERENCE_V
     [{'label': 'p:static', 'reference': 'p:genenv', 'seeds': 3, 'mean': 0.0, 'std': 0.1, 'stderr': 0.058, 'wins': 1, \
 'ties': 1, 'losses': 1}]
     """
-    scored = table[table["heldout"].notna()].sort_values("epoch")
-    finals = scored.groupby(["label", "seed"])["heldout"].last()
+    finals = seed_finals(table)
     variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
     rows = []
     for label, variant in variants.items():
