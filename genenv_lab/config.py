@@ -390,8 +390,10 @@ class RunConfig:
             domain_class(self.loop.domain)
         except ValueError as exc:
             raise ConfigError(f"LoopConfig.domain={self.loop.domain!r} is invalid: {exc}") from None
-        _require(not (self.model.name_or_path in ("tiny", "tiny-world") and self.model.engine != "hf"), "ModelConfig",
-                 "engine", self.model.engine, f"'hf' with the locally built model {self.model.name_or_path!r}")
+        # vLLM cannot serve the tiny models (head size 16); Unsloth loads them as any local directory
+        _require(not (self.model.name_or_path in ("tiny", "tiny-world") and self.model.engine == "vllm"),
+                 "ModelConfig", "engine", self.model.engine,
+                 f"'hf' or 'unsloth' with the locally built model {self.model.name_or_path!r}")
         if self.model.name_or_path == "tiny-world":
             from .models.world import world_class
 

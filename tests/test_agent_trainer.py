@@ -1,43 +1,80 @@
-"""The agent's update is one update: both engines' GRPO settings agree on every field the method depends on; each
+"""The agent's update is one update: one builder makes every engine's trainer and refuses a config class that changes a
+method field; each
 RL objective a user may choose runs on the tiny model; the reward function sees exactly G completions per task
 (what p̂ is measured from), whatever the objective."""
 
 from __future__ import annotations
 
 import math
-import types
 from collections import Counter
 
 import pytest
 import torch
 
-from genenv_lab.backends.agent_trainer import METHOD_FIELDS, grpo_settings
+from genenv_lab.backends.agent_trainer import METHOD_FIELDS, build_grpo_trainer, grpo_settings
+from genenv_lab.backends.hf import grpo_dataset
+from genenv_lab.backends.prefix import supports_shared_prefix
 from genenv_lab.config import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, REWARD_SCALINGS, ConfigError, preset
 from prefix_step_driver import reward, tiny_backend
 
 
-def test_both_engines_build_the_same_grpo_settings(tmp_path):
-    """The hf engine's trainer and the settings the Unsloth engine would pass (built from the same builder,
-    without Unsloth installed) agree on every method field; the learning rate is constant, not decayed."""
-    from trl import GRPOConfig
-
-    from genenv_lab.backends.unsloth_engine import UnslothBackend
-
+def test_the_built_trainer_takes_the_configured_update(tmp_path):
+    """The one builder (:func:`build_grpo_trainer`, what every engine calls) gives TRL the method fields as
+    configured, a constant learning rate, the run-long optimiser of the agent role, beta set after construction
+    with no reference adapter copied (the anchor is the base with adapters disabled), and records what ran. The
+    Unsloth engine's trainer is compared with this one in the Unsloth CPU tier (tests/test_unsloth_cpu.py)."""
     backend, prompts = tiny_backend(shared=True, kl_beta=0.1, tasks=2)
     cfg = backend.cfg.replace(agent={"loss_type": "dr_grpo", "num_iterations": 2, "epsilon_high": 0.28,
                                      "scale_rewards": "batch", "mask_truncated_completions": True})
     backend.cfg = cfg
     trainer = backend.grpo_trainer(prompts, reward, str(tmp_path / "hf"))
-    fake = types.SimpleNamespace(cfg=cfg, generator=None, next_trainer_seed=lambda: 0)
-    unsloth = GRPOConfig(**UnslothBackend.grpo_kwargs(fake, str(tmp_path / "unsloth")))
+    settings = grpo_settings(cfg, output_dir="x", seed=0)
     for name in METHOD_FIELDS:
-        ours = trainer.beta if name == "beta" else getattr(trainer.args, name)  # hf sets beta after building
-        assert ours == getattr(unsloth, name), name
+        built = trainer.beta if name == "beta" else getattr(trainer.args, name)
+        assert getattr(built, "value", built) == settings[name], name
     assert trainer.args.lr_scheduler_type == "constant" and trainer.args.num_iterations == 2
-    assert trainer.args.epsilon_high == 0.28 and trainer.beta == 0.1
-    # the hf engine's optimiser is the run's (Adam's moments carry across epochs); Unsloth's is fresh per update
-    assert trainer.optimizer is backend.optimizer("agent")
-    assert "fresh AdamW per update" in UnslothBackend.optimizer.__doc__
+    assert trainer.args.epsilon_high == 0.28 and trainer.beta == 0.1 and trainer.args.beta == 0.0
+    assert "ref" not in backend.model.peft_config and trainer.ref_model is None
+    assert trainer.optimizer is backend.optimizer("agent")  # Adam's moments carry across epochs
+    assert not trainer.args.bf16 and not trainer.args.fp16  # float32 weights on CPU: no mixed precision
+
+
+def test_a_config_class_that_changes_a_method_field_is_refused(tmp_path):
+    """An installed config class that rewrites (or lacks) a method field would silently run another update: the
+    builder refuses it on every engine, naming the field."""
+    from trl import GRPOConfig
+
+    class Rewriting(GRPOConfig):
+        def __post_init__(self):
+            super().__post_init__()
+            self.lr_scheduler_type = "linear"
+
+    backend, prompts = tiny_backend(shared=True, kl_beta=0.0, tasks=2)
+    trainer_cls, _ = backend.grpo_classes()
+    with pytest.raises(RuntimeError, match="lr_scheduler_type"):
+        build_grpo_trainer(cfg=backend.cfg, model=backend.model, tokenizer=backend.tokenizer,
+                           dataset=grpo_dataset(backend, prompts), reward_fn=reward,
+                           optimizer=backend.optimizer("agent"), output_dir=str(tmp_path), seed=0,
+                           trainer_cls=trainer_cls, config_cls=Rewriting, on_cuda=False)
+    with pytest.raises(ValueError, match="method fields"):
+        build_grpo_trainer(cfg=backend.cfg, model=backend.model, tokenizer=backend.tokenizer,
+                           dataset=grpo_dataset(backend, prompts), reward_fn=reward,
+                           optimizer=backend.optimizer("agent"), output_dir=str(tmp_path), seed=0,
+                           trainer_cls=trainer_cls, config_cls=GRPOConfig, on_cuda=False,
+                           engine_args={"learning_rate": 1.0})
+
+
+def test_gradient_checkpointing_takes_full_rows_and_says_so():
+    """A model with gradient checkpointing switched on (as Unsloth builds it, or after a TRL trainer with TRL's
+    default wrapped it) keeps no cache in its forward: the update takes full rows, records why, and trains."""
+    backend, prompts = tiny_backend(shared=True, kl_beta=0.0, tasks=2)
+    backend.model.get_base_model().gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    backend.model.enable_input_require_grads()
+    assert "gradient checkpointing" in supports_shared_prefix(backend.model.get_base_model())
+    update = backend.grpo_step(prompts, reward)
+    assert update.metrics["agent/prefix_path"] == "full-rows"
+    assert update.metrics["agent/gradient_checkpointing"] is True
+    assert math.isfinite(update.loss)
 
 
 def test_settings_name_every_method_field():

@@ -1,23 +1,39 @@
-"""The agent's GRPO settings, built once for every engine.
+"""The agent's GRPO trainer, built by one function for every engine.
 
-Both engines that train the agent (``hf``: transformers + peft + TRL; ``unsloth``: Unsloth's patched TRL) hand
-TRL's ``GRPOConfig`` the settings :func:`grpo_settings` returns and add only what is theirs (device and precision
-flags, vLLM rollouts). So the update the method depends on is the same on the CPU path every test runs and on the
-GPU path a Colab user takes: the batch (G completions for each of ``prompts_per_step`` tasks), the learning rate,
-held **constant** (TRL's default decays it to 0 within each call, i.e. within each epoch), the RL objective
-(:class:`~genenv_lab.config.AgentConfig`'s ``loss_type``, ``importance_sampling_level``, ``scale_rewards``,
-``epsilon``/``epsilon_high``, ``num_iterations``, ``mask_truncated_completions``), the KL coefficient and the
-sampling temperature. :data:`METHOD_FIELDS` names them; a test builds both engines' settings (Unsloth not needed)
-and compares them field by field.
+Both engines that train the agent (``hf``: transformers + peft + TRL; ``unsloth``: Unsloth's patched TRL on a GPU,
+stock TRL under Unsloth's CPU backend) build their trainer with :func:`build_grpo_trainer`. The engine hands it
+only what is its own: the trainer class (TRL's ``GRPOTrainer`` or Unsloth's), the config class, the optimiser of the
+``agent`` role, and its device flags (vLLM rollouts). Everything the update depends on is decided here, once:
 
-The optimiser is the engine's: the ``hf`` engine keeps one AdamW per adapter for the whole run (Adam's moments carry
-across epochs); Unsloth holds both roles' weights in one adapter slot swapped in place, so its AdamW is fresh per
-update (``UnslothBackend.optimizer``'s docstring; tested in tests/test_agent_trainer.py).
+- the settings (:func:`grpo_settings`): the batch (G completions for each of ``prompts_per_step`` tasks), the
+  learning rate, held **constant** (TRL's default decays it to 0 within each call, i.e. within each epoch), the RL
+  objective (:class:`~genenv_lab.config.AgentConfig`'s ``loss_type``, ``importance_sampling_level``,
+  ``scale_rewards``, ``epsilon``/``epsilon_high``, ``num_iterations``, ``mask_truncated_completions``), the KL
+  coefficient and the sampling temperature. :data:`METHOD_FIELDS` names them; a config class that drops or changes
+  one of them is refused (:func:`check_method_fields`), on every engine;
+- the optimiser: the engine's run-long AdamW of the agent role (float32, the configured learning rate, no weight
+  decay), passed to the trainer, so Adam's moments carry across epochs and are saved with the adapters;
+- the KL reference: the trainer is built with ``beta = 0`` and given ``agent.kl_beta`` after. TRL given a PeftModel
+  and ``beta > 0`` would copy the adapter called ``default`` (Unsloth's one slot) into a ``ref`` adapter, anchoring
+  the agent to itself at the epoch's start; built this way no reference copy exists and the anchor is the base with
+  adapters disabled, on both engines;
+- precision (:func:`precision_flags`): from the dtype the model's weights were loaded in, one rule;
+- the record of what ran (:func:`trainer_record`): the prefix path, whether gradient checkpointing was on, the
+  trainer class, logged per epoch under ``agent/*``.
+
+Gradient checkpointing is the one difference kept on purpose: the ``unsloth`` engine's model is built with
+Unsloth's checkpointing (``use_gradient_checkpointing="unsloth"``: activations offloaded, the reason to use Unsloth
+on a 16 GB T4), the ``hf`` engine's is not (on CPU recomputation costs time and memory is not short). The settings
+leave the model's own choice alone (``gradient_checkpointing=False`` asks TRL not to switch it on), and
+``agent/gradient_checkpointing`` records it. The project's shared-prefix forward needs the model's cache, which a
+checkpointed forward does not keep: with checkpointing on, the update takes full rows and records why
+(:func:`genenv_lab.backends.prefix.supports_shared_prefix`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Callable
 
 METHOD_FIELDS = ("per_device_train_batch_size", "num_generations", "max_completion_length", "learning_rate",
                  "lr_scheduler_type", "num_train_epochs", "temperature", "weight_decay", "loss_type",
@@ -25,13 +41,16 @@ METHOD_FIELDS = ("per_device_train_batch_size", "num_generations", "max_completi
                  "mask_truncated_completions", "beta", "warmup_steps", "gradient_accumulation_steps")
 """The GRPOConfig fields the method depends on: equal for every engine given the same run configuration."""
 
+TRAINER_KEYS = ("agent/prefix_path", "agent/gradient_checkpointing", "agent/trainer", "agent/rollouts")
+"""``extra`` keys of ``epochs.jsonl`` that say how the epoch's agent update ran (:func:`trainer_record`)."""
+
 
 def grpo_settings(cfg, *, output_dir: str, seed: int, world_size: int = 1) -> dict[str, Any]:
     """GRPOConfig keyword arguments for one agent update of ``cfg`` (a :class:`~genenv_lab.config.RunConfig`).
 
     Under ``world_size`` processes each takes ``prompts_per_step / world_size`` tasks of a step (the engine
-    checks that it divides); ``beta`` is ``agent.kl_beta`` (the ``hf`` engine builds its trainer with 0 and sets it
-    after, see ``HFBackend.grpo_trainer``)."""
+    checks that it divides); ``beta`` is ``agent.kl_beta`` (:func:`build_grpo_trainer` builds the trainer with 0
+    and sets it after)."""
     a = cfg.agent
     return dict(
         output_dir=output_dir,
@@ -45,3 +64,101 @@ def grpo_settings(cfg, *, output_dir: str, seed: int, world_size: int = 1) -> di
         logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True, seed=seed,
         dataloader_num_workers=0, gradient_checkpointing=False,
     )
+
+
+def precision_flags(weights_dtype, on_cuda: bool) -> dict[str, bool]:
+    """``bf16``/``fp16`` for the trainer, from the dtype the model's weights were loaded in: mixed precision in
+    that dtype on a CUDA device, none on CPU (the float32 path every test runs). One rule for both engines.
+
+    >>> import torch
+    >>> precision_flags(torch.bfloat16, True), precision_flags(torch.float16, True)
+    ({'bf16': True, 'fp16': False}, {'bf16': False, 'fp16': True})
+    >>> precision_flags(torch.bfloat16, False), precision_flags(torch.float32, True)
+    ({'bf16': False, 'fp16': False}, {'bf16': False, 'fp16': False})
+    """
+    import torch
+
+    return {"bf16": on_cuda and weights_dtype == torch.bfloat16, "fp16": on_cuda and weights_dtype == torch.float16}
+
+
+def weights_dtype(model):
+    """The dtype of the model's floating-point base weights (a 4-bit base: its compute dtype, which the unquantised
+    norms and embeddings carry); LoRA weights (float32 on every engine) do not count."""
+    import torch
+
+    for name, p in model.named_parameters():
+        if p.is_floating_point() and "lora_" not in name:
+            return p.dtype
+    return torch.float32
+
+
+def check_method_fields(args, settings: dict[str, Any]) -> None:
+    """Refuse a built config that lost or changed a field of :data:`METHOD_FIELDS` (an installed TRL or Unsloth
+    config class without it, or one that rewrites it): that would silently run another update than the one
+    configured. ``beta`` is checked against 0 (set on the trainer after)."""
+    changed = []
+    for name in METHOD_FIELDS:
+        want = 0.0 if name == "beta" else settings[name]
+        have = getattr(args, name, _MISSING)
+        have = getattr(have, "value", have)  # enums (lr_scheduler_type) compare by value
+        if have is _MISSING or not _same(have, want):
+            changed.append(f"{name} ({want!r} configured, {'absent' if have is _MISSING else repr(have)} built)")
+    if changed:
+        raise RuntimeError(f"the installed {type(args).__name__} does not take the agent update as configured: "
+                           f"{'; '.join(changed)}. Install the pinned versions (pip install -e '.[gpu]' on a GPU, "
+                           "bash scripts/setup.sh on CPU; docs/dependencies.md)")
+
+
+_MISSING = object()
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=0.0)
+        except (TypeError, ValueError):
+            return False
+    return a == b
+
+
+def build_grpo_trainer(*, cfg, model, tokenizer, dataset, reward_fn, optimizer, output_dir: str, seed: int,
+                       trainer_cls, config_cls, on_cuda: bool, world_size: int = 1, share_prefix: bool = False,
+                       engine_args: dict[str, Any] | None = None):
+    """The agent's GRPOTrainer for one update (one pass over ``dataset``, G completions each), for any engine.
+
+    ``trainer_cls``/``config_cls``: TRL's ``GRPOTrainer``/``GRPOConfig`` or Unsloth's; ``optimizer``: the engine's
+    run-long optimiser of the agent role; ``engine_args``: the engine's own GRPOConfig flags (``use_vllm``), which
+    may not touch a method field. The trainer adds up its rollout time and, with ``share_prefix``, encodes each
+    prompt once where the model allows it (:func:`genenv_lab.backends.hf.timed_trainer`)."""
+    from transformers.trainer_callback import PrinterCallback
+
+    from .hf import grpo_reward, timed_trainer
+
+    engine_args = dict(engine_args or {})
+    clash = sorted(set(engine_args) & set(METHOD_FIELDS))
+    if clash:
+        raise ValueError(f"engine flags may not set method fields {clash}; they come from the run configuration")
+    settings = grpo_settings(cfg, output_dir=output_dir, seed=seed, world_size=world_size)
+    args = config_cls(**{**settings, "beta": 0.0}, **precision_flags(weights_dtype(model), on_cuda),
+                      use_cpu=not on_cuda, ddp_find_unused_parameters=False,  # only the active adapter trains
+                      **engine_args)
+    check_method_fields(args, settings)
+    trainer = timed_trainer(trainer_cls, share_prefix=share_prefix)(
+        model=model, reward_funcs=[grpo_reward(reward_fn)], args=args, train_dataset=dataset,
+        processing_class=tokenizer, optimizers=(optimizer, None))
+    trainer.remove_callback(PrinterCallback)  # metrics go to the run directory, not stdout
+    trainer.beta = cfg.agent.kl_beta  # no reference adapter was copied: the anchor is the base, adapters disabled
+    return trainer
+
+
+def trainer_record(trainer, prefix_path: Callable[[Any], str] | None = None) -> dict[str, Any]:
+    """What the update ran, read from the trainer after ``train()``: ``agent/prefix_path`` (``prefix_path(trainer)``
+    where the engine reads it itself, else the path the trainer took), ``agent/gradient_checkpointing`` (the
+    model's, as it trained) and ``agent/trainer`` (the trainer class it derives from: TRL's or Unsloth's)."""
+    model = getattr(trainer, "model", None)
+    causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = next((c for c in type(trainer).__mro__[1:] if c.__name__ != "TimedGRPOTrainer"), type(trainer))
+    return {"agent/prefix_path": prefix_path(trainer) if prefix_path else trainer.prefix_path,
+            "agent/gradient_checkpointing": bool(getattr(causal_lm, "is_gradient_checkpointing", False)),
+            "agent/trainer": f"{base.__module__.split('.')[0]}.{base.__name__}",
+            "agent/rollouts": "vllm" if getattr(trainer.args, "use_vllm", False) else "transformers"}

@@ -26,6 +26,7 @@ def check_engine(cfg: RunConfig) -> None:
 
     if cfg.is_gpu:
         import importlib.metadata
+        import os
 
         import torch
 
@@ -35,6 +36,8 @@ def check_engine(cfg: RunConfig) -> None:
                 return
             except importlib.metadata.PackageNotFoundError:
                 pass
+        if cfg.model.engine == "unsloth" and os.environ.get("GENENV_LAB_UNSLOTH_CPU") == "1":
+            return  # Unsloth's CPU fallback, for the test tier (UnslothBackend says so when it starts)
         if not torch.cuda.is_available():
             raise RuntimeError(f"engine {cfg.model.engine!r} (preset {cfg.preset!r}) needs a CUDA GPU and none is "
                                f"visible; on this machine use a CPU preset: {', '.join(CPU_PRESETS)}")

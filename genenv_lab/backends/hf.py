@@ -46,7 +46,7 @@ from ..models.loading import ADAPTERS, attach_adapters, load_base
 from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
 from . import prefix
-from .agent_trainer import grpo_settings
+from .agent_trainer import build_grpo_trainer, trainer_record
 from .base import (AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn, alphabet_token_ids,
                    cut_at_stop)
 
@@ -83,6 +83,12 @@ class HFBackend:
         self.adapters = ADAPTERS if cfg.model.separate_adapters else ("agent",)
         self.model.to(self.device)
         self.eos_token = self.tokenizer.eos_token
+        self.init_run_state()
+
+    def init_run_state(self) -> None:
+        """The state every engine keeps beside its model: the GRPO call count (trainer seeds), the run-long
+        optimisers per adapter, the alphabet masks of constrained generation. Engines that build their model
+        themselves (``unsloth``) call it too."""
         self._grpo_calls = 0
         self._optimizers: dict[str, torch.optim.Optimizer] = {}
         self._outside: dict[str, list[int]] = {}  # alphabet -> token ids it must not sample
@@ -175,33 +181,37 @@ class HFBackend:
         return out
 
     # ------------------------------------------------------------------------------------------- agent (GRPO)
-    def grpo_trainer(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn, output_dir: str):
-        """The epoch's GRPOTrainer (one pass over ``prompts``, G completions each), around the run-long optimiser;
-        it encodes each prompt once unless ``model.shared_prefix`` is off (:func:`timed_trainer`)."""
-        from transformers.trainer_callback import PrinterCallback
+    def grpo_classes(self):
+        """(trainer class, config class) of this engine's agent update: TRL's."""
         from trl import GRPOConfig, GRPOTrainer
 
-        a = self.cfg.agent
+        return GRPOTrainer, GRPOConfig
+
+    def grpo_engine_args(self) -> dict[str, Any]:
+        """This engine's own GRPOConfig flags (none for ``hf``)."""
+        return {}
+
+    def grpo_trainer(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn, output_dir: str):
+        """The epoch's GRPOTrainer (one pass over ``prompts``, G completions each), around the run-long optimiser,
+        built by :func:`~.agent_trainer.build_grpo_trainer` (the same function for every engine); it encodes each
+        prompt once unless ``model.shared_prefix`` is off or the model does not allow it."""
         self._use("agent")
-        on_gpu = self.device.type == "cuda"
-        settings = grpo_settings(self.cfg, output_dir=output_dir, seed=self.next_trainer_seed(),
-                                 world_size=self.procs.world_size)
-        args = GRPOConfig(
-            **{**settings, "beta": 0.0},
-            # beta is set on the trainer below: TRL >= 1.x given a PeftModel and beta > 0 copies the adapter
-            # called "default" into a "ref" adapter (ours are "agent" and "env": KeyError); the reference here is
-            # the base with adapters disabled, which TRL uses when no "ref" adapter exists
-            ddp_find_unused_parameters=False,  # only the active adapter requires grad (peft's set_adapter)
-            use_cpu=not on_gpu,
-            bf16=on_gpu and torch.cuda.is_bf16_supported() and self.cfg.model.dtype != "float32",
-        )
-        trainer = timed_trainer(GRPOTrainer, share_prefix=self.cfg.model.shared_prefix)(
-            model=self.model, reward_funcs=[grpo_reward(reward_fn)], args=args,
-            train_dataset=grpo_dataset(self, prompts), processing_class=self.tokenizer,
-            optimizers=(self.optimizer("agent"), None))
-        trainer.remove_callback(PrinterCallback)  # metrics go to the run directory, not stdout
-        trainer.beta = a.kl_beta
-        return trainer
+        trainer_cls, config_cls = self.grpo_classes()
+        return build_grpo_trainer(
+            cfg=self.cfg, model=self.model, tokenizer=self.tokenizer, dataset=grpo_dataset(self, prompts),
+            reward_fn=reward_fn, optimizer=self.optimizer("agent"), output_dir=output_dir,
+            seed=self.next_trainer_seed(), trainer_cls=trainer_cls, config_cls=config_cls,
+            on_cuda=self.device.type == "cuda", world_size=self.procs.world_size,
+            share_prefix=self.cfg.model.shared_prefix and self.shares_prefix_in(trainer_cls),
+            engine_args=self.grpo_engine_args())
+
+    def shares_prefix_in(self, trainer_cls) -> bool:
+        """Whether the project's shared-prefix forward can serve ``trainer_cls`` (TRL's own trainer: yes)."""
+        return True
+
+    def prefix_path_of(self, trainer) -> str:
+        """The path the update took, read from the trainer (:data:`PREFIX_PATH`)."""
+        return trainer.prefix_path
 
     def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
         with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
@@ -209,12 +219,15 @@ class HFBackend:
             start = time.perf_counter()
             trainer.train()
             total = time.perf_counter() - start
-        metrics = grpo_metrics(trainer.state.log_history)
-        metrics[PREFIX_PATH] = trainer.prefix_path
+        self.after_grpo()
+        metrics = {**grpo_metrics(trainer.state.log_history), **trainer_record(trainer, self.prefix_path_of)}
         self._use("agent")
         return AgentUpdate(loss=metrics["grpo/loss"], rollout_s=trainer.rollout_s,
                            update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
                            metrics=metrics)
+
+    def after_grpo(self) -> None:
+        """Whatever the engine's trainer leaves to restore after ``train()`` (nothing for ``hf``)."""
 
     # --------------------------------------------------------------------------------------------- env (RWR)
     def _encode(self, ex: EnvExample) -> tuple[list[int], list[int]]:
@@ -318,8 +331,12 @@ class HFBackend:
         ``directory/optimizer.pt``: both optimisers' states and the GRPO call count (for an exact resume)."""
         # peft writes each adapter not called "default" into a sub-folder named after it
         self.model.save_pretrained(Path(directory), selected_adapters=list(self.adapters))
+        self.save_optimizers(Path(directory) / OPTIMIZER_FILE)
+
+    def save_optimizers(self, path: Path) -> None:
+        """Both optimisers' states (by adapter name) and the GRPO call count, for an exact resume (every engine)."""
         torch.save({"optimizers": {k: o.state_dict() for k, o in self._optimizers.items()},
-                    "grpo_calls": self._grpo_calls}, Path(directory) / OPTIMIZER_FILE)
+                    "grpo_calls": self._grpo_calls}, path)
 
     def load_adapters(self, directory: Path) -> None:
         from peft import set_peft_model_state_dict

@@ -71,6 +71,8 @@ def worth_sharing(inverse: torch.Tensor) -> bool:
 def supports_shared_prefix(model: Any) -> str:
     """``""`` when the shared-prefix log-prob path computes what the model's own head computes, else the reason
     it does not (the caller then takes the full-row path and records it)."""
+    if getattr(model, "is_gradient_checkpointing", False):
+        return "gradient checkpointing is on (a checkpointed forward keeps no key/value cache to share)"
     cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     if getattr(cfg, "final_logit_softcapping", None) is not None:
         return "the model soft-caps its logits"

@@ -38,11 +38,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import inspect
 import math
 import os
 import tempfile
-import time
 import warnings
 from contextlib import nullcontext
 from pathlib import Path
@@ -53,11 +51,12 @@ import torch.nn.functional as F
 
 from ..config import RunConfig
 from ..models.loading import ADAPTERS, resolve_model_dir
+from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
-from .base import AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn
+from ..distributed import processes
+from .base import EnvExample, EnvUpdate, Messages
 from . import prefix
-from .agent_trainer import METHOD_FIELDS, grpo_settings
-from .hf import PREFIX_PATH, grpo_metrics, HFBackend, grpo_dataset, grpo_reward, timed_trainer
+from .hf import OPTIMIZER_FILE, HFBackend
 from .vllm_engine import VLLMGenerator, supported_lora_rank
 
 SLOT = "default"
@@ -187,38 +186,44 @@ def _env(name: str, value: str):
             os.environ[name] = old
 
 
-def _only_known(config_cls, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The kwargs ``config_cls`` accepts (GRPOConfig fields differ between TRL versions and Unsloth's subclass)."""
-    params = inspect.signature(config_cls.__init__).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        import dataclasses
-
-        known = {f.name for f in dataclasses.fields(config_cls)} if dataclasses.is_dataclass(config_cls) else set()
-        known |= {k for k in params if k not in ("self", "kwargs")}
-    else:
-        known = set(params)
-    return {k: v for k, v in kwargs.items() if k in known}
-
-
 def _unsloth_dtype(name: str):
     if name == "auto":
         return None  # Unsloth picks bfloat16 where the GPU has it, else float16
-    if name == "bfloat16" and not torch.cuda.is_bf16_supported():
+    if name == "bfloat16" and torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
         return None  # e.g. a T4: Unsloth falls back to float16
     return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
 
 
-def unsloth_prefix_path(use_vllm: bool) -> str:
-    """The path Unsloth's GRPO loss takes: ``unsloth-prefix-grouper`` where the installed Unsloth has its
-    PrefixGrouper (unsloth#6871), it is switched on (``model.shared_prefix``) and rollouts do not come from vLLM
-    (Unsloth turns it off there); Unsloth then still decides per batch whether sharing pays, and checks it against
-    the full rows on first use. Otherwise ``full-rows``."""
-    on = os.environ.get("UNSLOTH_GRPO_PREFIX_GROUPER", "1").lower() not in ("0", "false", "no", "off")
-    try:
-        has = importlib.util.find_spec("unsloth.utils.prefix_grouper") is not None
-    except (ImportError, ValueError):
-        has = False
-    return prefix.UNSLOTH if (on and has and not use_vllm) else prefix.FULL
+CPU_SWITCH = "GENENV_LAB_UNSLOTH_CPU"
+"""Set to 1 to let the engine run on Unsloth's CPU backend (stock TRL under Unsloth's loader; for the test tier)."""
+
+
+def unsloth_prefix_path(trainer) -> str:
+    """The path Unsloth's patched GRPO loss took in ``trainer``'s last ``train()``, read from what it left on the
+    model: ``unsloth-prefix-grouper`` once Unsloth's PrefixGrouper (unsloth#6871; ``model.shared_prefix`` switches
+    it) verified a batch shape and was not disabled since, ``full-rows`` otherwise (rollouts from vLLM, where Unsloth
+    does not engage it, included)."""
+    if getattr(trainer.args, "use_vllm", False):
+        return prefix.FULL
+    if os.environ.get("UNSLOTH_GRPO_PREFIX_GROUPER", "1").lower() in ("0", "false", "no", "off"):
+        return prefix.FULL
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if getattr(model, "_unsloth_prefix_grouper_nograd_disabled", False):
+        return prefix.FULL
+    return prefix.UNSLOTH if getattr(model, "_unsloth_prefix_grouper_nograd_verified", None) else prefix.FULL
+
+
+def is_patched(trainer_cls) -> bool:
+    """Whether ``trainer_cls`` is Unsloth's rewrite of TRL's trainer (on a GPU) rather than TRL's own (Unsloth's CPU
+    backend trains with stock TRL)."""
+    return trainer_cls.__name__.startswith("Unsloth")
+
+
+def unsloth_cpu_backend() -> bool:
+    """Whether the imported Unsloth runs its CPU backend (no accelerator found)."""
+    import unsloth
+
+    return getattr(unsloth, "DEVICE_TYPE", "cuda") == "cpu"
 
 
 def _patched_grpo_trainer(FastLanguageModel):
@@ -227,8 +232,10 @@ def _patched_grpo_trainer(FastLanguageModel):
     import trl.trainer.grpo_trainer as grpo_module
 
     for candidate in (getattr(grpo_module, "GRPOTrainer", None), getattr(trl, "GRPOTrainer", None)):
-        if candidate is not None and candidate.__name__.startswith("Unsloth"):
+        if candidate is not None and is_patched(candidate):
             return candidate
+    if unsloth_cpu_backend():  # Unsloth's CPU backend trains with stock TRL by design: nothing to patch
+        return grpo_module.GRPOTrainer
     try:
         from unsloth import PatchFastRL
 
@@ -244,20 +251,23 @@ class UnslothBackend(HFBackend):
     """One Unsloth base, the agent and env LoRA weights in one adapter slot; GRPO via Unsloth's TRL, RWR via hf."""
 
     def __init__(self, cfg: RunConfig, format_corpus: Sequence[str] = (), *, fast_inference: bool | None = None):
-        if not torch.cuda.is_available():
-            raise RuntimeError("the unsloth engine needs a CUDA GPU; use engine 'hf' (or a CPU preset) here")
+        on_cpu = not torch.cuda.is_available()
+        if on_cpu and os.environ.get(CPU_SWITCH) != "1":
+            raise RuntimeError("the unsloth engine needs a CUDA GPU; use engine 'hf' (or a CPU preset) here "
+                               f"({CPU_SWITCH}=1 runs it on Unsloth's CPU fallback, for tests: docs/gpu.md)")
         # Unsloth reads its PrefixGrouper switch (each prompt encoded once in the GRPO loss) when it is imported
         os.environ["UNSLOTH_GRPO_PREFIX_GROUPER"] = "1" if cfg.model.shared_prefix else "0"
         from unsloth import FastLanguageModel  # before TRL, so that Unsloth patches it
 
         self.cfg = cfg
-        self.device = torch.device("cuda")
+        self.procs = processes()
+        self.device = torch.device("cpu" if on_cpu else "cuda")
         self.FastLanguageModel = FastLanguageModel
         m = cfg.model
         path = resolve_model_dir(m.name_or_path, seed=cfg.loop.seed, format_corpus=format_corpus,
-                                 tiny_warmup_steps=m.tiny_warmup_steps)
+                                 tiny_warmup_steps=m.tiny_warmup_steps, world=world_spec(cfg))
         if fast_inference is None:
-            fast_inference = (os.environ.get("GENENV_LAB_FAST_INFERENCE", "1") != "0"
+            fast_inference = (os.environ.get("GENENV_LAB_FAST_INFERENCE", "1") != "0" and not on_cpu
                               and importlib.util.find_spec("vllm") is not None)
         kwargs: dict[str, Any] = dict(model_name=path, max_seq_length=m.max_seq_length, dtype=_unsloth_dtype(m.dtype),
                                       load_in_4bit=m.load_in_4bit)
@@ -295,6 +305,7 @@ class UnslothBackend(HFBackend):
         engine = getattr(self.model, "vllm_engine", None)
         self.generator = VLLMGenerator.from_llm(engine, tokenizer=self.tokenizer) if engine is not None else None
         self._lora_dir = tempfile.TemporaryDirectory(prefix="genenv-unsloth-lora-")
+        self.init_run_state()
 
     # ------------------------------------------------------------------------------------------------- adapters
     def _use(self, role: str) -> None:
@@ -307,6 +318,7 @@ class UnslothBackend(HFBackend):
         """The hf engine's layout: ``directory/agent/`` and ``directory/env/`` as peft adapter folders."""
         for name in self.adapters:
             self.slot.save(name, Path(directory) / name, self.model.peft_config[SLOT])
+        self.save_optimizers(Path(directory) / OPTIMIZER_FILE)
 
     def load_adapters(self, directory: Path) -> None:
         from safetensors.torch import load_file
@@ -317,6 +329,7 @@ class UnslothBackend(HFBackend):
                 raise FileNotFoundError(f"adapter weights {path} are missing; the run directory is incomplete")
             self.slot.load(name, load_file(str(path)), origin=str(path))
         self._use("agent")
+        self.load_optimizers(Path(directory) / OPTIMIZER_FILE)
 
     # ----------------------------------------------------------------------------------------------- generation
     @torch.no_grad()
@@ -345,48 +358,40 @@ class UnslothBackend(HFBackend):
             self.FastLanguageModel.for_training(self.model)
 
     # ---------------------------------------------------------------------------------------------- agent (GRPO)
-    def grpo_kwargs(self, output_dir: str) -> dict:
-        """The GRPOConfig keywords of this engine's agent update: :func:`~.agent_trainer.grpo_settings` (the same
-        as the ``hf`` engine's) plus Unsloth's own flags (it sets bf16/fp16 from the model's dtype when both are
-        False; rollouts from its vLLM engine when one was built)."""
-        return {**grpo_settings(self.cfg, output_dir=output_dir, seed=self.next_trainer_seed()),
-                "bf16": False, "fp16": False, "use_vllm": self.generator is not None}
+    # The trainer is the hf engine's (HFBackend.grpo_trainer -> agent_trainer.build_grpo_trainer); what differs
+    # is named by the hooks below.
+    def grpo_classes(self):
+        """Unsloth's patched GRPOTrainer (stock TRL's under Unsloth's CPU backend) and the running GRPOConfig."""
+        from trl import GRPOConfig  # Unsloth's subclass once unsloth is imported (on a GPU)
 
-    def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
-        from transformers.trainer_callback import PrinterCallback
-        from trl import GRPOConfig  # Unsloth's subclass once unsloth is imported
+        return _patched_grpo_trainer(self.FastLanguageModel), GRPOConfig
 
-        self._use("agent")
-        dataset = grpo_dataset(self, prompts)
+    def grpo_engine_args(self) -> dict[str, Any]:
+        """Rollouts from Unsloth's in-process vLLM engine when one was built."""
+        return {"use_vllm": self.generator is not None}
 
-        trainer_cls = timed_trainer(_patched_grpo_trainer(self.FastLanguageModel))
-        with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
-            kwargs = self.grpo_kwargs(tmp)
-            known = _only_known(GRPOConfig, kwargs)
-            lost = [k for k in METHOD_FIELDS if k in kwargs and k not in known]
-            if lost:  # dropping one would silently run another update than the hf engine's
-                raise RuntimeError(f"the installed Unsloth/TRL GRPOConfig has no {lost}; install the pinned versions "
-                                   "(pip install -e '.[gpu]', docs/gpu.md)")
-            args = GRPOConfig(**known)
-            trainer = trainer_cls(model=self.model, reward_funcs=[grpo_reward(reward_fn)], args=args,
-                                  train_dataset=dataset, processing_class=self.tokenizer)
-            trainer.remove_callback(PrinterCallback)
-            start = time.perf_counter()
-            trainer.train()
-            total = time.perf_counter() - start
+    def shares_prefix_in(self, trainer_cls) -> bool:
+        """Unsloth's patched trainer has its own shared-prefix loss (PrefixGrouper); stock TRL (the CPU backend)
+        takes the project's where the model allows it."""
+        return not is_patched(trainer_cls)
+
+    def prefix_path_of(self, trainer) -> str:
+        return unsloth_prefix_path(trainer) if is_patched(type(trainer).__mro__[1]) else trainer.prefix_path
+
+    def after_grpo(self) -> None:
         self.tokenizer.padding_side = "left"  # Unsloth's trainer pads on the right
-        metrics = grpo_metrics(trainer.state.log_history)
-        return AgentUpdate(loss=metrics["grpo/loss"], rollout_s=trainer.rollout_s,
-                           update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
-                           metrics={**metrics, "use_vllm": bool(getattr(args, "use_vllm", False)),
-                                    PREFIX_PATH: unsloth_prefix_path(bool(getattr(args, "use_vllm", False)))})
 
     def optimizer(self, role: str) -> torch.optim.Optimizer:
-        """A fresh AdamW per update: one adapter slot holds every role's weights in place, so Adam's moments cannot
-        be kept per role here (the hf engine keeps them for the whole run)."""
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        return torch.optim.AdamW(params, lr=self.cfg.agent.lr if role == "agent" else self.cfg.env.lr,
-                                 weight_decay=0.0)
+        """The run-long AdamW of ``role`` (as the hf engine's), over the one slot's parameter objects. The slot swaps
+        each role's weights into the same tensors in place, so every role's optimiser holds its own Adam moments for
+        them and is stepped only while its role is in the slot: each role keeps its moments across epochs, and they
+        are saved and restored with the adapters (``optimizer.pt``)."""
+        name = self._name(role)
+        if name not in self._optimizers:
+            params = list(self.slot.params.values())
+            lr = self.cfg.agent.lr if role == "agent" else self.cfg.env.lr
+            self._optimizers[name] = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+        return self._optimizers[name]
 
     # ------------------------------------------------------------------------------------------------ env (RWR)
     def _rwr_losses(self, batch: dict[str, torch.Tensor], grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
