@@ -5,6 +5,8 @@
     python benchmarks/gpu_epoch.py --engine hf                       # the reference engine on the GPU
     python benchmarks/gpu_epoch.py --preset colab-t4 --model /path/to/Qwen2.5-0.5B-Instruct --epochs 1
     python benchmarks/gpu_epoch.py --json out.json                   # also write the numbers as JSON
+    python benchmarks/gpu_epoch.py --report a.json b.json            # the JSON files as docs/gpu.md's table
+    GENENV_LAB_UNSLOTH_CPU=1 python benchmarks/gpu_epoch.py --allow-cpu   # dry run on CPU (scripts/gpu_check.sh)
 
 Without ``--model`` the base is the project's tiny random Qwen2, built locally (no hub) with hidden size 256, so
 4 heads of 64 dimensions (vLLM's GPU attention backends take head sizes from 32/64 up; the default tiny model has
@@ -14,7 +16,9 @@ directory: the GPU machines here reach no hub) with ``--preset colab-t4|colab-l4
 
 Reported: model/engine load time, per epoch the loop's phases (generate, rollouts, agent_update, env_update) and
 wall time, and the peak GPU memory: torch's peak allocated/reserved (vLLM inside the process allocates through
-torch too) and the device's used memory seen by ``torch.cuda.mem_get_info`` after each epoch.
+torch too) and the device's used memory seen by ``torch.cuda.mem_get_info`` after each epoch. ``--allow-cpu`` runs the
+same code on CPU (float32, no memory figures): the dry run of ``scripts/gpu_check.sh``, so that on a GPU only what
+needs CUDA is left to fail.
 """
 
 from __future__ import annotations
@@ -45,26 +49,45 @@ def build_cfg(args):
         model = args.model
     model_changes = {"name_or_path": model, "engine": args.engine}
     if args.preset == "tiny":  # the tiny preset is a CPU preset: give it GPU-sized engine settings
-        model_changes.update(dtype="bfloat16", max_seq_length=512, gpu_memory_utilization=args.gpu_memory_utilization,
-                             lora_r=8, lora_alpha=16)
+        import torch
+
+        model_changes.update(dtype="bfloat16" if torch.cuda.is_available() else "float32", max_seq_length=512,
+                             gpu_memory_utilization=args.gpu_memory_utilization, lora_r=8, lora_alpha=16)
     if args.four_bit is not None:
         model_changes["load_in_4bit"] = args.four_bit
     return cfg.replace(model=model_changes, loop={"epochs": args.epochs})
 
 
 def make(cfg):
-    """The backend of ``cfg.model.engine`` (built directly: loop.make_backend may not route GPU engines yet)."""
-    if cfg.model.engine == "unsloth":
-        from genenv_lab.backends.unsloth_engine import UnslothBackend
+    """The backend of ``cfg.model.engine``, as a run builds it (the factory imports Unsloth first)."""
+    from genenv_lab.backends.factory import make_backend
+    from genenv_lab.domains import domain_of
 
-        return UnslothBackend(cfg)
-    if cfg.model.engine == "vllm":
-        from genenv_lab.backends.vllm_engine import make_vllm_backend
+    return make_backend(cfg, domain_of(cfg))
 
-        return make_vllm_backend(cfg)
-    from genenv_lab.backends.hf import HFBackend
 
-    return HFBackend(cfg)
+def used_gib() -> float | None:
+    """The device's used memory (GiB), ``None`` without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    free, total = torch.cuda.mem_get_info()
+    return round((total - free) / 2**30, 2)
+
+
+def report(paths: list[str]) -> str:
+    """The measurements of ``gpu_epoch.py --json`` files as the markdown table docs/gpu.md keeps."""
+    lines = ["| engine | GPU | model | load s | epoch wall s | generate | rollouts | agent update | env update | "
+             "peak allocated GiB | device used GiB |", "|" + "---|" * 11]
+    for path in paths:
+        r = json.loads(Path(path).read_text())
+        for e in r["epochs"]:
+            ph = e["phase_s"]
+            lines.append(f"| {r['engine']} | {r['gpu']} | {Path(r['model']).name} | {r['load_s']} | "
+                         f"{e['wall_s']} (epoch {e['epoch']}) | " + " | ".join(str(ph.get(p, 0.0)) for p in PHASES)
+                         + f" | {r['peak_allocated_gib']} | {r['peak_used_gib']} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -80,49 +103,58 @@ def main() -> None:
     ap.add_argument("--sixteen-bit", dest="four_bit", action="store_false")
     ap.add_argument("--cache", default=os.environ.get("GENENV_LAB_CACHE", tempfile.gettempdir()))
     ap.add_argument("--json", default=None, help="write the measurements to this file too")
+    ap.add_argument("--allow-cpu", action="store_true", help="run on CPU when no GPU is visible (a dry run)")
+    ap.add_argument("--report", nargs="+", default=None, metavar="JSON", help="print these files as a table")
     args = ap.parse_args()
+    if args.report:
+        print(report(args.report))
+        return
 
     import torch
 
-    if not torch.cuda.is_available():
+    cuda = torch.cuda.is_available()
+    if not cuda and not args.allow_cpu:
         sys.exit("gpu_epoch.py needs a CUDA GPU (none is visible); benchmarks/bench_epoch.py measures the CPU path")
     if args.engine == "unsloth":
         import unsloth  # noqa: F401 - before transformers/TRL, so that Unsloth patches them
 
     from genenv_lab.loop import run
 
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     cfg = build_cfg(args)
-    torch.cuda.reset_peak_memory_stats()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
     backend = make(cfg)
-    torch.cuda.synchronize()
+    sync()
     load_s = time.perf_counter() - start
-    free, total = torch.cuda.mem_get_info()
     result = {"engine": args.engine, "preset": args.preset, "model": cfg.model.name_or_path,
-              "gpu": torch.cuda.get_device_name(0), "load_s": round(load_s, 2),
-              "used_gib_after_load": round((total - free) / 2**30, 2), "epochs": []}
+              "gpu": torch.cuda.get_device_name(0) if cuda else "none (CPU dry run)", "load_s": round(load_s, 2),
+              "used_gib_after_load": used_gib(), "epochs": []}
     if args.engine == "unsloth":
         result["fast_inference"] = backend.generator is not None
     print(f"{args.engine} on {result['gpu']}: load {load_s:.1f} s, "
-          f"{result['used_gib_after_load']:.2f} GiB in use after load", flush=True)
+          f"{result['used_gib_after_load']} GiB in use after load", flush=True)
     print(f"{'epoch':>5} {'wall s':>8} " + " ".join(f"{p:>13}" for p in PHASES) +
           f" {'valid':>6} {'env steps':>9} {'used GiB':>9}", flush=True)
     with tempfile.TemporaryDirectory(prefix="genenv-gpu-bench-") as tmp:
         for record in run(cfg, Path(tmp) / "run", backend=backend, progress=False):
-            torch.cuda.synchronize()
-            free, total = torch.cuda.mem_get_info()
+            sync()
             ph = record.phase_s
             row = {"epoch": record.epoch, "wall_s": round(record.wall_s, 3), "phase_s": ph,
-                   "valid_frac": record.valid_frac, "n_env_steps": record.n_env_steps,
-                   "used_gib": round((total - free) / 2**30, 2)}
+                   "valid_frac": record.valid_frac, "n_env_steps": record.n_env_steps, "used_gib": used_gib(),
+                   "agent": {k: v for k, v in record.extra.items() if k.startswith("agent/")}}
             result["epochs"].append(row)
             print(f"{record.epoch:>5} {record.wall_s:>8.2f} " + " ".join(f"{ph.get(p, 0.0):>13.2f}" for p in PHASES)
-                  + f" {record.valid_frac:>6.2f} {record.n_env_steps:>9} {row['used_gib']:>9.2f}", flush=True)
-    result["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
-    result["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
-    result["peak_used_gib"] = max([e["used_gib"] for e in result["epochs"]] + [result["used_gib_after_load"]])
-    print(f"peak GPU memory: allocated {result['peak_allocated_gib']} GiB, reserved {result['peak_reserved_gib']} "
-          f"GiB, device used {result['peak_used_gib']} GiB (of {total / 2**30:.1f})", flush=True)
+                  + f" {record.valid_frac:>6.2f} {record.n_env_steps:>9} {row['used_gib']!s:>9}", flush=True)
+    if cuda:
+        result["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+        result["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
+        result["peak_used_gib"] = max([e["used_gib"] for e in result["epochs"]] + [result["used_gib_after_load"]])
+        print(f"peak GPU memory: allocated {result['peak_allocated_gib']} GiB, reserved "
+              f"{result['peak_reserved_gib']} GiB, device used {result['peak_used_gib']} GiB", flush=True)
+    else:
+        result.update(peak_allocated_gib=None, peak_reserved_gib=None, peak_used_gib=None)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
 

@@ -169,3 +169,28 @@ def test_both_engines_build_the_same_trainer(tmp_path):
         flat_un = [x for row in un["delta"][key] for x in row]
         assert max(abs(a - b) for a, b in zip(flat_hf, flat_un)) < 1e-6, key
         assert max(abs(a) for a in flat_hf) > 0, f"{key} did not move"
+
+
+def test_the_device_check_dry_run_fails_only_where_a_gpu_is_missing(tmp_path):
+    """scripts/gpu_check.sh --dry-run in the Unsloth venv: every step exits 0, the gpu tier's tests skip for want of
+    CUDA (none fails or errors), both engines' gpu_epoch.py figures are written and tabled for docs/gpu.md."""
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "gpu-check"
+    env = {**os.environ, "OUT": str(out), "PYTHON": str(UNSLOTH_PY), "GENENV_LAB_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), "--dry-run"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == {"versions", "gpu-tier", "epoch-unsloth", "epoch-hf"}
+    assert all(step["rc"] == 0 for step in summary.values()), summary
+    suite = ET.parse(out / "gpu-tier.xml").getroot().find("testsuite")
+    assert int(suite.get("tests")) > 0 and int(suite.get("failures")) == 0 and int(suite.get("errors")) == 0
+    assert int(suite.get("skipped")) == int(suite.get("tests"))
+    assert all("needs a CUDA GPU" in s.get("message", "") for s in suite.iter("skipped"))
+    for engine in ("unsloth", "hf"):
+        figures = json.loads((out / f"{engine}.json").read_text())
+        assert [e["epoch"] for e in figures["epochs"]] == [1, 2] and figures["gpu"].startswith("none")
+    table = (out / "figures.md").read_text()
+    assert "| unsloth |" in table and "| hf |" in table
+    assert "imports ok" in (out / "versions.txt").read_text()

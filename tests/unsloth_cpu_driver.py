@@ -16,8 +16,6 @@ import signal
 import sys
 import tempfile
 
-import unsloth  # noqa: F401 - first, as the engine's factory imports it
-
 
 def kill_in_epoch_two(out: str, cli_args: list[str]) -> int:
     """The real CLI, with the engine's agent update SIGKILLing the process when it starts for the second time."""
@@ -129,6 +127,8 @@ def compare_trainers(out: str) -> None:
 
 
 if __name__ == "__main__":
+    import unsloth  # noqa: F401 - first, as the engine's factory imports it (only in the Unsloth venv)
+
     if sys.argv[1] == "kill":
         sys.exit(kill_in_epoch_two(sys.argv[2], sys.argv[3:]))
     compare_trainers(sys.argv[2])
