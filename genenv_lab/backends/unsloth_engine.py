@@ -5,10 +5,13 @@ What it adds to the ``hf`` engine (:class:`~genenv_lab.backends.hf.HFBackend`, w
 - Base: ``FastLanguageModel.from_pretrained(..., load_in_4bit=ModelConfig.load_in_4bit, fast_inference=True,
   max_lora_rank=, gpu_memory_utilization=)``: Unsloth's kernels, and with ``fast_inference`` a vLLM engine inside
   the same process that shares the base weights. LoRA through ``FastLanguageModel.get_peft_model``.
-- Agent update: TRL's ``GRPOTrainer`` as Unsloth patches it (``import unsloth`` before TRL): rollouts through the
-  vLLM engine (``use_vllm`` when the model has one), the current agent weights pushed into vLLM as tensors every
-  step by Unsloth itself. Only ``GRPOConfig`` fields that exist in the running TRL are passed, so the same code
-  runs with trl 1.15 (which Unsloth 2026.10 pins) and 1.16.
+- Agent update: the hf engine's trainer, built by the same function
+  (:func:`~genenv_lab.backends.agent_trainer.build_grpo_trainer`: settings, run-long optimiser per role, beta set
+  after construction, one precision rule, method fields checked) around TRL's ``GRPOTrainer`` as Unsloth patches it
+  (``import unsloth`` before TRL; the factory does it): rollouts through the vLLM engine (``use_vllm`` when the model
+  has one), the current agent weights pushed into vLLM as tensors every step by Unsloth itself. Kept different on
+  purpose: Unsloth's gradient checkpointing (``agent/gradient_checkpointing``), so the project's shared-prefix
+  forward is not used (Unsloth's patched loss has its own PrefixGrouper, read back as ``agent/prefix_path``).
 - Env update: the hf engine's RWR step (KL cap, optimiser, batching: inherited unchanged) with a leaner loss kernel
   (:func:`target_rwr_losses`): the same weighted NLL + full-vocabulary KL, computed from the decoder's hidden states
   at the target positions only, because the hf kernel's float32 logits over every position of a 152k-token vocab
@@ -28,10 +31,15 @@ with a new id, and :class:`~genenv_lab.backends.vllm_engine.VLLMGenerator` sampl
 path raises (a warning says so once): transformers generation through Unsloth's ``for_inference`` path, i.e. the hf
 engine's ``generate``. ``GENENV_LAB_FAST_INFERENCE=0`` forces the fallback.
 
-Adapters on disk keep the hf engine's peft layout (``dir/agent``, ``dir/env``, same tensor names), so a run
-directory resumes under either engine (with the same base model; a 4-bit base shifts outputs slightly).
+Optimisers: one run-long AdamW per role over the slot's parameter objects (the slot swaps weights in place, so each
+role's optimiser keeps its own Adam moments for the same tensors and steps only while its role is in the slot),
+saved with the adapters (``optimizer.pt``, with the trainer-seed counter) and restored on ``--resume``, as the hf
+engine does. Adapters on disk keep the hf engine's peft layout (``dir/agent``, ``dir/env``, same tensor names), so a
+run directory resumes under either engine (with the same base model; a 4-bit base shifts outputs slightly).
 
-Needs a CUDA GPU and the ``gpu`` extra (unsloth; vllm for fast inference); see ``docs/gpu.md``.
+Needs a CUDA GPU and the ``gpu`` extra (unsloth; vllm for fast inference); see ``docs/gpu.md``. With
+``GENENV_LAB_UNSLOTH_CPU=1`` it runs on Unsloth's CPU backend instead (Unsloth's loader and LoRA, stock TRL, no
+vLLM): the test tier ``tests/test_unsloth_cpu.py`` (``bash scripts/setup_unsloth_cpu.sh``).
 """
 
 from __future__ import annotations
