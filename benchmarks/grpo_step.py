@@ -11,12 +11,15 @@ LoRA r 8 on every linear layer, constant learning rate), each on its own model i
 - ``project``: ``HFBackend.grpo_step`` as the loop calls it every epoch, everything included: building the trainer
   (:func:`~genenv_lab.backends.agent_trainer.build_grpo_trainer`: config, dataset, TRL's trainer set-up), the
   rollouts and the update with each prompt encoded once, the metrics;
-- ``trl``: TRL's ``GRPOTrainer`` as a user would write it (a PeftModel with the same LoRA, TRL's own paths),
-  ``train()`` timed; its construction is timed apart and reported, not counted in its step.
+- ``trl``: TRL's ``GRPOTrainer`` as a user would write it (a PeftModel with the same LoRA, TRL's own paths; the
+  subclass only times its rollout phase), ``train()`` timed; its construction is timed apart, not counted in its
+  step.
 
 Reported per arm: seconds per optimiser step (median over ``--repeats``, the arms alternating so that machine load
-hits both), and for ``project`` the part spent outside TRL's rollout and update phases (trainer construction,
-data set, metrics). The ratio ``trl / project`` is the speed-up of the whole project step. Run it on a quiet machine.
+hits both), split into the rollout phase (TRL's ``_generate_and_score_completions``) and the rest of ``train()``
+(the update: log-prob forwards, loss, backward, optimiser step), and for ``project`` the part spent outside both
+(trainer construction, data set, metrics). The ratio ``trl / project`` is the speed-up of the whole project step.
+Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ def main(argv=None) -> int:
     from trl import GRPOConfig, GRPOTrainer
 
     from genenv_lab.backends.agent_trainer import grpo_settings
-    from genenv_lab.backends.hf import HFBackend, grpo_dataset, grpo_reward
+    from genenv_lab.backends.agent_trainer import grpo_reward, timed_trainer
+    from genenv_lab.backends.hf import HFBackend, grpo_dataset
     from genenv_lab.config import preset
     from genenv_lab.models.loading import load_base
 
@@ -75,16 +79,20 @@ def main(argv=None) -> int:
                                             target_modules=list(m.target_modules), task_type="CAUSAL_LM"))
     dataset = grpo_dataset(backend, prompts)
 
-    rows = {"project": [], "project_outside": [], "trl": [], "trl_construction": []}
+    rows = {k: [] for k in ("project", "project_rollouts", "project_update", "project_outside", "trl",
+                            "trl_rollouts", "trl_update", "trl_construction")}
+    plain_trainer = timed_trainer(GRPOTrainer, share_prefix=False)  # TRL's own paths, its rollout phase timed
     for repeat in range(args.repeats):
         start = time.perf_counter()
         update = backend.grpo_step(prompts, _reward)
         total = time.perf_counter() - start
         rows["project"].append(total / update.steps)
+        rows["project_rollouts"].append(update.rollout_s / update.steps)
+        rows["project_update"].append(update.update_s / update.steps)
         rows["project_outside"].append((total - update.rollout_s - update.update_s) / update.steps)
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            trainer = GRPOTrainer(model=plain, reward_funcs=[grpo_reward(_reward)], processing_class=tokenizer,
+            trainer = plain_trainer(model=plain, reward_funcs=[grpo_reward(_reward)], processing_class=tokenizer,
                                   args=GRPOConfig(**{**grpo_settings(cfg, output_dir=tmp, seed=repeat),
                                                      "use_cpu": True}), train_dataset=dataset)
             trainer.remove_callback(PrinterCallback)
@@ -92,7 +100,10 @@ def main(argv=None) -> int:
             trainer.train()
             done = time.perf_counter()
         rows["trl_construction"].append(built - start)
-        rows["trl"].append((done - built) / trainer.state.global_step)
+        steps = trainer.state.global_step
+        rows["trl"].append((done - built) / steps)
+        rows["trl_rollouts"].append(trainer.rollout_s / steps)
+        rows["trl_update"].append((done - built - trainer.rollout_s) / steps)
         print(f"repeat {repeat + 1}: project {rows['project'][-1]:.2f} s/step (outside phases "
               f"{rows['project_outside'][-1]:.2f}), trl {rows['trl'][-1]:.2f} s/step "
               f"(+ construction {rows['trl_construction'][-1]:.2f} s)", flush=True)
@@ -100,9 +111,10 @@ def main(argv=None) -> int:
     result = {"model": args.model, "steps": args.steps, "repeats": args.repeats,
               "num_generations": cfg.agent.num_generations, "prompts_per_step": cfg.agent.prompts_per_step,
               "median_s_per_step": med, "speedup_trl_over_project": med["trl"] / med["project"], "runs": rows}
-    print(f"median s/step: project {med['project']:.2f} (outside phases {med['project_outside']:.2f}), "
-          f"trl {med['trl']:.2f} (construction {med['trl_construction']:.2f} s apart): "
-          f"{result['speedup_trl_over_project']:.2f}x")
+    print(f"median s/step: project {med['project']:.2f} (rollouts {med['project_rollouts']:.2f}, update "
+          f"{med['project_update']:.2f}, outside the phases {med['project_outside']:.2f}), trl {med['trl']:.2f} "
+          f"(rollouts {med['trl_rollouts']:.2f}, update {med['trl_update']:.2f}; construction "
+          f"{med['trl_construction']:.2f} s apart): {result['speedup_trl_over_project']:.2f}x")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return 0

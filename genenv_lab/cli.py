@@ -449,7 +449,7 @@ def _one_process(console, command: str) -> bool:
 
 
 def _interruptible() -> None:
-    """Ctrl-C, and SIGTERM (the lab's stop escalates to it), end a run as ``interrupted`` between two writes.
+    """Ctrl-C, SIGTERM (the lab's stop escalates to it) and SIGHUP end a run as ``interrupted`` between two writes.
 
     Python leaves SIGINT ignored when the process started with it ignored, as every job a non-interactive shell
     puts in the background does (``cmd &``); a run started that way could not be stopped cleanly."""
@@ -465,6 +465,9 @@ def _interruptible() -> None:
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
+    # a closed terminal or SSH session (SIGHUP) ends the run the same way, unless started under nohup (ignored)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, _stop)
 
 
 def _f(x, digits: int = 2) -> str:

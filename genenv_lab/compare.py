@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -39,6 +40,7 @@ from plotly.subplots import make_subplots
 from . import curriculum as cur
 from .config import RunConfig, for_domain, preset
 from .efficiency import Point, reach_text, rollouts_to_reach
+from .runlog import RunDirError, atomic_write_json
 
 COLUMNS = ("label", "variant", "seed", "epoch", "heldout", "p_hat_mean", "in_band_frac", "p_hat_reference",
            "valid_frac", "agent_reward_mean", "tasks_consumed", "agent_rollouts", "agent_tokens", "wall_s")
@@ -48,6 +50,8 @@ RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_ep
 REACH_COLUMNS = ("label", "reference", "target_heldout", "baseline_epoch", "baseline_rollouts", "reached_at_epoch",
                  "reference_rollouts", "ratio", "verdict")
 REFERENCE_VARIANT = "genenv"
+COMPARE_LOCK = ".compare.lock"
+"""The file a running comparison holds an exclusive lock on (one comparison per ``--out`` at a time)."""
 
 
 def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: int | None = None,
@@ -138,26 +142,76 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     manifest = {"entries": [{"label": lab, "config": cfg.to_dict()} for lab, cfg in entries], "seeds": seed_list}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-    for (label, cfg), seed in itertools.product(entries, seed_list):
-        run_dir = run_dir_for(out, label, seed)
-        cfg_s = cfg.replace(loop={"seed": seed})
-        resume = (run_dir / "state.json").is_file()
-        state = read_state(run_dir) if resume else {}
-        if state.get("status") == "finished" and state.get("last_complete_epoch", 0) >= cfg_s.loop.epochs:
-            continue
-        if not resume and run_dir.exists():
-            import shutil
-
-            shutil.rmtree(run_dir)  # an attempt that died before its first state.json has nothing worth keeping
-        backend = backend_factory(cfg_s) if backend_factory else None
-        if progress:
-            print(f"== {label} seed {seed} → {run_dir}")
-        for _ in run(cfg_s, run_dir, resume=resume, backend=backend, progress=progress):
-            pass
-    table = collect(out)
-    write_report(table, out, bands_of(entries))
+    lock = _lock_comparison(out)  # before anything of the folder is written: a second compare is refused untouched
+    try:
+        for (label, cfg), seed in itertools.product(entries, seed_list):
+            _check_reusable(run_dir_for(out, label, seed), cfg.replace(loop={"seed": seed}))
+        atomic_write_json(out / "manifest.json", manifest)
+        for (label, cfg), seed in itertools.product(entries, seed_list):
+            _run_one(out, label, cfg.replace(loop={"seed": seed}), seed, progress, backend_factory, run, read_state)
+        table = collect(out)
+        write_report(table, out, bands_of(entries))
+    finally:
+        os.close(lock)
     return table
+
+
+def _lock_comparison(out: Path) -> int:
+    """An exclusive ``flock`` on ``out/.compare.lock`` for the comparison's whole run (released when it ends, a kill
+    included), or a RunDirError in one line when another comparison holds it."""
+    import fcntl
+
+    fd = os.open(out / COMPARE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RunDirError(f"{out} is being written by another comparison; wait for it to finish or stop it, then "
+                          "run this one again (nothing was changed)") from None
+    return fd
+
+
+def _check_reusable(run_dir: Path, cfg_s: RunConfig) -> None:
+    """A run folder the comparison will reuse (skip when finished, resume otherwise) must have been started with this
+    arm's configuration, epochs aside, and must not hold more epochs than asked (the report would say otherwise than
+    the manifest): else a RunDirError in one line, before the manifest is written."""
+    from .runlog import read_state
+
+    if not (run_dir / "config.json").is_file():
+        return
+    try:
+        saved = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text())).to_dict()
+    except Exception as exc:  # noqa: BLE001 - ConfigError, JSON errors: the run writer says the same on resume
+        raise RunDirError(f"{run_dir / 'config.json'} cannot be read ({exc}); move that run away or choose a new "
+                          "--out (nothing was changed)") from None
+    mine = cfg_s.to_dict()
+    for section in (saved, mine):
+        section["loop"].pop("epochs", None)
+    if json.loads(json.dumps(saved)) != json.loads(json.dumps(mine)):
+        raise RunDirError(f"{run_dir} was run with another configuration than this comparison's (see its config.json); "
+                          "pass the same options or choose a new --out (nothing was changed)")
+    if (run_dir / "state.json").is_file():
+        done = read_state(run_dir).get("last_complete_epoch", 0)
+        if isinstance(done, int) and done > cfg_s.loop.epochs:
+            raise RunDirError(f"{run_dir} holds {done} epochs, more than the {cfg_s.loop.epochs} asked; pass --epochs "
+                              f"{done} or choose a new --out (nothing was changed)")
+
+
+def _run_one(out: Path, label: str, cfg_s: RunConfig, seed: int, progress: bool, backend_factory, run,
+             read_state) -> None:
+    """Run, resume or (when finished) skip one arm's seed. An existing folder is always resumed, never cleared: the
+    run writer continues from what it committed, or refuses in one line (a folder without state.json that holds
+    committed epochs included)."""
+    run_dir = run_dir_for(out, label, seed)
+    resume = run_dir.exists()
+    state = read_state(run_dir) if (run_dir / "state.json").is_file() else {}
+    if state.get("status") == "finished" and state.get("last_complete_epoch", 0) >= cfg_s.loop.epochs:
+        return
+    backend = backend_factory(cfg_s) if backend_factory else None
+    if progress:
+        print(f"== {label} seed {seed} → {run_dir}")
+    for _ in run(cfg_s, run_dir, resume=resume, backend=backend, progress=progress):
+        pass
 
 
 def collect(out: str | Path) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -442,6 +443,9 @@ class RunConfig:
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
             if key == "preset":
+                if not isinstance(value, str) or len(value) > 100:
+                    raise ConfigError(f"preset={json.dumps(value, default=str)[:60]} is invalid: accepted a "
+                                      "preset's name (a string of at most 100 characters)")
                 kwargs[key] = value
             elif key in parts:
                 kwargs[key] = _build(parts[key], value)
@@ -464,12 +468,42 @@ class RunConfig:
 
 
 def _build(cls: type, values: Mapping[str, Any]) -> Any:
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"the {cls.__name__} section is {type(values).__name__}, not a mapping of its fields")
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = set(values) - known
     if unknown:
         raise ConfigError(f"{cls.__name__} has no field(s) {sorted(unknown)}; accepted: {sorted(known)}")
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    for name, value in values.items():
+        _check_type(cls, name, value)
     return cls(**values)
+
+
+def _check_type(cls: type, name: str, value: Any) -> None:
+    """A field's value has the field's type, however it arrived (a flag, ``--set``, a config file, a run's
+    config.json, ``replace``): ``"false"`` is no boolean, ``True`` no number, a string no list of module names. The
+    ranges are the dataclasses' own checks."""
+    import typing
+
+    want = typing.get_type_hints(cls)[name]
+    if want is bool:
+        ok = isinstance(value, bool)
+    elif want is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif want is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif want is str:
+        ok = isinstance(value, str)
+    elif typing.get_origin(want) is tuple:
+        ok = isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+    else:
+        ok = True
+    if not ok:
+        kind = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}.get(
+            want, "a list of strings")
+        raise ConfigError(f"{cls.__name__}.{name}={json.dumps(value, default=str)[:60]} is invalid: accepted "
+                          f"{kind}")
 
 
 def _replace(obj: Any, changes: Mapping[str, Any]) -> Any:
@@ -592,9 +626,11 @@ def load_config(path: str | Path) -> RunConfig:
         except ImportError:
             raise ConfigError(f"{path}: reading YAML needs PyYAML (pip install pyyaml), or give JSON") from None
         try:
-            data = yaml.safe_load(raw)
+            data = _load_yaml(yaml, raw)
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path} cannot be read as YAML ({str(exc).splitlines()[0]})") from None
+        except ValueError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is not a configuration (a mapping of sections: model, env, agent, curriculum, "
                           "loop)")
@@ -602,6 +638,29 @@ def load_config(path: str | Path) -> RunConfig:
         return RunConfig.from_dict(data)
     except (ConfigError, TypeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _load_yaml(yaml, raw):
+    """YAML read as a configuration: PyYAML's safe loader, with no anchors or aliases (a 1 kB file of nested aliases
+    expands to gigabytes) and numbers read as YAML 1.2 and JSON read them (``010`` is 10, not octal 8; ``1:20`` is a
+    string, not 80; ``5e-5`` is a number)."""
+    text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=yaml.SafeLoader)):
+        raise ValueError("YAML anchors and aliases (*name) are not accepted in a configuration; write the values out")
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789"))
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
+                   r"|\.(?:nan|NaN|NAN))$"), list("-+.0123456789"))
+    Loader.add_constructor("tag:yaml.org,2002:int", lambda loader, node: int(loader.construct_scalar(node)))
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
 
 
 def for_domain(cfg: RunConfig, domain: str) -> RunConfig:

@@ -216,6 +216,12 @@ class RunWriter:
         if (self.dir / STATE).is_file():
             state = read_state(self.dir)
             self._state_before = (self.dir / STATE).read_bytes()  # restored if this resume fails before an epoch
+            committed = self._committed_files() if state.get("last_complete_epoch") is None else []
+            if committed:  # a state.json that does not say what is committed must not be read as "nothing"
+                raise RunDirError(f"{self.dir / STATE} has no last_complete_epoch but the folder holds committed "
+                                  f"epochs ({', '.join(committed)}); nothing was changed. Set last_complete_epoch "
+                                  "to the last epoch of epochs.jsonl whose adapters/epoch_NNN folder exists, then "
+                                  "--resume, or start a new --out")
         else:  # killed between config.json and the first state.json: nothing can have been committed yet
             committed = self._committed_files()
             if committed:

@@ -73,7 +73,26 @@ class Tracker:
         except ImportError as exc:  # installed but not importable
             raise _missing(kind, f" ({exc})") from None
 
+    failed: str | None = None
+    """Why the tracker stopped (its first error), or ``None``: a tracker never fails the run it logs."""
+
     def log(self, epoch: int, values: Mapping[str, float]) -> None:
+        """Log one epoch; the first error (a deleted or read-only folder, a lost connection) stops the tracker and
+        is kept in :attr:`failed` for the run's events, the run goes on."""
+        if self.failed is None:
+            self._guarded(self._log, epoch, values)
+
+    def close(self) -> None:
+        if self.failed is None:
+            self._guarded(self._close)
+
+    def _guarded(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 - any tracker failure: the run's own record is on disk already
+            self.failed = f"{type(exc).__name__}: {exc}"
+
+    def _log(self, epoch: int, values: Mapping[str, float]) -> None:
         finite = dict(values)
         if self.kind == "tensorboard":
             for key, value in finite.items():
@@ -86,7 +105,7 @@ class Tracker:
 
             trackio.log(finite, step=epoch)
 
-    def close(self) -> None:
+    def _close(self) -> None:
         if self.kind == "tensorboard":
             self._writer.close()
         elif self.kind == "wandb":

@@ -10,12 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dest="${GENENV_LAB_GPU_WHEELS:-.whl/gpu}"
 PY="${PYTHON:-python3}"
-pins="$("$PY" - <<'PYEOF'
-import re, tomllib
-extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["gpu"]
-print(" ".join(p for p in extra if re.match(r"unsloth(-zoo)?==", p)))
-PYEOF
-)"
+pins="$("$PY" scripts/gpu_pins.py)"
 mkdir -p "$dest"
 # shellcheck disable=SC2086
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 -d "$dest" $pins \

@@ -18,12 +18,7 @@ case "$VENV" in /*) ;; *) VENV="$PWD/$VENV" ;; esac
 PY="${PYTHON:-python3}"
 TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
 # the pins of the `gpu` extra (pyproject.toml), so that the CPU tier tests the versions a Colab user installs
-pins="$("$PY" - <<'EOF'
-import re, tomllib
-extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["gpu"]
-print(" ".join(p for p in extra if re.match(r"unsloth(-zoo)?==", p)))
-EOF
-)"
+pins="$("$PY" scripts/gpu_pins.py)"
 check='import unsloth, genenv_lab.backends.unsloth_engine, trl, peft, pytest'
 
 if [ -x "$VENV/bin/python" ] && [ -f "$VENV/.pins" ] && [ "$(cat "$VENV/.pins")" = "$pins torch==$TORCH_VERSION" ] \

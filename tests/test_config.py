@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from genenv_lab.config import PRESETS, AgentConfig, ConfigError, CurriculumConfig, EnvConfig, RunConfig, preset
+from genenv_lab.config import (PRESETS, AgentConfig, ConfigError, CurriculumConfig, EnvConfig, RunConfig, load_config,
+                               preset)
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -180,3 +181,40 @@ def test_a_config_file_starts_a_run_and_resume_alone_continues_one(tmp_path, cap
             _run_config(parse(["run", "--config", str(tmp_path / "bad.json")]))
     with pytest.raises(ConfigError, match="not both"):
         _run_config(parse(["run", "--config", str(first / "config.json"), "--preset", "tiny"]))
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"model": {"separate_adapters": "false"}}', "separate_adapters.*true or false"),
+    ('{"model": {"load_in_4bit": 1}}', "load_in_4bit.*true or false"),
+    ('{"loop": {"save_adapters": "no"}}', "save_adapters.*true or false"),
+    ('{"preset": {"a": 1}}', "preset="),
+    ('{"preset": "' + "x" * 1000 + '"}', "preset="),
+    ('{"model": {"target_modules": "q_proj"}}', "target_modules.*list of strings"),
+    ('{"model": {"target_modules": [["q_proj"]]}}', "target_modules.*list of strings"),
+    ('{"loop": {"epochs": true}}', "epochs.*whole number"),
+    ('{"loop": null}', "LoopConfig section is NoneType"),
+])
+def test_config_files_are_typed_like_flags(tmp_path, text, message):
+    """Round 4, failure 10: config-file values were not type-checked where ``--set`` values are."""
+    path = tmp_path / "cfg.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_yaml_config_reads_numbers_as_json_does_and_refuses_aliases(tmp_path):
+    """Round 4, failures 7 and 10: ``seed: 010`` was octal 8 and ``1:20`` was 80; a 1 kB file of nested aliases
+    cost 30-40 s and 2.3 GB. Numbers read as YAML 1.2 and JSON read them; anchors and aliases are refused at once."""
+    pytest.importorskip("yaml")
+    path = tmp_path / "cfg.yaml"
+    path.write_text("preset: tiny\nloop:\n  seed: 010\nagent:\n  lr: 5e-5\n")
+    cfg = load_config(path)
+    assert cfg.loop.seed == 10 and cfg.agent.lr == 5e-5
+    path.write_text("preset: tiny\nloop:\n  domain: 1:20\n")
+    with pytest.raises(ConfigError, match="domain"):
+        load_config(path)
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match="aliases"):  # refused from the event stream, before anything expands
+        load_config(path)

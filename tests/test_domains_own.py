@@ -71,6 +71,24 @@ def test_a_domain_is_named_by_registry_name_class_path_or_refused_in_one_line(ad
         preset("tiny").replace(loop={"seeds": str(add_domain / "missing.jsonl")})
 
 
+@pytest.mark.parametrize("body, shown", [("1 / 0", "ZeroDivisionError"), ("import sys\nsys.exit(0)", "SystemExit")])
+def test_a_domain_module_that_raises_or_exits_at_import_is_one_line(add_domain, body, shown):
+    """Round 4, failure 12: a module raising at import gave a traceback; one calling sys.exit(0) made ``run`` and
+    ``check-domain`` exit 0 with no output. Both are a one-line refusal, from the library and from the CLI."""
+    (add_domain / "bad_domain.py").write_text(body + "\n")
+    sys.modules.pop("bad_domain", None)
+    with pytest.raises(ValueError, match=shown):
+        domain_class("bad_domain:X")
+    env = {**os.environ, "PYTHONPATH": f"{add_domain}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    for args in (["run", "--preset", "tiny", "--domain", "bad_domain:X", "--out", str(add_domain / "r")],
+                 ["check-domain", "bad_domain:X"]):
+        proc = subprocess.run([sys.executable, "-m", "genenv_lab.cli", *args], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert proc.returncode != 0 and shown in proc.stdout + proc.stderr, (args, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (add_domain / "r").exists()
+
+
 def test_a_generated_held_out_question_is_rejected_whatever_the_parser(add_domain):
     (add_domain / "held.jsonl").write_text('{"id": "h", "text": "Task: 40 + 2"}\n')
     domain = get_domain("add_domain:AddDomain", seeds=str(add_domain / "add_seeds.jsonl"),

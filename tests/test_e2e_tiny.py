@@ -60,21 +60,28 @@ def test_base_weights_never_change_and_both_adapters_train(tiny_cfg, tmp_path):
     assert records[-1].env_kl > 0
 
 
-def test_sigkill_after_first_epoch_then_resume(tmp_path):
-    out = tmp_path / "run"
-    proc = subprocess.Popen(CLI + ["--epochs", "4", "--out", str(out)], stdout=subprocess.DEVNULL,
+def _after_first_epoch(out, epochs: int) -> subprocess.Popen:
+    """The tiny CLI run started on ``out``, returned once its first epoch is committed (still running)."""
+    proc = subprocess.Popen(CLI + ["--epochs", str(epochs), "--out", str(out)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.time() + 240
+    while time.time() < deadline:
+        try:
+            if read_state(out)["last_complete_epoch"] >= 1:
+                return proc
+        except (RunDirError, OSError, ValueError, KeyError):  # state.json not written yet, or caught mid-write
+            pass
+        if proc.poll() is not None:
+            pytest.fail("the run ended before the signal")
+        time.sleep(0.01)
+    proc.kill()
+    pytest.fail("no epoch committed in 240 s")
+
+
+def test_sigkill_after_first_epoch_then_resume(tmp_path):
+    out = tmp_path / "run"
+    proc = _after_first_epoch(out, 4)
     try:
-        while time.time() < deadline:
-            try:
-                if read_state(out)["last_complete_epoch"] >= 1:
-                    break
-            except (RunDirError, OSError, ValueError, KeyError):  # state.json not written yet, or caught mid-write
-                pass
-            if proc.poll() is not None:
-                pytest.fail("the run ended before it could be killed")
-            time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
@@ -88,6 +95,21 @@ def test_sigkill_after_first_epoch_then_resume(tmp_path):
     assert tasks["task_id"].is_unique and sorted(tasks["epoch"].unique()) == [1, 2, 3, 4]
     assert read_state(out)["status"] == "finished"
     assert sorted(p.name for p in (out / "adapters").iterdir()) == [f"epoch_{i:03d}" for i in range(1, 5)]
+
+
+def test_sighup_ends_the_run_as_interrupted(tmp_path):
+    """Round 4, failure 17: a closed terminal (SIGHUP) left the status ``running``; it ends the run as SIGINT and
+    SIGTERM do, between two writes, and ``--resume`` continues it."""
+    out = tmp_path / "run"
+    proc = _after_first_epoch(out, 40)
+    try:
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(timeout=60) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    state = read_state(out)
+    assert state["status"] == "interrupted" and state["last_complete_epoch"] < 40
 
 
 @pytest.mark.parametrize("domain", ["tools", "qa"])

@@ -47,3 +47,23 @@ def test_a_tracker_whose_package_is_missing_is_refused_before_the_run_folder_exi
     assert main(["run", "--preset", "tiny", "--epochs", "1", "--report-to", "wandb", "--out", str(out)]) == 1
     assert not out.exists()
     assert "needs the 'wandb' package: pip install wandb" in capsys.readouterr().out
+
+
+def test_a_tracker_that_fails_mid_run_never_fails_the_run(tmp_path):
+    """Round 4, failure 11: the tensorboard folder deleted after epoch 1 failed the run at epoch 2; now the tracker
+    stops with one warning in events.log and the run finishes with every epoch committed."""
+    import shutil
+
+    pytest.importorskip("tensorboard")
+    from genenv_lab.loop import run
+    from genenv_lab.runlog import read_epochs, read_state
+
+    out = tmp_path / "run"
+    cfg = preset("tiny").replace(loop={"epochs": 4, "report_to": "tensorboard"})
+    with pytest.warns(UserWarning, match="tracker tensorboard stopped"):
+        for record in run(cfg, out, progress=False):
+            if record.epoch == 1:
+                shutil.rmtree(out / "tensorboard")
+                (out / "tensorboard").write_text("a file where the tracker's folder was")
+    assert [r["epoch"] for r in read_epochs(out)] == [1, 2, 3, 4] and read_state(out)["status"] == "finished"
+    assert "warning: tracker tensorboard stopped" in (out / "events.log").read_text()

@@ -33,7 +33,13 @@ checkpointed forward does not keep: with checkpointing on, the update takes full
 from __future__ import annotations
 
 import math
+import time
 from typing import Any, Callable
+
+import torch
+
+from . import prefix
+from .base import RewardFn
 
 METHOD_FIELDS = ("per_device_train_batch_size", "num_generations", "max_completion_length", "learning_rate",
                  "lr_scheduler_type", "num_train_epochs", "temperature", "weight_decay", "loss_type",
@@ -76,8 +82,6 @@ def precision_flags(weights_dtype, on_cuda: bool) -> dict[str, bool]:
     >>> precision_flags(torch.bfloat16, False), precision_flags(torch.float32, True)
     ({'bf16': False, 'fp16': False}, {'bf16': False, 'fp16': False})
     """
-    import torch
-
     return {"bf16": on_cuda and weights_dtype == torch.bfloat16, "fp16": on_cuda and weights_dtype == torch.float16}
 
 
@@ -129,10 +133,9 @@ def build_grpo_trainer(*, cfg, model, tokenizer, dataset, reward_fn, optimizer, 
     ``trainer_cls``/``config_cls``: TRL's ``GRPOTrainer``/``GRPOConfig`` or Unsloth's; ``optimizer``: the engine's
     run-long optimiser of the agent role; ``engine_args``: the engine's own GRPOConfig flags (``use_vllm``), which
     may not touch a method field. The trainer adds up its rollout time and, with ``share_prefix``, encodes each
-    prompt once where the model allows it (:func:`genenv_lab.backends.hf.timed_trainer`)."""
+    prompt once where the model allows it (:func:`timed_trainer`)."""
     from transformers.trainer_callback import PrinterCallback
 
-    from .hf import grpo_reward, timed_trainer
 
     engine_args = dict(engine_args or {})
     clash = sorted(set(engine_args) & set(METHOD_FIELDS))
@@ -162,3 +165,78 @@ def trainer_record(trainer, prefix_path: Callable[[Any], str] | None = None) -> 
             "agent/gradient_checkpointing": bool(getattr(causal_lm, "is_gradient_checkpointing", False)),
             "agent/trainer": f"{base.__module__.split('.')[0]}.{base.__name__}",
             "agent/rollouts": "vllm" if getattr(trainer.args, "use_vllm", False) else "transformers"}
+
+
+def grpo_reward(reward_fn: RewardFn):
+    """TRL's reward-function signature around ``reward_fn(task_ids, completion_texts)``."""
+
+    def genenv_reward(completions, task_id, **_: Any) -> list[float]:
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        return reward_fn(list(task_id), texts)
+
+    return genenv_reward
+
+
+TRL_HOOKS = {
+    "_generate_and_score_completions": ("inputs",),
+    "_generate_single_turn": ("prompt_ids", "images", "multimodal_fields", "num_generations"),
+    "_get_per_token_logps_and_entropies": ("model", "input_ids", "attention_mask", "logits_to_keep", "batch_size",
+                                           "compute_entropy", "compute_aux_loss"),
+}
+"""TRL's private methods the project's trainer overrides, with the parameters it relies on. ``tests/test_prefix.py``
+pins them, so a TRL upgrade that moves them fails a test instead of silently bypassing the overrides."""
+
+
+def timed_trainer(trainer_cls, share_prefix: bool = False):
+    """``trainer_cls`` (TRL's GRPOTrainer, or Unsloth's patched one) adding up the time of its rollout phase; with
+    ``share_prefix``, encoding each distinct prompt once in the rollouts and in every log-prob forward of the update
+    (:mod:`genenv_lab.backends.prefix`). ``prefix_path`` says which path the update took (:data:`prefix.PATHS`)."""
+
+    class TimedGRPOTrainer(trainer_cls):
+        rollout_s = 0.0
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            causal_lm = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+            self.prefix_unsupported = prefix.supports_shared_prefix(causal_lm) if share_prefix else "turned off"
+            self.prefix_path = prefix.FULL if self.prefix_unsupported else prefix.SHARED
+            if self.prefix_path == prefix.SHARED:
+                prefix.install_prefix_forward(causal_lm)  # after TRL's fused head: it wraps the forward TRL left
+
+        def _generate_and_score_completions(self, inputs):  # TRL's hook: generation + scoring of a batch
+            start = time.perf_counter()
+            try:
+                return super()._generate_and_score_completions(inputs)
+            finally:
+                self.rollout_s += time.perf_counter() - start
+
+        def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
+            plain = (self.prefix_path != prefix.SHARED or self.use_vllm or images or multimodal_fields
+                     or getattr(self, "use_transformers_continuous_batching", False))
+            if plain:
+                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                     *args, **kwargs)
+            with prefix.sharing_generate(self.accelerator.unwrap_model(self.model)):
+                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                     *args, **kwargs)
+
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                               batch_size=None, compute_entropy=False, compute_aux_loss=False,
+                                               **multimodal):
+            if self.prefix_path != prefix.SHARED or compute_aux_loss or \
+                    any(v is not None for v in multimodal.values()):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                    compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal)
+            request = prefix.PrefixRequest(logits_to_keep, float(self.temperature), compute_entropy)
+            step = batch_size or input_ids.size(0)
+            logps, entropies = [], []
+            for start in range(0, input_ids.size(0), step):
+                with self.accelerator.autocast():
+                    out = model(input_ids=input_ids[start:start + step],
+                                attention_mask=attention_mask[start:start + step], prefix_request=request)
+                logps.append(out.log_probs)
+                entropies.append(out.entropy)
+            return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
+
+    return TimedGRPOTrainer

@@ -46,14 +46,14 @@ def domain_class(name: str) -> type[Domain]:
         module, _, attr = name.partition(":")
         import importlib
 
-        try:
+        try:  # importing the module runs its code: whatever it raises, or a sys.exit() in it, is one line here
             cls = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError, ValueError) as exc:
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - third-party code
             raise ValueError(f"domain {name!r} could not be imported ({type(exc).__name__}: {exc})") from None
     elif (entry := _registered().get(name)) is not None:
         try:
             cls = entry.load()
-        except Exception as exc:  # noqa: BLE001 - whatever a third-party package raises on import
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever a third-party package raises on import
             raise ValueError(f"domain {name!r} (entry point) could not be loaded ({type(exc).__name__}: {exc})") \
                 from None
     else:

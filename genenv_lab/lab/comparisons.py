@@ -33,6 +33,14 @@ COMPARISON_STATUSES = ("running", "finished", "incomplete", "unreadable", "missi
 ``unreadable``: ``manifest.json`` is corrupt. ``missing``: the folder is gone."""
 
 
+def _resolved(path: Path) -> Path | None:
+    """``path`` with every symlink resolved, ``None`` where that cannot be done (a symlink loop)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return None
+
+
 def comparison_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
     """``(name, resolved path)`` of the comparison folders directly under ``runs_root`` (same name and symlink
     rules as :func:`run_dirs`)."""
@@ -192,7 +200,7 @@ def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData
             labelled.append((entry["label"], config if isinstance(config, dict) else {}))
         else:
             problems.append(f"an entry of {MANIFEST} has no label; skipped.")
-    runs_folder = (path / "runs").resolve()
+    runs_folder = _resolved(path / "runs")
     runs, rows, bands = [], [], {}
     for label, config in labelled:
         bands[label] = _band_of(config)
@@ -200,9 +208,10 @@ def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData
         variant = str(loop.get("variant", "?"))
         for seed in good_seeds:
             run_dir = run_dir_for(path, label, seed)
-            if run_dir.resolve().parent != runs_folder:  # a symlinked run directory must stay inside the folder
+            resolved = _resolved(run_dir)
+            if resolved is None or resolved.parent != runs_folder:  # a symlinked run must stay inside the folder
                 runs.append(ComparisonRun(label, seed, run_dir.name, "missing", problem="leads outside the "
-                                          "comparison folder; refused"))
+                                          "comparison folder (or into a symlink loop); refused"))
                 continue
             summary = summarize(run_dir, run_dir.name)
             planned = summary.epochs_planned

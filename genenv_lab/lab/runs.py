@@ -77,8 +77,11 @@ def resolve_run(runs_root: str | Path, name: Any) -> Path:
     """The directory of run ``name`` under ``runs_root``, all symlinks resolved, or :class:`LabError` when the
     name is not allowed or the path it leads to is not directly inside ``runs_root``."""
     validate_run_name(name)
-    root = Path(runs_root).expanduser().resolve()
-    path = (root / name).resolve()
+    try:  # a symlink loop (or a link too deep to follow) is one refused name, not the whole lab's failure
+        root = Path(runs_root).expanduser().resolve()
+        path = (root / name).resolve()
+    except (RuntimeError, OSError) as exc:
+        raise LabError(f"run {name!r} cannot be resolved ({exc}); refused") from None
     if path.parent != root:
         raise LabError(f"run {name!r} leads outside the runs folder {root}; refused")
     return path
@@ -87,8 +90,9 @@ def resolve_run(runs_root: str | Path, name: Any) -> Path:
 # --------------------------------------------------------------------------------------------------------- status
 
 def pid_alive(pid: Any) -> bool:
-    """Whether process ``pid`` exists on this machine and is not a zombie."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+    """Whether process ``pid`` exists on this machine and is not a zombie (any other value, an integer past what
+    the system's pid type holds included, is no live process)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid < 2**31:
         return False
     try:
         os.kill(pid, 0)

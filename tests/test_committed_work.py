@@ -1,0 +1,162 @@
+"""No path deletes committed work: ``run --resume`` and ``compare`` continue from what a folder has committed or refuse
+in one line, whatever was removed or damaged (reliability round 4, failures 1 and 2; scripted fake backend)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fakes import ScriptedBackend
+from genenv_lab.compare import compare_grid, run_dir_for, variant_entries
+from genenv_lab.loop import run
+from genenv_lab.runlog import RunDirError, read_epochs
+
+EPOCHS = 2
+COMMITTED = ("epochs.jsonl", "tasks", "attempts", "adapters", "reference_tasks.parquet")
+"""What an epoch commits (files under these names): never to be reduced by a resume or a comparison."""
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _committed(snapshot: dict[str, bytes]) -> dict[str, bytes]:
+    return {k: v for k, v in snapshot.items() if k.split("/", 1)[0] in COMMITTED}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished two-epoch comparison of one arm and one seed (so also a finished run), adapters saved."""
+    out = tmp_path_factory.mktemp("finished") / "cmp"
+    entries = variant_entries(["tiny"], ["genenv"], epochs=EPOCHS, reference_tasks=4)
+    compare_grid(entries, [0], out, progress=False, backend_factory=lambda c: ScriptedBackend(4))
+    return out, entries
+
+
+def _copy(finished, tmp_path: Path) -> tuple[Path, Path, list]:
+    out, entries = finished
+    copy = tmp_path / "cmp"
+    shutil.copytree(out, copy)
+    return copy, run_dir_for(copy, entries[0][0], 0), entries
+
+
+def _compare(out: Path, entries) -> None:
+    compare_grid(entries, [0], out, progress=False, backend_factory=lambda c: ScriptedBackend(4))
+
+
+def _resume(run_dir: Path, entries) -> None:
+    cfg = entries[0][1].replace(loop={"seed": 0})
+    list(run(cfg, run_dir, resume=True, backend=ScriptedBackend(4), progress=False))
+
+
+def test_compare_refuses_a_run_whose_state_json_is_missing_and_deletes_nothing(finished, tmp_path):
+    """Round 4, failure 1: ``compare`` deleted and retrained a run folder whose state.json was missing."""
+    out, run_dir, entries = _copy(finished, tmp_path)
+    (run_dir / "state.json").unlink()
+    before = _snapshot(run_dir)
+    with pytest.raises(RunDirError, match="no state.json but holds committed epochs"):
+        _compare(out, entries)
+    assert _snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize("state", ["{}", '{"status": "finished", "pid": 1}', '{"last_complete_epoch": null}'])
+def test_resume_refuses_a_state_json_that_does_not_say_what_is_committed(finished, tmp_path, state):
+    """Round 4, failure 2: ``--resume`` on a state.json without ``last_complete_epoch`` (or ``{}``) discarded every
+    committed epoch; it is refused in one line and nothing changes."""
+    _, run_dir, entries = _copy(finished, tmp_path)
+    (run_dir / "state.json").write_text(state)
+    before = _snapshot(run_dir)
+    with pytest.raises(RunDirError, match="last_complete_epoch"):
+        _resume(run_dir, entries)
+    assert _snapshot(run_dir) == before
+
+
+DAMAGE = st.sampled_from(["remove", "empty", "garbage", "truncate"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(choice=st.data())
+def test_any_removed_or_corrupted_files_are_continued_from_or_refused_never_reduced(finished, tmp_path_factory,
+                                                                                     choice):
+    """For any subset of a finished run's files removed or damaged, ``--resume`` and ``compare`` each either
+    continue (the run is finished: nothing to add) or refuse with a RunDirError or a one-line OSError/ValueError, and
+    every committed file still there before is there after, byte for byte."""
+    out, run_dir, entries = _copy(finished, tmp_path_factory.mktemp("damaged"))
+    files = sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file())
+    picked = choice.draw(st.lists(st.sampled_from(files), min_size=1, max_size=4, unique=True), label="files")
+    for name in picked:
+        path, how = run_dir / name, choice.draw(DAMAGE, label=name)
+        data = path.read_bytes()
+        if how == "remove":
+            path.unlink()
+        else:
+            path.write_bytes({"empty": b"", "garbage": b"\x00\xff{not json", "truncate": data[: len(data) // 2]}[how])
+    for operation in (_resume, lambda _, e: _compare(out, e)):
+        before = _committed(_snapshot(run_dir))
+        try:
+            operation(run_dir, entries)
+        except (RunDirError, OSError, ValueError) as exc:
+            assert "\n" not in str(exc).strip(), f"not one line: {exc}"
+        after = _committed(_snapshot(run_dir))
+        lost = {k for k in before if after.get(k) != before[k]}
+        assert not lost, f"{operation} changed or removed committed files {sorted(lost)} after damage to {picked}"
+        if (run_dir / "epochs.jsonl").is_file() and "epochs.jsonl" not in picked:
+            assert len(read_epochs(run_dir)) == EPOCHS
+
+
+def test_the_lab_lists_every_run_beside_a_symlink_loop_and_a_huge_pid(finished, tmp_path):
+    """Round 4, failures 3 and 4: a symlink loop under ``--runs`` (and inside a comparison's runs folder) and a
+    ``running`` state with a pid past what the system's pid type holds each emptied the lab; now the other runs and
+    comparisons are listed and those folders are skipped or shown as not running."""
+    import json
+
+    from genenv_lab.lab.comparisons import comparison_dirs, load_comparison
+    from genenv_lab.lab.runs import discover_runs, folder_fingerprint, pid_alive
+
+    runs = tmp_path / "runs"
+    out, run_dir, _ = _copy(finished, runs)
+    shutil.copytree(run_dir, runs / "good")
+    shutil.copytree(run_dir, runs / "huge-pid")
+    state = json.loads((runs / "huge-pid" / "state.json").read_text())
+    (runs / "huge-pid" / "state.json").write_text(json.dumps({**state, "status": "running", "pid": 2**31}))
+    (runs / "loop").symlink_to("loop")
+    (out / "runs" / "tiny_genenv-s1").symlink_to("tiny_genenv-s1")
+    assert not pid_alive(2**31) and not pid_alive(2**70)
+    listed = {s.name: s.status for s in discover_runs(runs)}
+    assert set(listed) == {"good", "huge-pid"} and listed["huge-pid"] != "running"
+    assert folder_fingerprint(runs)
+    assert [name for name, _ in comparison_dirs(runs)] == ["cmp"]
+    assert load_comparison(out).runs
+
+
+def test_a_refused_comparison_changes_nothing_and_reused_runs_must_match(finished, tmp_path):
+    """Round 4, failure 8: a second ``compare`` on the same folder had rewritten ``manifest.json`` before it was
+    refused, and finished runs were reused whatever their configuration or epochs. Now the comparison holds a lock
+    before it writes anything, and a reused run must have this arm's configuration and no more epochs than asked."""
+    import fcntl
+    import os
+
+    out, _, entries = _copy(finished, tmp_path)
+    manifest = (out / "manifest.json").read_bytes()
+    fd = os.open(out / ".compare.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another comparison is running on this folder
+    try:
+        other = variant_entries(["tiny"], ["genenv", "random_env"], epochs=EPOCHS, reference_tasks=4)
+        with pytest.raises(RunDirError, match="another comparison"):
+            _compare(out, other)
+    finally:
+        os.close(fd)
+    assert (out / "manifest.json").read_bytes() == manifest
+    fewer = variant_entries(["tiny"], ["genenv"], epochs=1, reference_tasks=4)
+    with pytest.raises(RunDirError, match="holds 2 epochs, more than the 1 asked"):
+        _compare(out, fewer)
+    changed = variant_entries(["tiny"], ["genenv"], epochs=EPOCHS, reference_tasks=2)
+    with pytest.raises(RunDirError, match="another configuration"):
+        _compare(out, changed)
+    assert (out / "manifest.json").read_bytes() == manifest
+    _compare(out, entries)  # the same comparison again: every run finished, reused, the report rewritten
+    assert (out / "manifest.json").read_bytes() == manifest
