@@ -410,6 +410,8 @@ def start_tab(ui: SimpleNamespace) -> None:
 # ---------------------------------------------------------------------------------------------------- wiring
 QUIET = dict(show_progress="hidden", api_visibility="private")
 VIEW_SLOTS = 4
+MAX_UPLOAD = "1mb"
+"""The most Gradio's upload route takes (the lab itself uploads nothing)."""
 """Views of runs (and of comparisons) drawn at once, across every user of the lab: one slow view (a huge or
 hostile run) holds one slot, the others go on (with one slot, every user's view waited behind it). The callbacks
 only read the runs folder, so they may run side by side."""
@@ -475,8 +477,28 @@ def wire_launcher(ui: SimpleNamespace, lab: Lab) -> None:
 def launch(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int | None = 7860, share: bool = False,
            **kwargs: Any):
     """Launch ``demo`` with the lab's theme and CSS (Gradio 6 takes them at launch)."""
+    # the lab has no upload component: Gradio's upload route still takes files, so bound it (round 4, failure 16)
     return demo.launch(server_name=host, server_port=port, share=share, theme=theme(), css=CSS,
-                       ssr_mode=False, footer_links=["api"], **kwargs)
+                       ssr_mode=False, footer_links=["api"], max_file_size=MAX_UPLOAD, **kwargs)
+
+
+def exposed(host: str) -> bool:
+    """Whether binding ``host`` lets other machines reach the lab (anything but a loopback address)."""
+    import ipaddress
+
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: whatever it resolves to, nothing says it is this machine only
+        return True
+
+
+def served_url(local_url: str, host: str) -> str:
+    """The address to print: Gradio says ``localhost`` whatever was bound."""
+    if host in ("0.0.0.0", "::"):
+        return f"{local_url} (bound on every interface: {host})"
+    return local_url.replace("localhost", host) if exposed(host) else local_url
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -500,7 +522,11 @@ def main(argv: list[str] | None = None) -> None:
     # and the lab says where it is and how to share it in its own words.
     _, local_url, share_url = launch(app, host=args.host, port=args.port, share=args.share, quiet=True,
                                      prevent_thread_lock=True)
-    print(f"GenEnv lab: {local_url}  (runs folder: {args.runs}; Ctrl-C stops it)", flush=True)
+    print(f"GenEnv lab: {served_url(local_url, args.host)}  (runs folder: {args.runs}; Ctrl-C stops it)", flush=True)
+    if exposed(args.host) or share_url:
+        print(f"warning: the lab is reachable {'through the public link' if share_url else f'on {args.host}'}, "
+              "with no login: anyone who reaches it can read every run under the runs folder and start or stop "
+              "runs from its Start tab", flush=True)
     print(f"public link: {share_url}" if share_url else
           "public link: none (python app.py --share opens one through gradio.live)", flush=True)
     app.block_thread()

@@ -602,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--out", required=True, type=_nonempty, help="a new folder")
     x.add_argument("--merge", action="store_true", help="merge the adapter into the base: one standalone model")
     x.add_argument("--push-to-hub", metavar="OWNER/NAME", default="",
-                   help="then publish the folder as this hub model (needs huggingface-cli login or $HF_TOKEN)")
+                   help="then publish the folder as this hub model (needs hf auth login or $HF_TOKEN)")
     x.add_argument("--private", action="store_true", help="with --push-to-hub: a private hub model")
     x.set_defaults(func=cmd_export)
     d = sub.add_parser("check-domain", help="check that a domain (yours too) keeps what the loop relies on")

@@ -3,14 +3,18 @@
 
 An export holds the agent's LoRA adapter (peft format) with the tokenizer beside it and a filled model card
 (``README.md``: preset, α, band, epochs, held-out score, the method), or with ``merge=True`` one model with the
-adapter merged in (``AutoModelForCausalLM.from_pretrained(OUT)``). The adapter's ``base_model_name_or_path`` is the
-hub id when the run's base came from the hub; a base built or unpacked locally (``tiny``, the prepared world models,
-``smollm2-135m`` from its package) is copied into ``OUT/base`` and named ``base``, so the folder works on another
-machine::
+adapter merged in (``AutoModelForCausalLM.from_pretrained(OUT)``). A base built or unpacked locally (``tiny``, the
+prepared world models, ``smollm2-135m`` from its package) is copied into ``OUT/base``, so the folder works on
+another machine. The adapter's ``base_model_name_or_path`` is the base's hub id where it has one (a hub base, and
+``smollm2-135m``), else the absolute path of ``OUT/base`` (:func:`base_reference`), so that
+``AutoPeftModelForCausalLM.from_pretrained("OUT")`` loads it from any working directory; explicitly::
 
     base = AutoModelForCausalLM.from_pretrained("OUT/base")        # or the hub id the card names
     model = PeftModel.from_pretrained(base, "OUT")
     tokenizer = AutoTokenizer.from_pretrained("OUT")
+
+The folder is written beside ``OUT`` (``.OUT.partial``) and renamed into place, so a killed export leaves no half
+folder.
 
 ``push_to_hub`` (``genenv-lab export ... --push-to-hub OWNER/NAME``) publishes the folder with huggingface_hub's
 ``create_repo`` and ``upload_folder``. This project's machines cannot reach the hub, so its test drives a local
@@ -23,13 +27,14 @@ The library calls are transformers', peft's and huggingface_hub's own (``save_pr
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from .domains.base import HELDOUT_REASON
-from .runlog import adapter_dir, read_config, read_epochs, read_state
+from .runlog import adapter_dir, committed_epochs, read_config, read_epochs
 
 METHOD = "https://arxiv.org/abs/2512.19682"
 HUB_IDS = {"smollm2-135m": "HuggingFaceTB/SmolLM2-135M-Instruct"}
@@ -39,7 +44,7 @@ HUB_IDS = {"smollm2-135m": "HuggingFaceTB/SmolLM2-135M-Instruct"}
 def _run_epoch(run_dir: Path, epoch: int | None) -> tuple[Any, int]:
     """The run's configuration and the epoch asked for (default: the last complete one), checked."""
     cfg = read_config(run_dir)
-    last = int(read_state(run_dir).get("last_complete_epoch", 0))
+    last = committed_epochs(run_dir)  # a whole number or a one-line refusal: 2.9 is not read as 2
     epoch = last if epoch is None else epoch
     if not 0 <= epoch <= last:
         raise ValueError(f"{run_dir} has epochs 0-{last} (0: the untrained agent); epoch {epoch} is not one")
@@ -147,25 +152,46 @@ def export_agent(run_dir: str | Path, out: str | Path, *, epoch: int | None = No
     source = str(backend.model.get_base_model().config._name_or_path)
     local = Path(source).is_dir()
     origin = HUB_IDS.get(cfg.model.name_or_path, cfg.model.name_or_path) if local else source
-    out.mkdir(parents=True, exist_ok=True)
-    backend.tokenizer.save_pretrained(out)
-    if merge:
-        backend.model.merge_and_unload(adapter_names=["agent"]).save_pretrained(out)
-        base_path = None
-    else:
-        for item in (adapter_dir(run_dir, epoch) / "agent").iterdir():
-            shutil.copy2(item, out / item.name)
-        base = "base" if local else source
-        if local:  # built or unpacked on this machine: it travels with the adapter
-            shutil.copytree(source, out / "base", ignore=shutil.ignore_patterns("genenv_*.json", "*.lock"))
-            backend.tokenizer.save_pretrained(out / "base")
-        config_path = out / "adapter_config.json"
-        adapter_config = json.loads(config_path.read_text())
-        adapter_config["base_model_name_or_path"] = base
-        config_path.write_text(json.dumps(adapter_config, indent=2) + "\n")
-        base_path = "OUT/base" if local else source
-    (out / "README.md").write_text(model_card(cfg, read_epochs(run_dir), epoch, origin, base_path))
+    # written beside and renamed into place: a killed export leaves no half folder under --out
+    work = out.with_name(f".{out.name}.partial")
+    if work.exists():
+        shutil.rmtree(work)  # an export killed before (only ever this function's own scratch folder)
+    work.mkdir(parents=True)
+    try:
+        backend.tokenizer.save_pretrained(work)
+        if merge:
+            backend.model.merge_and_unload(adapter_names=["agent"]).save_pretrained(work)
+            base_path = None
+        else:
+            for item in (adapter_dir(run_dir, epoch) / "agent").iterdir():
+                shutil.copy2(item, work / item.name)
+            if local:  # built or unpacked on this machine: it travels with the adapter
+                shutil.copytree(source, work / "base", ignore=shutil.ignore_patterns("genenv_*.json", "*.lock"))
+                backend.tokenizer.save_pretrained(work / "base")
+            config_path = work / "adapter_config.json"
+            adapter_config = json.loads(config_path.read_text())
+            adapter_config["base_model_name_or_path"] = base_reference(cfg, source, out)
+            config_path.write_text(json.dumps(adapter_config, indent=2) + "\n")
+            base_path = "OUT/base" if local else source
+        (work / "README.md").write_text(model_card(cfg, read_epochs(run_dir), epoch, origin, base_path))
+        if out.exists():
+            out.rmdir()  # empty (checked above)
+        os.replace(work, out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     return out
+
+
+def base_reference(cfg, source: str, out: Path) -> str:
+    """What the exported adapter names as its base (``base_model_name_or_path``), so that
+    ``AutoPeftModelForCausalLM.from_pretrained(OUT)`` loads it from any working directory: the hub id where the base
+    has one (a hub base, or ``smollm2-135m`` unpacked from its package: a hub copy of the folder then loads by the
+    standard idiom), else the absolute path of ``OUT/base`` (a model built here, ``tiny``: after moving the folder,
+    load ``OUT/base`` explicitly, as the model card says)."""
+    if not Path(source).is_dir():
+        return source
+    return HUB_IDS.get(cfg.model.name_or_path) or str((out / "base").resolve())
 
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
@@ -182,7 +208,7 @@ def check_repo_id(repo_id: str) -> str:
 
 def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, api: Any = None) -> str:
     """Publish an exported folder as the hub model ``repo_id`` (created if absent); its URL. ``api``: an
-    ``huggingface_hub.HfApi`` (default: one with the token of ``huggingface-cli login`` or ``$HF_TOKEN``). Any hub
+    ``huggingface_hub.HfApi`` (default: one with the token of ``hf auth login`` or ``$HF_TOKEN``). Any hub
     failure (no network, no token, no rights) is a ``RuntimeError`` of one line; the folder stays as it is."""
     folder = Path(folder)
     check_repo_id(repo_id)
@@ -197,6 +223,6 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, api:
         api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message="genenv_lab: export the agent")
     except Exception as exc:  # noqa: BLE001 - requests/hub errors of every kind: one line, the export is kept
         raise RuntimeError(f"could not push {folder} to {repo_id}: {type(exc).__name__}: {str(exc)[:200]} "
-                           f"(the exported folder is kept; retry with huggingface-cli upload {repo_id} "
+                           f"(the exported folder is kept; retry with hf upload {repo_id} "
                            f"{folder})") from None
     return str(url)

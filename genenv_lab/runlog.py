@@ -456,6 +456,16 @@ def read_state(run_dir: str | Path) -> dict[str, Any]:
     return state
 
 
+def committed_epochs(run_dir: str | Path) -> int:
+    """How many epochs of the run are committed (``state.json``'s ``last_complete_epoch``): a whole number, or a
+    RunDirError in one line when state.json is missing, corrupt or says ``2.9``, ``"4"``, ``true``."""
+    state = read_state(run_dir)
+    if state.get("last_complete_epoch") is None:
+        raise RunDirError(f"{Path(run_dir) / STATE} does not say how many epochs are complete (no "
+                          "last_complete_epoch)")
+    return _state_count(state, "last_complete_epoch", Path(run_dir))
+
+
 def read_config(run_dir: str | Path) -> RunConfig:
     """The run's configuration (:func:`genenv_lab.config.load_config` of its ``config.json``)."""
     return load_config(Path(run_dir) / CONFIG)

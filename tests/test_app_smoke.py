@@ -88,6 +88,34 @@ def test_defaults_bind_localhost_and_never_share():
     assert app.DEFAULT_RUNS == ROOT / "runs"
 
 
+def test_uploads_are_bounded_and_an_exposed_address_is_named_with_a_warning(lab, tmp_path):
+    """Round 4, failure 16: a 100 MB upload was accepted (the lab uploads nothing); ``--host 0.0.0.0`` printed
+    ``localhost`` and no warning that anyone who reaches the port can start runs."""
+    import httpx
+
+    url, _ = lab
+    response = httpx.post(url + "gradio_api/upload", files={"files": ("big.bin", b"\0" * (2 * 2**20))}, timeout=60)
+    assert response.status_code >= 400
+    app = load_app_module()
+    assert not app.exposed("127.0.0.1") and not app.exposed("localhost") and not app.exposed("::1")
+    assert app.exposed("0.0.0.0") and app.exposed("192.0.2.7") and app.exposed("lab.example")
+    assert "every interface" in app.served_url("http://localhost:7860/", "0.0.0.0")
+    assert app.served_url("http://localhost:7860/", "192.0.2.7") == "http://192.0.2.7:7860/"
+    assert app.served_url("http://localhost:7860/", "127.0.0.1") == "http://localhost:7860/"
+
+
+def test_a_file_named_like_the_start_notes_folder_is_one_refusal(tmp_path):
+    """Round 4, failure 16: a plain file ``.lab-launches`` in the runs folder made every Start fail with a
+    FileExistsError traceback."""
+    from genenv_lab.lab.launcher import LAUNCHES, start_run
+    from genenv_lab.lab.runs import LabError
+
+    (tmp_path / LAUNCHES).write_text("not a folder")
+    with pytest.raises(LabError, match="start notes"):
+        start_run(tmp_path, "tiny", "arith", name="r1")
+    assert not (tmp_path / "r1").exists()
+
+
 def test_first_render_shows_the_chosen_or_newest_run(tmp_path):
     import gradio as gr
 

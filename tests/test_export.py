@@ -45,12 +45,34 @@ def test_an_exported_agent_loads_in_a_fresh_process_with_transformers_and_peft(t
     score = json.loads((trained / "epochs.jsonl").read_text().splitlines()[0])["extra"]["eval/domain"]
     assert "preset tiny" in card and "α, band | 0.5" in card and f"domain {score:.3f}" in card
     assert "arxiv.org/abs/2512.19682" in card
-    if not merged:
-        assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == "base"
+    if not merged:  # the base built here: named by the absolute path of OUT/base, loadable from anywhere
+        assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == \
+            str((out / "base").resolve())
     proc = subprocess.run([sys.executable, "-c", LOAD, str(out), "merged" if merged else "adapter"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "ANSWER" in proc.stdout
+    assert not list(tmp_path.glob(".*.partial"))
+    if not merged:  # round 4, failure 15: the standard idiom, from another working directory
+        auto = subprocess.run([sys.executable, "-c", "import sys; from peft import AutoPeftModelForCausalLM; "
+                               "AutoPeftModelForCausalLM.from_pretrained(sys.argv[1]); print('LOADED')", str(out)],
+                              capture_output=True, text=True, timeout=300, cwd="/")
+        assert "LOADED" in auto.stdout, auto.stderr[-2000:]
+
+
+def test_export_and_generate_refuse_a_state_that_is_not_a_whole_number_of_epochs(trained, tmp_path, capsys):
+    """Round 4, failure 15: ``"last_complete_epoch": 2.9`` exported epoch 2 silently; now one line, nothing
+    written."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    state = json.loads((run / "state.json").read_text())
+    for bad in (2.9, "1", True):
+        (run / "state.json").write_text(json.dumps({**state, "last_complete_epoch": bad}))
+        assert main(["export", "--run", str(run), "--out", str(tmp_path / "agent")]) == 1
+        assert "not a whole number" in capsys.readouterr().err
+        assert not (tmp_path / "agent").exists()
 
 
 def test_generate_answers_with_the_domains_prompt_and_refuses_what_is_not_a_task(trained, capsys):

@@ -138,8 +138,12 @@ class _StartLock:
     (or two lab processes) starting at once are counted one after the other."""
 
     def __init__(self, root: Path):
-        (root / LAUNCHES).mkdir(exist_ok=True)
-        self.path = root / LAUNCHES / ".lock"
+        notes = root / LAUNCHES
+        if notes.exists() and not notes.is_dir():
+            raise LabError(f"{notes} is a file where the lab keeps its start notes (a folder); move it away to start "
+                           "runs from the lab")
+        notes.mkdir(exist_ok=True)
+        self.path = notes / ".lock"
 
     def __enter__(self):
         import fcntl
