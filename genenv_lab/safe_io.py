@@ -48,6 +48,21 @@ def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> byt
         os.close(fd)
 
 
+DATA_LIMIT = 1 << 30
+"""The most any data file the project reads but did not write (benchmark data, seed and held-out files) may hold."""
+
+
+def read_text(path: str | os.PathLike, what: str = "data file", limit: int = DATA_LIMIT) -> str:
+    """The UTF-8 text of ``path`` read through :func:`read_regular` (a regular file of at most ``limit`` bytes): the
+    one reader of every data file (benchmark data, seed and held-out files), so a link to ``/dev/zero`` or a FIFO
+    is refused in one sentence instead of filling memory or hanging. Bad UTF-8 is a ``ValueError``."""
+    data = read_regular(path, limit, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
 def loads_json(data: bytes | str) -> Any:
     """``json.loads`` whose every failure is a ``ValueError`` with a short message."""
     try:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from ..curriculum import band_edges, in_band
 from ..types import TaskSpec
+from ..safe_io import read_text
 
 
 
@@ -120,7 +121,7 @@ class Domain:
         parse = parse or self.parse
         path = data_dir() / filename  # an absolute path stays itself
         seeds = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for lineno, line in enumerate(read_text(path, "seed or held-out file").splitlines(), 1):
             if not line.strip():
                 continue
             try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .common import cache_root
+from ..safe_io import read_text
 
 
 def _make_env(game_file: str, max_steps: int):
@@ -49,7 +50,7 @@ def replay_cached(game) -> dict[str, Any]:
     digest = hashlib.sha1(Path(game.path).read_bytes()).hexdigest()
     path = cache_root() / "alfworld-observed" / f"{digest}.json"
     if path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path, "ALFWorld file"))
     data = _replay(game)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data), encoding="utf-8")

@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from .calls import strip_reasoning
 from .common import BenchmarkSpec, ItemResult, accuracy
+from ..safe_io import read_text
 
 SOURCES = ("alfworld/alfworld: the 'alfworld-download' script fetches json_2.1.1 game files from the project's "
            "GitHub release assets (json_2.1.1_json.zip / json_2.1.3_tw-pddl.zip)")
@@ -88,7 +89,7 @@ def load_games(data_dir: Path) -> list[AlfworldGame]:
     root = _split_dir(data_dir)
     games = []
     for path in sorted(root.glob("*/*/game.tw-pddl")):
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, "ALFWorld file"))
         m = _GOAL.search(data.get("grammar", ""))
         goal = json.loads(f'"{m.group(1)}"') if m else ""
         game_id = f"{path.parent.parent.name}/{path.parent.name}"

@@ -32,6 +32,7 @@ from typing import Any
 
 from .calls import decode_calls, strip_reasoning
 from .common import BenchmarkSpec, ItemResult, accuracy
+from ..safe_io import read_text
 
 LEVELS = {"level-1": "level-1-api.json", "level-2": "level-2-api.json"}
 DIALOGUE_DIRS = {"level-1": "level-1-given-desc", "level-2": "level-2-toolsearcher"}
@@ -60,14 +61,14 @@ def available_categories(data_dir: Path) -> list[str]:
 def load_category(data_dir: Path, category: str) -> list[ApiBankItem]:
     if category not in LEVELS:
         raise ValueError(f"API-Bank category {category!r} is not covered; covered: {list(LEVELS)}")
-    rows = json.loads((data_dir / "test-data" / LEVELS[category]).read_text(encoding="utf-8"))
+    rows = json.loads(read_text(data_dir / "test-data" / LEVELS[category], "API-Bank file"))
     dialogues: dict[str, list[dict]] = {}
     items = []
     for index, row in enumerate(rows):
         fname = row["file"]
         if fname not in dialogues:
             path = data_dir / "lv1-lv2-samples" / DIALOGUE_DIRS[category] / fname
-            dialogues[fname] = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            dialogues[fname] = [json.loads(line) for line in read_text(path, "API-Bank file").splitlines()
                                 if line.strip()]
         api_turns = [t for t in dialogues[fname] if t.get("role") == "API"]
         k = row["input"].count("API-Request:")

@@ -25,6 +25,7 @@ The result loses surrounding markdown emphasis, quotes and a final period.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 import string
@@ -35,6 +36,7 @@ from typing import Any
 
 from .calls import strip_reasoning
 from .common import BenchmarkSpec, ItemResult, accuracy
+from ..safe_io import read_text
 
 SOURCES = ("ofirpress/self-ask, datasets/bamboogle.md (links the Google Sheet with the 125 questions); copies: "
            "HF dataset 'chiayewken/bamboogle' (test split)")
@@ -134,15 +136,16 @@ def load_category(data_dir: Path, category: str = "test") -> list[BamboogleItem]
         raise ValueError("Bamboogle has a single split, 'test'")
     rows: list[tuple[str, Any]] = []
     if (data_dir / "bamboogle.json").exists():
-        rows = [(r["Question"], r["Answer"]) for r in json.loads((data_dir / "bamboogle.json").read_text("utf-8"))]
+        rows = [(r["Question"], r["Answer"])
+                for r in json.loads(read_text(data_dir / "bamboogle.json", "Bamboogle file"))]
     elif (data_dir / "test.verl.jsonl").exists():
-        for line in (data_dir / "test.verl.jsonl").read_text("utf-8").splitlines():
+        for line in read_text(data_dir / "test.verl.jsonl", "Bamboogle file").splitlines():
             if line.strip():
                 r = json.loads(line)
                 rows.append((r["extra_info"]["question"], r["reward_model"]["ground_truth"]))
     else:
-        with open(data_dir / "bamboogle.csv", newline="", encoding="utf-8") as fh:
-            rows = [(r[0], r[4]) for r in csv.reader(fh) if r and r[0].strip()]
+        text = read_text(data_dir / "bamboogle.csv", "Bamboogle file")
+        rows = [(r[0], r[4]) for r in csv.reader(io.StringIO(text, newline="")) if r and r[0].strip()]
     items = []
     for i, (q, a) in enumerate(rows):
         answers = tuple(str(x).strip() for x in (a if isinstance(a, list) else [a]) if str(x).strip())

@@ -40,6 +40,7 @@ from .bfcl_decode import TREE_SITTER_HINT, decode, has_call, is_call_list, tree_
 from .calls import DecodedCalls, FunctionCall, decode_calls, format_calls_json, format_calls_python
 from .common import BenchmarkSpec, ItemResult, accuracy
 from .literals import render_java, render_js
+from ..safe_io import read_text
 
 NON_LIVE = ["simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
             "irrelevance"]
@@ -95,7 +96,7 @@ def _find(data_dir: Path, category: str, answers: bool = False) -> Path | None:
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [json.loads(line) for line in read_text(path, "BFCL file").splitlines() if line.strip()]
 
 
 def available_categories(data_dir: Path) -> list[str]:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import datetime as dt
 import functools
 import json
@@ -54,6 +55,7 @@ from typing import Any
 
 from .calls import matching_end, strip_reasoning
 from .common import BenchmarkSpec, ItemResult
+from ..safe_io import read_text
 
 SOURCES = ("OSU-NLP-Group/TravelPlanner (database/, train reference info, postprocess/example_evaluation.jsonl, "
            "finetuning_data/std_travelplanner.jsonl); queries with structured fields: HF dataset "
@@ -82,8 +84,7 @@ class Sandbox:
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+    return list(csv.DictReader(io.StringIO(read_text(path, "TravelPlanner file"), newline="")))
 
 
 @functools.lru_cache(maxsize=4)
@@ -106,7 +107,7 @@ def load_sandbox(data_dir: str) -> Sandbox:
     for r in _read_csv(db / "googleDistanceMatrix" / "distance.csv"):
         dist[(r["origin"], r["destination"])] = (r["duration"] or "", r["distance"] or "")
     city_state = {}
-    for line in (db / "background" / "citySet_with_states.txt").read_text(encoding="utf-8").splitlines():
+    for line in read_text(db / "background" / "citySet_with_states.txt", "TravelPlanner file").splitlines():
         if "\t" in line:
             city, state = line.split("\t", 1)
             city_state[city.strip()] = state.strip()
@@ -178,7 +179,7 @@ def load_category(data_dir: Path, category: str) -> list[TravelItem]:
     sandbox = load_sandbox(str(data_dir))
     items = []
     if category == "train":
-        lines = (data_dir / "train" / "std_travelplanner.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = read_text(data_dir / "train" / "std_travelplanner.jsonl", "TravelPlanner file").splitlines()
         for i, line in enumerate(x for x in lines if x.strip()):
             messages = json.loads(line)["messages"]
             user = next(m["content"] for m in messages if m["role"] == "user")
@@ -199,7 +200,7 @@ def load_category(data_dir: Path, category: str) -> list[TravelItem]:
             csv.field_size_limit(1 << 30)
             for r in _read_csv(path):
                 structured[" ".join(r["query"].split())] = r
-        for line in (data_dir / "validation" / "example_evaluation.jsonl").read_text(encoding="utf-8").splitlines():
+        for line in read_text(data_dir / "validation" / "example_evaluation.jsonl", "TravelPlanner file").splitlines():
             if not line.strip():
                 continue
             row = json.loads(line)
