@@ -434,9 +434,9 @@ def read_baseline(run_dir: str | Path) -> dict[str, float]:
     path = Path(run_dir) / BASELINE
     if not path.is_file():
         return {}
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
+    try:  # bounded, and every JSON failure (syntax, nesting, digits past the limit) one line
+        data = loads_json(read_regular(path, MB, BASELINE))
+    except ValueError as exc:
         raise RunDirError(f"{path} is corrupt ({exc}); delete it to drop the epoch-0 point") from None
     if not isinstance(data, dict):
         raise RunDirError(f"{path} is not a JSON object; delete it to drop the epoch-0 point")

@@ -600,6 +600,36 @@ def test_deep_nesting_and_huge_numbers_in_run_files_are_problems_not_crashes(tmp
     assert views.runs_frame(listed.values()).shape[0] == 4
 
 
+@pytest.mark.parametrize("case", ["baseline-deep", "baseline-digits", "alpha-digits", "epochs-digits"])
+def test_huge_numbers_in_a_runs_settings_are_one_problem_on_its_card(tmp_path, case):
+    """Round 4, failure 14: a 4000-digit ``alpha`` or ``last_complete_epoch``, or a baseline.json nested 1000 deep or
+    holding a 5000-digit value, failed that run's view and /run_summary; now the card shows the run, the value
+    left out (and said where it is read as a problem)."""
+    import json as _json
+
+    from genenv_lab.lab.runs import summarize
+
+    run_dir = make_run(tmp_path / "runs" / "r")
+    if case == "baseline-deep":
+        (run_dir / "baseline.json").write_text("[" * 1000 + "]" * 1000)
+    elif case == "baseline-digits":
+        (run_dir / "baseline.json").write_text('{"eval/domain": ' + "9" * 5000 + "}")
+    elif case == "alpha-digits":
+        cfg = _json.loads((run_dir / "config.json").read_text())
+        cfg["curriculum"]["alpha"] = int("9" * 4000)
+        (run_dir / "config.json").write_text(_json.dumps(cfg))
+    else:
+        state = _json.loads((run_dir / "state.json").read_text())
+        (run_dir / "state.json").write_text(_json.dumps({**state, "last_complete_epoch": int("9" * 4000)}))
+    run = load_run(run_dir)
+    assert views.run_card(run) and isinstance(figures.curves_figure([run]), go.Figure)
+    assert summarize(run_dir).name == "r"
+    if case.startswith("baseline"):
+        assert any("baseline.json" in p for p in run.problems)
+    if case == "alpha-digits":
+        assert run.alpha is None
+
+
 def test_a_small_table_file_of_200000_rows_is_refused_from_its_metadata_before_decoding(tmp_path):
     """A compressed parquet of 200,000 identical rows (kilobytes on disk, hundreds of MB once shown) passes the
     file-size check; its metadata states the rows, so the one table reader refuses it before decoding, and the

@@ -23,6 +23,7 @@ comparison still running, with runs missing or half-written, shows what exists.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import stat
@@ -327,9 +328,21 @@ def drawn_epochs(last: int, limit: int = DRAWN_EPOCHS, tail: int = TAIL_EPOCHS) 
 
 
 def _last_committed(state: dict[str, Any]) -> int | None:
-    """``state.json``'s ``last_complete_epoch`` when it is a whole number, else None."""
+    """``state.json``'s ``last_complete_epoch`` when it is a whole number of epochs (at most 10⁹: a 4000-digit
+    integer is no epoch count), else None."""
     last = state.get("last_complete_epoch")
-    return last if isinstance(last, int) and not isinstance(last, bool) else None
+    return last if isinstance(last, int) and not isinstance(last, bool) and 0 <= last <= 10**9 else None
+
+
+def _finite_float(value: Any) -> float | None:
+    """``value`` as a finite float when it is a number that is one (a 4000-digit integer overflows: None)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
 
 
 def _read_frame(run_dir: Path, name: str, columns: tuple[str, ...], problems: list[str],
@@ -402,13 +415,11 @@ class RunData:
 
     @property
     def alpha(self) -> float | None:
-        value = self._section("curriculum").get("alpha")
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return _finite_float(self._section("curriculum").get("alpha"))
 
     @property
     def k_min(self) -> float | None:
-        value = self._section("curriculum").get("k_min")
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return _finite_float(self._section("curriculum").get("k_min"))
 
     @property
     def num_generations(self) -> int | None:
@@ -641,10 +652,14 @@ def folder_fingerprint(runs_root: str | Path) -> tuple:
 
 def _lenient_baseline(run_dir: Path, problems: list[str]) -> dict[str, float]:
     try:
-        return read_baseline(run_dir)
-    except (RunDirError, OSError, UnicodeDecodeError) as exc:
-        problems.append(str(exc))
+        scores = read_baseline(run_dir)
+    except (RunDirError, OSError, ValueError) as exc:  # ValueError: nesting, digits past the limit, bad UTF-8
+        problems.append(f"{run_dir / BASELINE} cannot be read ({str(exc)[:120]}); the epoch-0 point is left out.")
         return {}
+    kept = {k: v for k, v in scores.items() if _finite_float(v) is not None}
+    if len(kept) < len(scores):
+        problems.append(f"{run_dir / BASELINE} holds a score that is not a finite number; it is left out.")
+    return {k: float(v) for k, v in kept.items()}
 
 
 # ---------------------------------------------------------------------------------------------------- comparisons
