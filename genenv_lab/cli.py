@@ -376,6 +376,7 @@ def cmd_check_domain(args: argparse.Namespace) -> int:
         console.print(f"[red]config error:[/red] {exc}")
         return 2
     problems = check_domain(domain)
+    problems += [p for p in (_commit_problem(t) for t in domain.seed_tasks()[:1]) if p]
     for problem in problems:
         console.print(f"[red]✗[/red] {escape(problem)}", highlight=False)
     if problems:
@@ -383,6 +384,22 @@ def cmd_check_domain(args: argparse.Namespace) -> int:
     console.print(f"[green]✓[/green] domain {args.domain!r} passes: {len(domain.seed_tasks())} seed tasks, "
                   f"{len(domain.heldout_tasks())} held-out tasks parse, give themselves back and are solvable")
     return 0
+
+
+def _commit_problem(task) -> str | None:
+    """Whether a task of the domain can be committed as a run commits it (:func:`genenv_lab.runlog.commit_problem`),
+    tried on a seed task dressed as a generated one."""
+    from .runlog import commit_problem
+    from .types import GeneratedTask
+
+    spec = task.spec
+    row = GeneratedTask(task_id="check", epoch=1, env_version=0, parent_id=task.seed_id, root_id=task.seed_id,
+                        context="", raw=spec.text, valid=True, question=spec.question, answer=spec.answer,
+                        text=spec.text, features=dict(spec.features) if isinstance(spec.features, dict) else {}
+                        ).to_row()
+    problem = commit_problem(row)
+    return None if problem is None else (f"seed task {task.seed_id!r}: a task of this domain cannot be committed "
+                                         f"({problem}); features must be plain numbers, strings or booleans")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -115,6 +115,19 @@ def table_files(run_dir: str | Path, name: str) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def commit_problem(row: dict) -> str | None:
+    """What stops a tasks-table row (``GeneratedTask.to_row()``) from being committed as an epoch commits it (its
+    features as JSON, the row to parquet), or None. ``genenv-lab check-domain`` asks it of a seed task, so a domain
+    whose features hold numpy values or sets fails there, not at a run's first commit after a whole epoch."""
+    import io
+
+    try:
+        _tasks_frame([row]).to_parquet(io.BytesIO())
+    except Exception as exc:  # noqa: BLE001 - the report is the point
+        return f"{type(exc).__name__}: {str(exc)[:120]}"
+    return None
+
+
 def _tasks_frame(rows: list[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if "features" in frame:

@@ -89,6 +89,57 @@ def test_a_domain_module_that_raises_or_exits_at_import_is_one_line(add_domain, 
     assert not (add_domain / "r").exists()
 
 
+FEATURE_DOMAINS = """
+import time
+
+import numpy as np
+
+from add_domain import AddDomain
+
+
+def _with(features):
+    class D(AddDomain):
+        def parse(self, text):
+            result = super().parse(text)
+            if result.spec is not None:
+                object.__setattr__(result.spec, "features", features)
+            return result
+    return D
+
+
+NumpyFeatures = _with({"digits": np.int64(2)})
+SetFeatures = _with({"digits": {1, 2}})
+ListFeatures = _with([1, 2])
+
+
+class Slow(AddDomain):
+    def score(self, spec, completion):
+        if completion != spec.answer:
+            time.sleep(0.6)
+        return super().score(spec, completion)
+
+
+class Exits(AddDomain):
+    def score(self, spec, completion):
+        raise SystemExit(0)
+"""
+
+
+@pytest.mark.parametrize("name, shown", [("NumpyFeatures", "cannot be committed"), ("SetFeatures", "cannot be "
+                                         "committed"), ("ListFeatures", "not a dict"), ("Slow", "took"),
+                                         ("Exits", "raises SystemExit")])
+def test_check_domain_refuses_domains_that_cannot_train(add_domain, name, shown):
+    """Round 4, failure 13: features holding numpy values or a set passed check-domain and failed the run at its
+    first commit; a scorer taking seconds a call, or calling sys.exit(), passed too."""
+    (add_domain / "feature_domains.py").write_text(FEATURE_DOMAINS)
+    env = {**os.environ, "PYTHONPATH": f"{add_domain}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "genenv_lab.cli", "check-domain", f"feature_domains:{name}",
+                           "--seeds", str(add_domain / "add_seeds.jsonl")], capture_output=True, text=True, env=env,
+                          timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and shown in out and "Traceback" not in out, out
+
+
 def test_a_generated_held_out_question_is_rejected_whatever_the_parser(add_domain):
     (add_domain / "held.jsonl").write_text('{"id": "h", "text": "Task: 40 + 2"}\n')
     domain = get_domain("add_domain:AddDomain", seeds=str(add_domain / "add_seeds.jsonl"),

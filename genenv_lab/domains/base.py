@@ -205,7 +205,7 @@ class Domain:
             return ParseResult(reason=f"generation longer than {self.max_text_chars} characters")
         try:
             result = self.parse(text)
-        except Exception as exc:  # noqa: BLE001 - a model wrote the text; no output may stop training
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a model wrote the text; nothing may stop training
             return ParseResult(reason=f"unparseable generation ({type(exc).__name__})")
         if result.valid and result.spec.question in self.heldout_questions:
             return ParseResult(reason=HELDOUT_REASON)
@@ -238,7 +238,7 @@ class Domain:
             return 0.0, f"completion longer than {self.max_text_chars} characters"
         try:
             reward = float(self.score(spec, completion))
-        except Exception as exc:  # noqa: BLE001 - a model wrote the completion; no output may stop training
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a model wrote it; nothing may stop training
             return 0.0, type(exc).__name__
         if not 0.0 <= reward <= 1.0:  # NaN fails this too
             return 0.0, "reward outside [0, 1]"

@@ -8,7 +8,12 @@ the prompts it builds are chat messages. ``genenv-lab check-domain NAME`` and th
 
 from __future__ import annotations
 
+import time
+
 from .base import Domain, LineageStats
+
+SLOW_SCORE_S = 0.5
+"""A score() call slower than this is a problem: the loop scores G completions of every task every epoch."""
 
 GARBAGE = ("", " ", "Task:", "Task: " + "9" * 400, "{" * 200, "\x00\ud800", "Answer: 42\n" * 50)
 """Texts a simulator or an agent may write; parsing and scoring them must not raise."""
@@ -47,10 +52,16 @@ def check_domain(domain: Domain) -> list[str]:
             if reward != 1.0:
                 problems.append(f"{name}: its reference solution scores {reward} ({error or 'not 1.0'})")
             for garbage in GARBAGE:
+                start = time.perf_counter()
                 try:
                     value = float(domain.score(spec, garbage))
-                except Exception as exc:  # noqa: BLE001
+                except (Exception, SystemExit) as exc:  # noqa: BLE001 - a scorer's sys.exit() is a problem too
                     problems.append(f"{name}: score() raises {type(exc).__name__} on {garbage[:20]!r}")
+                    break
+                took = time.perf_counter() - start
+                if took > SLOW_SCORE_S:
+                    problems.append(f"{name}: score() took {took:.1f} s on {garbage[:20]!r} (the loop scores G "
+                                    f"completions of every task every epoch; keep a call under {SLOW_SCORE_S} s)")
                     break
                 if not 0.0 <= value <= 1.0:
                     problems.append(f"{name}: score() gives {value} on {garbage[:20]!r}, outside [0, 1]")
@@ -60,6 +71,8 @@ def check_domain(domain: Domain) -> list[str]:
     if seeds:
         problem = _messages_problem(domain.env_messages(seeds[0].spec, LineageStats(), 0.5), "env_messages")
         problems += [problem] if problem else []
+        problems += [f"seed task {t.seed_id!r}: features is a {type(t.spec.features).__name__}, not a dict of names "
+                     "to numbers or strings" for t in seeds if not isinstance(t.spec.features, dict)][:1]
     seed_questions = {t.spec.question for t in seeds}
     problems += [f"held-out task {t.seed_id!r} is also a seed task (it would be trained on)" for t in heldout
                  if t.spec.question in seed_questions]
