@@ -51,6 +51,7 @@ LINEAR = 4 * 1.5
 (linear code measures 3.4× on a quiet machine and up to 5.7× beside a training run; quadratic code measures 16×,
 the tools scorer's old call-start pattern 500×)."""
 GROWTH_PATTERNS = ("\n", " ", "[ ", "{", "(", "f(", "x ", '"', "a=1,", "[\n", "<tool_call>", "Task: ", "9")
+FIELD_PREFIXES = ("Expression: 1", "Question: 1", "Task: 1", "Answer: 1")
 
 
 def _growth(fn, small: str, large: str, repeats: int = 9) -> tuple[float, float]:
@@ -80,6 +81,11 @@ def test_parse_and_score_grow_linearly_up_to_the_cap(name):
             t_small, t_large = _growth(fn, small, large)
             assert t_large <= max(LINEAR * t_small, 0.02), \
                 f"{name} {label} on {pattern!r}: {t_small:.4f} s → {t_large:.4f} s"
+        for field in FIELD_PREFIXES:  # a field line whose value is a long blank run (round 4: arith's line regex)
+            small, large = (field + " " * (n - len(field) - 1) + "x" for n in (4_000, 16_000))
+            t_small, t_large = _growth(fn, small, large)
+            assert t_large <= max(LINEAR * t_small, 0.02), \
+                f"{name} {label} on {field!r} + blanks: {t_small:.4f} s → {t_large:.4f} s"
 
 
 def test_bfcl_lenient_scoring_is_linear_and_capped():

@@ -30,7 +30,8 @@ MAX_ABS_RESULT = 10**9
 MAX_QUESTION_CHARS = 300
 
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
-_LINE = re.compile(r"^\s*(expression|question)\s*[:：]\s*(.*?)\s*$", re.IGNORECASE)
+_LINE = re.compile(r"^\s*(expression|question)\s*[:：](.*)$", re.IGNORECASE)
+r"""A field line; its value is ``group(2).strip()`` (a lazy ``(.*?)\s*$`` backtracked: quadratic on long blank runs)."""
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
@@ -170,7 +171,7 @@ class ArithDomain(Domain):
         for line in text.splitlines():
             m = _LINE.match(line)
             if m and m.group(1).lower() not in fields:
-                fields[m.group(1).lower()] = m.group(2)
+                fields[m.group(1).lower()] = m.group(2).strip()
         if "expression" not in fields:
             return ParseResult(reason="missing 'Expression:' line")
         expression, stated = _normalise(fields["expression"])

@@ -32,7 +32,8 @@ MAX_TEXT_CHARS = 1500
 MIN_QUESTION_WORDS = 5
 MAX_QUESTION_WORDS = 60
 MAX_ANSWER_WORDS = 8
-_LINE = re.compile(r"^\s*(question|step\s*1|step\s*2|answer)\s*[:：]\s*(.*?)\s*$", re.IGNORECASE)
+_LINE = re.compile(r"^\s*(question|step\s*1|step\s*2|answer)\s*[:：](.*)$", re.IGNORECASE)
+r"""A field line; its value is ``group(2).strip()`` (a lazy ``(.*?)\s*$`` is quadratic on a long blank run)."""
 _ARROW = re.compile(r"\s*(?:->|→|=>)\s*")
 
 
@@ -79,7 +80,7 @@ class QADomain(Domain):
             m = _LINE.match(line)
             if m:
                 key = re.sub(r"\s+", "", m.group(1).lower())
-                fields.setdefault(key, m.group(2))
+                fields.setdefault(key, m.group(2).strip())
         for key, label in (("question", "Question"), ("step1", "Step 1"), ("step2", "Step 2"),
                            ("answer", "Answer")):
             if not fields.get(key):

@@ -22,7 +22,8 @@ import re
 from ..curriculum import in_band
 from .base import Domain, LineageStats
 
-_TASK = re.compile(r"^\s*task\s*[:：]\s*(.*?)\s*$", re.IGNORECASE)
+_TASK = re.compile(r"^\s*task\s*[:：](.*)$", re.IGNORECASE)
+r"""A ``Task:`` line; its body is ``group(1).strip()`` (not a lazy ``(.*?)\s*$``: quadratic on a long blank run)."""
 
 
 def task_numbers(text: str, pattern: re.Pattern, form: str) -> tuple[int, int] | str:
@@ -35,7 +36,7 @@ def task_numbers(text: str, pattern: re.Pattern, form: str) -> tuple[int, int] |
     >>> task_numbers("Task: 3 + 7", product, "a * b")
     "not of the form 'a * b'"
     """
-    body = next((m.group(1) for m in map(_TASK.match, text.splitlines()) if m), None)
+    body = next((m.group(1).strip() for m in map(_TASK.match, text.splitlines()) if m), None)
     if body is None:
         return "missing 'Task:' line"
     m = pattern.match(body)
