@@ -173,12 +173,25 @@ class RunWriter:
             else:
                 raise RunDirError(f"{self.dir} is not empty; pass --resume to continue that run or choose a new "
                                   "--out")
-        except BaseException:
-            self.release()
+            procs = f", {world_size} processes" if world_size > 1 else ""
+            self.event(f"{'resumed after epoch ' + str(self.last_epoch) if resume else 'started'} "
+                       f"(pid {os.getpid()}{procs})")
+        except BaseException as exc:
+            self._failed_start(exc)
             raise
-        procs = f", {world_size} processes" if world_size > 1 else ""
-        self.event(f"{'resumed after epoch ' + str(self.last_epoch) if resume else 'started'} (pid {os.getpid()}"
-                   f"{procs})")
+
+    def _failed_start(self, exc: BaseException) -> None:
+        """A start or resume that failed before its first epoch (a full disk, ``events.log`` made a folder): a
+        resumed run's ``state.json`` goes back to what it was (a finished run stays finished), a fresh start that had
+        written its state is marked ``failed``; best effort, since the disk may be what failed. Then the lock goes."""
+        try:
+            if self._state_before is not None:
+                _atomic_write_bytes(self.dir / STATE, self._state_before)
+            elif self._lock_fd is not None and (self.dir / STATE).is_file() and not isinstance(exc, RunDirError):
+                self._write_state("failed", env_version=0)
+        except OSError:
+            pass
+        self.release()
 
     # ---------------------------------------------------------------------------------------------- the lock
     def _lock(self) -> None:

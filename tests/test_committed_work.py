@@ -160,3 +160,16 @@ def test_a_refused_comparison_changes_nothing_and_reused_runs_must_match(finishe
     assert (out / "manifest.json").read_bytes() == manifest
     _compare(out, entries)  # the same comparison again: every run finished, reused, the report rewritten
     assert (out / "manifest.json").read_bytes() == manifest
+
+
+def test_a_resume_that_cannot_start_leaves_a_finished_run_finished(finished, tmp_path):
+    """Round 3's L4, still open in round 4: with ``events.log`` made a folder, ``--resume`` failed in one line but
+    left ``state.json`` ``running`` with a dead pid; it goes back to what it was."""
+    _, run_dir, entries = _copy(finished, tmp_path)
+    state = (run_dir / "state.json").read_bytes()
+    (run_dir / "events.log").unlink()
+    (run_dir / "events.log").mkdir()
+    cfg = entries[0][1].replace(loop={"seed": 0, "epochs": EPOCHS + 1})
+    with pytest.raises(IsADirectoryError):
+        list(run(cfg, run_dir, resume=True, backend=ScriptedBackend(4), progress=False))
+    assert (run_dir / "state.json").read_bytes() == state
