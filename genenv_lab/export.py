@@ -206,7 +206,35 @@ def check_repo_id(repo_id: str) -> str:
     return repo_id
 
 
-def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, api: Any = None) -> str:
+HUB_ANSWER_S = 60.0
+"""How long the hub may take to answer ``create_repo`` (a silent endpoint hung ``--push-to-hub`` past 180 s); the
+upload itself has no limit (a large model takes as long as it takes once the hub has answered)."""
+
+
+def _answered(call, timeout_s: float, what: str):
+    """``call()`` in a daemon thread, its result or its exception, or a TimeoutError after ``timeout_s``."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True, name=f"hub-{what}")
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise TimeoutError(f"the hub did not answer {what} within {timeout_s:.0f} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, api: Any = None,
+                answer_s: float = HUB_ANSWER_S) -> str:
     """Publish an exported folder as the hub model ``repo_id`` (created if absent); its URL. ``api``: an
     ``huggingface_hub.HfApi`` (default: one with the token of ``hf auth login`` or ``$HF_TOKEN``). Any hub
     failure (no network, no token, no rights) is a ``RuntimeError`` of one line; the folder stays as it is."""
@@ -219,7 +247,7 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, api:
 
         api = HfApi()
     try:
-        url = api.create_repo(repo_id, private=private, exist_ok=True)
+        url = _answered(lambda: api.create_repo(repo_id, private=private, exist_ok=True), answer_s, "create_repo")
         api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message="genenv_lab: export the agent")
     except Exception as exc:  # noqa: BLE001 - requests/hub errors of every kind: one line, the export is kept
         raise RuntimeError(f"could not push {folder} to {repo_id}: {type(exc).__name__}: {str(exc)[:200]} "

@@ -134,6 +134,26 @@ def test_push_to_hub_publishes_the_exported_folder(trained, tmp_path, monkeypatc
     assert (out / "README.md").is_file()
 
 
+def test_a_hub_that_never_answers_is_one_line_not_a_hang(trained, tmp_path):
+    """Round 4, failure 15: with an endpoint that accepts and never answers, ``--push-to-hub`` hung past 180 s. The
+    real ``HfApi`` against a silent local socket now fails in one line after the answer limit; the folder stays."""
+    import socket
+
+    from huggingface_hub import HfApi
+
+    from genenv_lab import export
+
+    out = tmp_path / "agent"
+    assert main(["export", "--run", str(trained), "--out", str(out)]) == 0
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # accepts connections, never reads or answers
+        api = HfApi(endpoint=f"http://127.0.0.1:{silent.getsockname()[1]}", token="hf_not_a_real_token")
+        with pytest.raises(RuntimeError, match="did not answer create_repo within 2 s.*folder is kept"):
+            export.push_to_hub(out, "you/agent", api=api, answer_s=2)
+    assert (out / "README.md").is_file()
+
+
 @pytest.mark.parametrize("repo", ["no-owner", "a/b/c", "you/bad name", "_x/y", "you/x.."])
 def test_a_bad_hub_id_is_refused_before_any_model_loads(trained, tmp_path, repo, capsys):
     assert main(["export", "--run", str(trained), "--out", str(tmp_path / "o"), "--push-to-hub", repo]) == 1
