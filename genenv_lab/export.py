@@ -60,9 +60,12 @@ def _agent_backend(cfg, run_dir: Path, epoch: int):
     from .backends.factory import make_backend
     from .domains import domain_of
 
+    from .models.loading import check_model_source
+
     domain = domain_of(cfg)
     if cfg.model.engine != "hf":
         cfg = cfg.replace(model={"engine": "hf"})
+    check_model_source(cfg.model.name_or_path)  # a base that is neither here nor cached: seconds, not retries
     backend = make_backend(cfg, domain)
     if epoch:
         backend.load_adapters(adapter_dir(run_dir, epoch))

@@ -508,11 +508,16 @@ def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            out.append(loads_json(line))
+            record = loads_json(line)
         except ValueError as exc:  # bad syntax, nesting past the stack, an integer past the digit limit
             if i == len(lines) - 1:
                 continue
             raise RunDirError(f"{path}:{i + 1} is not valid JSON ({exc}); the run directory is corrupt") from None
+        epoch = record.get("epoch") if isinstance(record, dict) else None
+        if not isinstance(epoch, int) or isinstance(epoch, bool) or not 1 <= epoch <= 10**9:
+            raise RunDirError(f"{path}:{i + 1} is not an epoch record (a JSON object with a whole-number epoch); "
+                              "the run directory is corrupt")
+        out.append(record)
     return out
 
 

@@ -173,3 +173,16 @@ def test_a_resume_that_cannot_start_leaves_a_finished_run_finished(finished, tmp
     with pytest.raises(IsADirectoryError):
         list(run(cfg, run_dir, resume=True, backend=ScriptedBackend(4), progress=False))
     assert (run_dir / "state.json").read_bytes() == state
+
+
+@pytest.mark.parametrize("line", ["5", '{"epoch": "2"}', '{"epoch": true}', "[1]"])
+def test_an_epochs_line_that_is_no_epoch_record_is_one_refusal(finished, tmp_path, line):
+    """Round 3's L1, still open: an ``epochs.jsonl`` line ``5`` or ``{"epoch": "2"}`` raised a TypeError traceback on
+    ``--resume``; now a RunDirError naming the line, and nothing changes."""
+    _, run_dir, entries = _copy(finished, tmp_path)
+    lines = (run_dir / "epochs.jsonl").read_text().splitlines()
+    (run_dir / "epochs.jsonl").write_text("\n".join([line] + lines) + "\n")
+    before = _snapshot(run_dir)
+    with pytest.raises(RunDirError, match="epochs.jsonl:1 is not an epoch record"):
+        _resume(run_dir, entries)
+    assert _committed(_snapshot(run_dir)) == _committed(before)

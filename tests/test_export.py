@@ -75,6 +75,19 @@ def test_export_and_generate_refuse_a_state_that_is_not_a_whole_number_of_epochs
         assert not (tmp_path / "agent").exists()
 
 
+def test_a_garbage_adapter_file_is_one_line_for_export_and_generate(trained, tmp_path, capsys):
+    """Round 3's L1, still open: garbage in ``adapter_model.safetensors`` gave a SafetensorError traceback."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    (run / "adapters" / "epoch_001" / "agent" / "adapter_model.safetensors").write_bytes(b"\x00garbage" * 10)
+    assert main(["generate", "--run", str(run), "Task: 2 to 9"]) == 1
+    assert "cannot be read" in capsys.readouterr().err
+    assert main(["export", "--run", str(run), "--out", str(tmp_path / "agent")]) == 1
+    assert "cannot be read" in capsys.readouterr().err and not (tmp_path / "agent").exists()
+
+
 def test_generate_answers_with_the_domains_prompt_and_refuses_what_is_not_a_task(trained, capsys):
     assert main(["generate", "--run", str(trained), "Task: 2 to 9"]) == 0  # a held-out item may be asked
     printed = capsys.readouterr().out

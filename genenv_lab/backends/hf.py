@@ -340,13 +340,10 @@ class HFBackend:
 
     def load_adapters(self, directory: Path) -> None:
         from peft import set_peft_model_state_dict
-        from safetensors.torch import load_file
 
         for name in self.adapters:
             path = Path(directory) / name / "adapter_model.safetensors"
-            if not path.is_file():
-                raise FileNotFoundError(f"adapter weights {path} are missing; the run directory is incomplete")
-            result = set_peft_model_state_dict(self.model, load_file(str(path)), adapter_name=name)
+            result = set_peft_model_state_dict(self.model, read_adapter(path), adapter_name=name)
             if getattr(result, "unexpected_keys", None):
                 raise ValueError(f"{path} does not match this model's {name!r} adapter: "
                                  f"unexpected keys {result.unexpected_keys[:3]}")
@@ -373,6 +370,20 @@ class HFBackend:
         """A copy of the frozen base weights (for the test that the base never changes)."""
         return {k: v.detach().cpu().clone() for k, v in self.model.get_base_model().state_dict().items()
                 if "lora_" not in k}
+
+
+def read_adapter(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a run's ``adapter_model.safetensors`` (every engine reads them so): ``FileNotFoundError`` when
+    missing, one-line ``ValueError`` when the file is not a safetensors file (garbage, cut short by a full disk)."""
+    from safetensors.torch import load_file
+
+    if not path.is_file():
+        raise FileNotFoundError(f"adapter weights {path} are missing; the run directory is incomplete")
+    try:
+        return load_file(str(path))
+    except Exception as exc:  # noqa: BLE001 - SafetensorError and the OS errors under it
+        raise ValueError(f"adapter weights {path} cannot be read ({type(exc).__name__}: {str(exc)[:100]}); the run "
+                         "directory is corrupt") from None
 
 
 def grpo_dataset(backend: "HFBackend", prompts: Sequence[AgentPrompt]):

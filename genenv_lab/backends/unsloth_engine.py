@@ -64,7 +64,7 @@ from ..rwr import rwr_losses, target_positions
 from ..distributed import processes
 from .base import EnvExample, EnvUpdate, Messages
 from . import prefix
-from .hf import OPTIMIZER_FILE, HFBackend
+from .hf import OPTIMIZER_FILE, HFBackend, read_adapter
 from .vllm_engine import VLLMGenerator, supported_lora_rank
 
 SLOT = "default"
@@ -329,13 +329,9 @@ class UnslothBackend(HFBackend):
         self.save_optimizers(Path(directory) / OPTIMIZER_FILE)
 
     def load_adapters(self, directory: Path) -> None:
-        from safetensors.torch import load_file
-
         for name in self.adapters:
             path = Path(directory) / name / "adapter_model.safetensors"
-            if not path.is_file():
-                raise FileNotFoundError(f"adapter weights {path} are missing; the run directory is incomplete")
-            self.slot.load(name, load_file(str(path)), origin=str(path))
+            self.slot.load(name, read_adapter(path), origin=str(path))
         self._use("agent")
         self.load_optimizers(Path(directory) / OPTIMIZER_FILE)
 
