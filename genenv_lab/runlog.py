@@ -37,7 +37,7 @@ from typing import Any, Collection, Iterable
 import pandas as pd
 
 from .config import RunConfig, load_config
-from .safe_io import MB, loads_json, read_regular
+from .safe_io import MB, loads_json, read_regular, read_text
 from .types import Attempt, EpochRecord, GeneratedTask
 
 CONFIG = "config.json"
@@ -155,6 +155,7 @@ class RunWriter:
         self.world_size = world_size
         self._lock_fd: int | None = None
         self._state_before: bytes | None = None
+        self._fresh_state = False  # this writer wrote the first state.json of a fresh start
         try:
             if self.dir.exists() and not self.dir.is_dir():
                 raise RunDirError(f"--out {self.dir} is a file, not a folder; choose another --out")
@@ -167,6 +168,7 @@ class RunWriter:
                 atomic_write_json(self.dir / CONFIG, cfg.to_dict())
                 self.last_epoch = 0
                 self._write_state("running", env_version=0)
+                self._fresh_state = True
             elif resume:
                 self._lock()  # before anything is truncated: a run still being written is refused untouched
                 self.last_epoch = self._prepare_resume()
@@ -187,7 +189,7 @@ class RunWriter:
         try:
             if self._state_before is not None:
                 _atomic_write_bytes(self.dir / STATE, self._state_before)
-            elif self._lock_fd is not None and (self.dir / STATE).is_file() and not isinstance(exc, RunDirError):
+            elif self._fresh_state:
                 self._write_state("failed", env_version=0)
         except OSError:
             pass
@@ -502,7 +504,10 @@ def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
     path = Path(run_dir) / EPOCHS
     if not path.is_file():
         return []
-    lines = path.read_text().splitlines()
+    try:
+        lines = read_text(path, EPOCHS, 256 * MB).splitlines()
+    except ValueError as exc:  # not UTF-8, not a regular file, too large
+        raise RunDirError(f"{path} cannot be read ({exc}); the run directory is corrupt") from None
     out = []
     for i, line in enumerate(lines):
         if not line.strip():
@@ -535,16 +540,36 @@ def read_budgeted(path: Path, scale: int = 1):
     :data:`TABLE_FILE_ROWS` rows or ``scale`` × :data:`TABLE_FILE_DECODED` bytes decoded: a small file can hold a
     huge table (a 64 kB parquet of 200,000 rows), and nothing is decoded before this check. The file is opened once;
     a refusal is a :class:`RunDirError` with one sentence."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    file = pq.ParquetFile(path)
-    meta = file.metadata
-    decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     rows, size = scale * TABLE_FILE_ROWS, scale * TABLE_FILE_DECODED
-    if meta.num_rows > rows or decoded > size:
-        raise RunDirError(f"{path.parent.name}/{path.name} holds {meta.num_rows:,} rows ({decoded / MB:.0f} MB "
-                          f"decoded), above the budget of {rows:,} rows and {size // MB} MB per table file; not read")
-    return file.read()
+    name = f"{path.parent.name}/{path.name}"
+    meta = pq.ParquetFile(path).metadata
+    stated = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if meta.num_rows > rows or stated > size:
+        raise RunDirError(f"{name} holds {meta.num_rows:,} rows ({stated / MB:.0f} MB stated in its metadata), "
+                          f"above the budget of {rows:,} rows and {size // MB} MB per table file; not read")
+    # Text columns are read dictionary-encoded (as they are stored: the dictionary once, an index per row), so the
+    # size they would decode to is measured before anything is expanded: a 270 kB file of one 10 kB string repeated
+    # 100,000 times states 1 MB in its metadata and decodes to 1 GB.
+    schema = pq.read_schema(path)
+    texts = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_binary(f.type)
+             or pa.types.is_large_string(f.type)]
+    table = pq.ParquetFile(path, read_dictionary=texts).read()
+    decoded = 0
+    for column in table.columns:
+        for chunk in column.chunks:
+            if pa.types.is_dictionary(chunk.type):
+                lengths = pc.binary_length(chunk.dictionary)
+                decoded += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0) + chunk.indices.nbytes
+            else:
+                decoded += chunk.nbytes
+    if decoded > size:
+        raise RunDirError(f"{name} holds {meta.num_rows:,} rows that decode to {decoded / MB:.0f} MB, above the "
+                          f"budget of {size // MB} MB per table file; not read")
+    return table.cast(schema) if texts else table
 
 
 def read_table(run_dir: str | Path, name: str, epochs: Collection[int] | None = None) -> pd.DataFrame:

@@ -600,6 +600,33 @@ def test_deep_nesting_and_huge_numbers_in_run_files_are_problems_not_crashes(tmp
     assert views.runs_frame(listed.values()).shape[0] == 4
 
 
+def test_a_small_table_file_that_decodes_to_a_gigabyte_is_refused_before_it_is_expanded(tmp_path):
+    """Round 4, failure 6: 100,000 rows of one repeated 10 kB string (dictionary-encoded: a few hundred kB on disk,
+    about 1 MB in its metadata) passed the metadata budget and took the lab to 5 GB for one view. The text columns
+    are read as stored and their decoded size measured before anything is expanded."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from genenv_lab.runlog import TABLE_FILE_DECODED, RunDirError, read_table
+
+    bomb = make_run(tmp_path / "runs" / "bomb", epochs=1)
+    path = bomb / "tasks" / "epoch_001.parquet"
+    row = pq.read_table(path).slice(0, 1).to_pylist()[0]
+    rows = 99_999
+    table = pa.Table.from_pylist([row]).take([0] * rows)
+    repeated = pa.DictionaryArray.from_arrays(pa.array([0] * rows, pa.int32()), pa.array(["x" * 10_000]))
+    table = table.set_column(table.schema.get_field_index("raw"), "raw", repeated)  # 10 kB once, an index a row
+    pq.write_table(table, path, compression="zstd", store_schema=False)
+    meta = pq.ParquetFile(path).metadata
+    assert path.stat().st_size < 2 * 2**20 and sum(meta.row_group(i).total_byte_size
+                                                   for i in range(meta.num_row_groups)) < TABLE_FILE_DECODED
+    with pytest.raises(RunDirError, match="decode to 9[0-9][0-9] MB"):
+        read_table(bomb, "tasks")
+    run = load_run(bomb)
+    assert len(run.tasks) == 0 and any("decode to" in p for p in run.problems)
+    assert len(run.records) == 1 and views.run_card(run)
+
+
 @pytest.mark.parametrize("case", ["baseline-deep", "baseline-digits", "alpha-digits", "epochs-digits"])
 def test_huge_numbers_in_a_runs_settings_are_one_problem_on_its_card(tmp_path, case):
     """Round 4, failure 14: a 4000-digit ``alpha`` or ``last_complete_epoch``, or a baseline.json nested 1000 deep or
