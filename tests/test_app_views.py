@@ -627,6 +627,43 @@ def test_a_small_table_file_that_decodes_to_a_gigabyte_is_refused_before_it_is_e
     assert len(run.records) == 1 and views.run_card(run)
 
 
+def test_the_runs_list_rereads_only_the_runs_that_changed(tmp_path, monkeypatch):
+    """Round 4, failure 9 (runs list): every refresh parsed every run's whole epochs.jsonl (12 s for a 70 MB one,
+    for every user). A run whose files are unchanged is not read again; one that changed is."""
+    from genenv_lab.lab import runs as runs_module
+
+    root = tmp_path / "runs"
+    make_run(root / "a")
+    make_run(root / "b")
+    read = []
+    real = runs_module.summarize
+    monkeypatch.setattr(runs_module, "summarize", lambda path, name=None: read.append(name) or real(path, name))
+    first = {s.name: s.epochs_done for s in discover_runs(root)}
+    assert sorted(read) == ["a", "b"]
+    read.clear()
+    assert {s.name: s.epochs_done for s in discover_runs(root)} == first and read == []
+    with (root / "b" / "events.log").open("a") as fh:
+        fh.write("one more line\n")
+    discover_runs(root)
+    assert read == ["b"]
+
+
+def test_a_manifest_naming_half_a_million_runs_is_cut_and_says_so(tmp_path):
+    """Round 4, failure 9 (comparisons): a 3 MB manifest of 480,000 seeds cost 25 s and a 79 MB response on every
+    page load; the lab reads at most COMPARISON_RUNS runs of one comparison and the card says what was cut."""
+    import json as _json
+
+    from genenv_lab.lab.comparisons import COMPARISON_RUNS, load_comparison
+
+    folder = tmp_path / "runs" / "cmp"
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(_json.dumps({"entries": [{"label": "tiny:genenv", "config": {}}],
+                                                       "seeds": list(range(480_000))}))
+    data = load_comparison(folder)
+    assert len(data.runs) == COMPARISON_RUNS
+    assert any("480,000 runs" in p for p in data.problems)
+
+
 @pytest.mark.parametrize("case", ["baseline-deep", "baseline-digits", "alpha-digits", "epochs-digits"])
 def test_huge_numbers_in_a_runs_settings_are_one_problem_on_its_card(tmp_path, case):
     """Round 4, failure 14: a 4000-digit ``alpha`` or ``last_complete_epoch``, or a baseline.json nested 1000 deep or

@@ -33,6 +33,10 @@ COMPARISON_STATUSES = ("running", "finished", "incomplete", "unreadable", "missi
 ``unreadable``: ``manifest.json`` is corrupt. ``missing``: the folder is gone."""
 
 
+COMPARISON_RUNS = 2_000
+"""The most runs (labels × seeds) the lab reads for one comparison; a manifest naming more is cut, and says so."""
+
+
 def _resolved(path: Path) -> Path | None:
     """``path`` with every symlink resolved, ``None`` where that cannot be done (a symlink loop)."""
     try:
@@ -200,6 +204,12 @@ def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData
             labelled.append((entry["label"], config if isinstance(config, dict) else {}))
         else:
             problems.append(f"an entry of {MANIFEST} has no label; skipped.")
+    if len(labelled) * len(good_seeds) > COMPARISON_RUNS:  # a manifest naming 480,000 runs cost 25 s a page load
+        named = len(labelled) * len(good_seeds)
+        labelled = labelled[:max(1, COMPARISON_RUNS // max(len(good_seeds), 1))]
+        good_seeds = good_seeds[:max(1, COMPARISON_RUNS // len(labelled))]
+        problems.append(f"{MANIFEST} names {named:,} runs, more than the {COMPARISON_RUNS:,} the lab reads for one "
+                        f"comparison; shown: {len(labelled)} label(s) × {len(good_seeds)} seed(s).")
     runs_folder = _resolved(path / "runs")
     runs, rows, bands = [], [], {}
     for label, config in labelled:
