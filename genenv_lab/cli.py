@@ -523,6 +523,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback of an unexpected error (default: one line)")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_run(sub)
+    _add_eval(sub)
+    _add_grids(sub)
+    _add_agent_commands(sub)
+    _add_check_domain(sub)
+    return parser
+
+
+def _add_run(sub) -> None:
+    """``genenv-lab run``."""
     p = sub.add_parser("run", help="run GenEnv co-evolution and write a run directory")
     p.add_argument("--preset", choices=sorted(PRESETS), help="configuration preset (default tiny)")
     p.add_argument("--config", type=_nonempty, metavar="FILE",
@@ -556,6 +566,9 @@ def build_parser() -> argparse.ArgumentParser:
     config_arguments(p)
     p.set_defaults(func=cmd_run)
 
+
+def _add_eval(sub) -> None:
+    """``genenv-lab eval``."""
     from .evaluation.runner import BENCHMARKS
 
     e = sub.add_parser("eval", help="score a model or a predictions file on a benchmark (official metric)")
@@ -577,27 +590,31 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", type=_nonempty, help="output folder (default runs/eval/<benchmark>-<time>)")
     e.set_defaults(func=cmd_eval)
 
-    def grid_options(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--seeds", type=_count(1), default=3, help="seeds per configuration (default 3)")
-        q.add_argument("--first-seed", type=_count(0), default=0, metavar="N",
-                       help="the first seed: the runs use seeds N .. N+seeds-1 (default 0). To report on seeds no "
-                            "choice was made on, start past the seeds any setting was tuned on (e.g. --first-seed 3 "
-                            "after looking at seeds 0-2)")
-        q.add_argument("--epochs", type=_count(1), help="epochs per run (default: the preset's)")
-        q.add_argument("--domain", type=_nonempty, metavar="NAME|package.module:Class",
-                       help=f"task domain: one of {', '.join(known_domains())}, or your own class "
-                            "(docs/domains.md); default: the preset's")
-        q.add_argument("--reference-tasks", type=_count(0),
-                       help="tasks of the untrained simulator measured every epoch (the counterfactual; default: "
-                            "the preset's, else 8)")
-        q.add_argument("--eval-limit", type=_count(0),
-                       help="held-out items per evaluation (default: the preset's, else 20; 0: all)")
-        q.add_argument("--data-dir", help="benchmark data of the held-out score when the domain ships no held-out "
-                                          "set (tools: BFCL; default $GENENV_LAB_DATA/<name> or the cache)")
-        q.add_argument("--out", required=True, type=_nonempty,
-                       help="comparison folder (runs/, comparison.csv, report.html)")
-        q.set_defaults(func=cmd_compare)
 
+def _grid_options(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--seeds", type=_count(1), default=3, help="seeds per configuration (default 3)")
+    q.add_argument("--first-seed", type=_count(0), default=0, metavar="N",
+                   help="the first seed: the runs use seeds N .. N+seeds-1 (default 0). To report on seeds no "
+                        "choice was made on, start past the seeds any setting was tuned on (e.g. --first-seed 3 "
+                        "after looking at seeds 0-2)")
+    q.add_argument("--epochs", type=_count(1), help="epochs per run (default: the preset's)")
+    q.add_argument("--domain", type=_nonempty, metavar="NAME|package.module:Class",
+                   help=f"task domain: one of {', '.join(known_domains())}, or your own class "
+                        "(docs/domains.md); default: the preset's")
+    q.add_argument("--reference-tasks", type=_count(0),
+                   help="tasks of the untrained simulator measured every epoch (the counterfactual; default: "
+                        "the preset's, else 8)")
+    q.add_argument("--eval-limit", type=_count(0),
+                   help="held-out items per evaluation (default: the preset's, else 20; 0: all)")
+    q.add_argument("--data-dir", help="benchmark data of the held-out score when the domain ships no held-out "
+                                      "set (tools: BFCL; default $GENENV_LAB_DATA/<name> or the cache)")
+    q.add_argument("--out", required=True, type=_nonempty,
+                   help="comparison folder (runs/, comparison.csv, report.html)")
+    q.set_defaults(func=cmd_compare)
+
+
+def _add_grids(sub) -> None:
+    """``genenv-lab compare`` and ``genenv-lab sweep`` (the same grid options)."""
     c = sub.add_parser("compare", help="run GenEnv and baselines over seeds and write a side-by-side report")
     c.add_argument("--presets", nargs="+", default=["tiny"], choices=sorted(PRESETS))
     c.add_argument("--variants", nargs="+", default=["genenv", "random_env", "static"], choices=VARIANTS,
@@ -607,7 +624,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--teacher", help="teacher model of the offline_teacher variant (hub id or directory)")
     c.add_argument("--teacher-multipliers", nargs="+", type=float, default=[1.8, 3.3],
                    help="offline_teacher data sizes relative to GenEnv's (default 1.8 3.3)")
-    grid_options(c)
+    _grid_options(c)
+    s = sub.add_parser("sweep", help="sweep α and the env reward shape of the full method")
+    s.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
+    s.add_argument("--alphas", nargs="+", type=float, default=[0.3, 0.5, 0.7])
+    s.add_argument("--shapes", nargs="+", default=["gaussian"], choices=["gaussian", "learnability", "min", "azr"])
+    _grid_options(s)
+
+
+def _add_agent_commands(sub) -> None:
+    """``genenv-lab generate`` and ``genenv-lab export``: a run's trained agent."""
     g = sub.add_parser("generate", help="answer a task with a run's trained agent (the domain's prompt, greedy)")
     g.add_argument("--run", required=True, type=_nonempty, help="run directory")
     g.add_argument("--epoch", type=_count(0), help="the agent after this epoch (default: the last; 0: untrained)")
@@ -622,17 +648,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="then publish the folder as this hub model (needs hf auth login or $HF_TOKEN)")
     x.add_argument("--private", action="store_true", help="with --push-to-hub: a private hub model")
     x.set_defaults(func=cmd_export)
+
+
+def _add_check_domain(sub) -> None:
+    """``genenv-lab check-domain``."""
     d = sub.add_parser("check-domain", help="check that a domain (yours too) keeps what the loop relies on")
     d.add_argument("domain", type=_nonempty, metavar="NAME|package.module:Class")
     d.add_argument("--seeds", default="", help="JSONL of {\"id\", \"text\"} seed tasks (default: the domain's)")
     d.add_argument("--heldout", default="", help="JSONL of held-out tasks (default: the domain's, if any)")
     d.set_defaults(func=cmd_check_domain)
-    s = sub.add_parser("sweep", help="sweep α and the env reward shape of the full method")
-    s.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
-    s.add_argument("--alphas", nargs="+", type=float, default=[0.3, 0.5, 0.7])
-    s.add_argument("--shapes", nargs="+", default=["gaussian"], choices=["gaussian", "learnability", "min", "azr"])
-    grid_options(s)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
