@@ -68,6 +68,28 @@ def verdict(prediction: str, prompt: dict, answer, category: str) -> bool:
     return ast_checker(prompt["function"], decoded, answer, language, category, MODEL)["valid"]
 
 
+def multi_turn_verdict(prediction: list, prompt: dict, answer: list, category: str, index: int) -> bool:
+    """``_evaluate_single_multi_turn_entry`` of the official eval runner, with the prompting handlers' decoder
+    (``default_decode_execute_prompting``, what ``OSSHandler.decode_execute`` calls). Upstream keeps each entry's
+    backend instances in its executor module's globals under the model's name, so every prediction gets a name of
+    its own and its instances are dropped after its verdict."""
+    import copy
+    from types import SimpleNamespace
+
+    import bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils as utils
+    from bfcl_eval.eval_checker.eval_runner import _evaluate_single_multi_turn_entry
+    from bfcl_eval.model_handler.utils import default_decode_execute_prompting
+
+    handler = SimpleNamespace(decode_execute=default_decode_execute_prompting)
+    name = f"parity{index}"
+    try:
+        return _evaluate_single_multi_turn_entry(handler, prompt["id"], prediction, answer, copy.deepcopy(prompt),
+                                                 name, category)["valid"]
+    finally:
+        for key in [k for k in vars(utils) if k.startswith(name + "_")]:
+            del vars(utils)[key]
+
+
 def main() -> None:
     data_dir, pred_path, out_path = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     cache: dict[str, tuple[dict, dict]] = {}
@@ -79,7 +101,9 @@ def main() -> None:
             prompts, answers = cache[cat]
             result = {"id": row["id"], "category": cat, "prediction_index": i}
             try:
-                result["valid"] = bool(verdict(row["prediction"], prompts[row["id"]], answers.get(row["id"]), cat))
+                judge = multi_turn_verdict if cat.startswith("multi_turn") else verdict
+                args = (i,) if cat.startswith("multi_turn") else ()
+                result["valid"] = bool(judge(row["prediction"], prompts[row["id"]], answers.get(row["id"]), cat, *args))
             except Exception as exc:  # noqa: BLE001 - recorded: upstream's run would stop on this entry
                 result["valid"], result["error"] = False, f"{type(exc).__name__}: {exc}"[:300]
             out.write(json.dumps(result) + "\n")

@@ -3,8 +3,10 @@
 Covered categories: ``simple_python``, ``simple_java``, ``simple_javascript``, ``multiple``, ``parallel``,
 ``parallel_multiple``, ``irrelevance``, and ``live_simple``, ``live_multiple``, ``live_parallel``,
 ``live_parallel_multiple``, ``live_irrelevance``, ``live_relevance`` where their files exist in the data folder
-(they ship in the ``bfcl-eval`` wheel, not in the offline copy). Not covered: multi-turn (needs the simulated
-backends), web search and memory (agentic), format sensitivity.
+(they ship in the ``bfcl-eval`` wheel, not in the offline copy), and the four multi-turn categories
+(``multi_turn_base``, ``multi_turn_miss_func``, ``multi_turn_miss_param``, ``multi_turn_long_context``) where the
+``bfcl-eval`` package is installed: they run on BFCL's own backends, under BFCL's protocol or the paper's per-turn
+reading (:mod:`.bfcl_multi_turn`). Not covered: web search and memory (agentic), format sensitivity.
 
 Scoring (``scoring="official"``, the default) is BFCL's own for a prompting model: the reply is decoded as
 ``bfcl_eval``'s ``default_decode_ast_prompting`` decodes it (:mod:`.bfcl_decode`: bare Python-style calls, Java and
@@ -38,6 +40,7 @@ from typing import Any
 from .bfcl_checker import check, standardize_string  # noqa: F401 - re-exported (tools domain, tests)
 from .bfcl_decode import TREE_SITTER_HINT, decode, has_call, is_call_list, tree_sitter_available
 from .calls import DecodedCalls, FunctionCall, decode_calls, format_calls_json, format_calls_python
+from . import bfcl_multi_turn as mt
 from .common import BenchmarkSpec, ItemResult, accuracy
 from .literals import render_java, render_js
 from ..safe_io import read_text
@@ -46,9 +49,9 @@ NON_LIVE = ["simple_python", "simple_java", "simple_javascript", "multiple", "pa
             "irrelevance"]
 LIVE = ["live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance",
         "live_relevance"]
-CATEGORIES = NON_LIVE + LIVE
-NOT_COVERED = ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context",
-               "web_search", "memory", "format_sensitivity"]
+MULTI_TURN = list(mt.CATEGORIES)
+CATEGORIES = NON_LIVE + LIVE + MULTI_TURN
+NOT_COVERED = ["web_search", "memory", "format_sensitivity"]
 SOURCES = ("ShishirPatil/gorilla, berkeley-function-call-leaderboard/bfcl_eval/data/ (also inside the PyPI wheel "
            "'bfcl-eval', bfcl_eval/data/): the BFCL_v4_<category>.json files and possible_answer/")
 
@@ -61,6 +64,8 @@ def language(category: str) -> str:
 
 
 def checker_kind(category: str) -> str:
+    if mt.is_multi_turn(category):
+        return "multi_turn"
     if "irrelevance" in category:
         return "irrelevance"
     if "relevance" in category:
@@ -105,16 +110,25 @@ def available_categories(data_dir: Path) -> list[str]:
     for cat in CATEGORIES:
         if _find(data_dir, cat) is None or (language(cat) != "python" and not tree_sitter_available()):
             continue
+        if mt.is_multi_turn(cat) and not (mt.available() and (data_dir / "multi_turn_func_doc").is_dir()):
+            continue
         if checker_kind(cat) not in ("irrelevance", "relevance") and _find(data_dir, cat, answers=True) is None:
             continue
         out.append(cat)
     return out
 
 
-def load_category(data_dir: Path, category: str) -> list[BFCLItem]:
+def load_category(data_dir: Path, category: str) -> list[BFCLItem] | list[mt.MultiTurnItem]:
     if category not in CATEGORIES:
         raise ValueError(f"BFCL category {category!r} is not covered; available in {data_dir}: "
                          f"{available_categories(data_dir)} (covered when their files exist: {CATEGORIES})")
+    if mt.is_multi_turn(category):
+        if not mt.available():
+            raise ValueError(f"BFCL {category} runs on BFCL's own backends: {mt.INSTALL}")
+        qpath, apath = _find(data_dir, category), _find(data_dir, category, answers=True)
+        if qpath is None or apath is None:
+            raise FileNotFoundError(f"no BFCL_v*_{category}.json (and possible_answer/ of it) in {data_dir}")
+        return mt.load_multi_turn(data_dir, category, qpath, apath)
     if language(category) != "python" and not tree_sitter_available():
         raise ValueError(f"BFCL {category} needs tree-sitter 0.21 to decode replies: {TREE_SITTER_HINT}")
     qpath = _find(data_dir, category)
@@ -197,8 +211,17 @@ def ast_check(functions: list[dict], calls: DecodedCalls | list, ground_truth: l
     return _verdict(functions, _upstream_form(calls), ground_truth, category)
 
 
-def score_item(item: BFCLItem, prediction: str, scoring: str = "official") -> ItemResult:
-    """The verdict on one raw reply; ``scoring`` is one of :data:`SCORINGS`."""
+def score_item(item: BFCLItem | mt.MultiTurnItem, prediction: str, scoring: str = "official",
+               protocol: str = "official") -> ItemResult:
+    """The verdict on one raw reply (a multi-turn entry: its per-turn lists of raw replies, as JSON text or lists);
+    ``scoring`` is one of :data:`SCORINGS`, ``protocol`` (multi-turn only) one of ``bfcl_multi_turn.PROTOCOLS``."""
+    if prediction is None and not isinstance(item, mt.MultiTurnItem):
+        return ItemResult(item.id, item.category, False, 0.0, "no prediction")
+    if isinstance(item, mt.MultiTurnItem):
+        if scoring != "official":
+            raise ValueError(f"BFCL multi-turn is scored only as BFCL decodes replies (scoring {scoring!r} is "
+                             "single-turn only)")
+        return mt.score(item, prediction, protocol)
     kind = checker_kind(item.category)
     lang = "python" if kind in ("irrelevance", "relevance") else language(item.category)
     decoded, fmt, failure = _decode(prediction, lang, scoring)
@@ -210,8 +233,18 @@ def score_item(item: BFCLItem, prediction: str, scoring: str = "official") -> It
                       extra={"n_calls": n_calls, "call_format": fmt, "scoring": scoring})
 
 
-def score_item_lenient(item: BFCLItem, prediction: str) -> ItemResult:
-    return score_item(item, prediction, "lenient")
+def score_item_lenient(item: BFCLItem, prediction: str, protocol: str = "official") -> ItemResult:
+    return score_item(item, prediction, "lenient", protocol)
+
+
+def check_scoring(categories: list[str], scoring: str | None, protocol: str | None) -> None:
+    """Lenient decoding is single-turn only; a protocol other than ``official`` applies to multi-turn only."""
+    multi = [c for c in categories if mt.is_multi_turn(c)]
+    if multi and scoring not in (None, "official"):
+        raise ValueError(f"bfcl: scoring {scoring!r} is single-turn only; {multi} are scored as BFCL decodes replies")
+    if protocol not in (None, "official") and len(multi) < len(categories):
+        raise ValueError(f"bfcl: protocol {protocol!r} applies to the multi-turn categories only "
+                         f"({', '.join(mt.CATEGORIES)}); drop the others or the protocol")
 
 
 # ------------------------------------------------------------------------------------------------- gold
@@ -284,12 +317,14 @@ def format_calls_source(calls: list[tuple[str, dict[str, Any]]]) -> str:
                            for name, args in calls) + "]"
 
 
-def gold_prediction(item: BFCLItem, style: str = "python") -> str | None:
+def gold_prediction(item: BFCLItem | mt.MultiTurnItem, style: str = "python") -> str | list | None:
     """A raw output built from the answer key: its first allowed alternatives as calls in BFCL's format (``python``;
     Java/JavaScript values as source strings) or as JSON (``json``: only the lenient scoring reads it), or a
     plain-text refusal for irrelevance; None for ``live_relevance`` (no answer key). Under the official checker a
     few answers cannot be written at all (Java ``String`` arrays keep their quotes, values with a comma inside a
     JavaScript array are split): those gold predictions score incorrect, as they would upstream."""
+    if isinstance(item, mt.MultiTurnItem):
+        return mt.gold_prediction(item)
     kind = checker_kind(item.category)
     if kind == "irrelevance":
         return "None of the provided functions can be used for this request, so I will not call any of them."
@@ -326,9 +361,27 @@ def prompt_messages(item: BFCLItem) -> list[dict[str, str]]:
 # ------------------------------------------------------------------------------------------------- summary
 
 
+def _multi_turn_summary(results: dict[str, list[ItemResult]]) -> dict[str, Any]:
+    """Per multi-turn category: the official accuracy (entries right) and the per-turn score (turns right over all
+    turns); ``value`` is the protocol's."""
+    cats = {}
+    for c, rs in results.items():
+        protocol = rs[0].extra.get("protocol", "official") if rs else "official"
+        n_turns = sum(r.extra.get("n_turns", 0) for r in rs)
+        turns_right = sum(r.extra.get("n_turns_correct", 0) for r in rs)
+        per_turn = turns_right / n_turns if n_turns else float("nan")
+        cats[c] = {"metric": "accuracy" if protocol == "official" else "per_turn_accuracy",
+                   "value": accuracy(rs) if protocol == "official" else per_turn, "protocol": protocol,
+                   "correct": sum(x.correct for x in rs), "n": len(rs), "official_accuracy": accuracy(rs),
+                   "per_turn_accuracy": per_turn, "n_turns": n_turns, "n_turns_correct": turns_right}
+    return cats
+
+
 def summarize(results: dict[str, list[ItemResult]]) -> dict[str, Any]:
+    multi = {c: r for c, r in results.items() if mt.is_multi_turn(c)}
     cats = {c: {"metric": "accuracy", "value": accuracy(r), "correct": sum(x.correct for x in r), "n": len(r)}
-            for c, r in results.items()}
+            for c, r in results.items() if c not in multi}
+    cats.update(_multi_turn_summary(multi))
     out: dict[str, Any] = {"categories": cats}
     lenient = any(r.extra.get("scoring") == "lenient" for rs in results.values() for r in rs)
     acc = {c: v["value"] for c, v in cats.items()}
@@ -342,11 +395,24 @@ def summarize(results: dict[str, list[ItemResult]]) -> dict[str, Any]:
     if live:
         n = sum(cats[c]["n"] for c in live)
         out["live_ast_summary_weighted"] = sum(cats[c]["correct"] for c in live) / n if n else float("nan")
-    ast_cats = [c for c in cats if checker_kind(c) not in ("irrelevance", "relevance")]
+    protocol = next((v["protocol"] for v in cats.values() if "protocol" in v), None)
+    if multi:
+        out["protocol"] = protocol
+        out["multi_turn_summary"] = sum(cats[c]["value"] for c in multi) / len(multi)
+        if protocol == "per-turn":
+            out["protocol_note"] = ("per-turn: each turn scored on its own from the state the answer key's earlier "
+                                    "turns leave (GenEnv's reading of BFCL multi-turn); NOT BFCL's leaderboard metric")
+    ast_cats = [c for c in cats if checker_kind(c) not in ("irrelevance", "relevance", "multi_turn")]
     n_ast = sum(cats[c]["n"] for c in ast_cats)
     if "non_live_ast_summary" in out:
         metric, value = "non_live_ast_accuracy (BFCL non-live AST summary: mean of simple[mean of 3], multiple, "\
                         "parallel, parallel_multiple)", out["non_live_ast_summary"]
+    elif multi and not ast_cats:
+        metric = ("multi_turn_accuracy (BFCL's multi-turn checker on its own backends; mean over categories)"
+                  if protocol == "official" else
+                  "multi_turn_per_turn_accuracy (share of turns right, each from the answer key's state; mean over "
+                  "categories; the paper's reading, NOT BFCL's leaderboard metric)")
+        value = out["multi_turn_summary"]
     elif len(cats) == 1:
         (c, v), = cats.items()
         metric = "relevance_accuracy" if checker_kind(c) in ("irrelevance", "relevance") else "ast_accuracy"
@@ -356,20 +422,36 @@ def summarize(results: dict[str, list[ItemResult]]) -> dict[str, Any]:
         value = sum(cats[c]["correct"] for c in ast_cats) / n_ast if n_ast else float("nan")
     if lenient:
         metric += " [lenient decoding: calls also read from prose, fences, JSON and tags; NOT BFCL's official metric]"
+
+    def covered(c: str) -> str:
+        kind = checker_kind(c)
+        if kind == "multi_turn":
+            return f"{c}: BFCL's backends and multi-turn checker ({cats[c]['protocol']} protocol)"
+        return f"{c}: AST checker" if kind not in ("irrelevance", "relevance") else f"{c}: relevance (call / no call)"
+
+    def missing(c: str) -> str:
+        if mt.is_multi_turn(c) and not mt.available():
+            return f"{c} (bfcl-eval not installed: {mt.INSTALL})"
+        if language(c) == "python" or tree_sitter_available():
+            return f"{c} (file not in the data folder)"
+        return f"{c} (tree-sitter 0.21 not installed: {TREE_SITTER_HINT})"
+
     out.update({
         "metric": metric, "value": value, "n": sum(v["n"] for v in cats.values()),
-        "covered": [f"{c}: AST checker" if checker_kind(c) not in ("irrelevance", "relevance")
-                    else f"{c}: relevance (call / no call)" for c in cats],
-        "not_covered": [f"{c} (multi-turn state checks / agentic / non-scoring)" for c in NOT_COVERED]
-        + [f"{c} (file not in the data folder)" if language(c) == "python" or tree_sitter_available()
-           else f"{c} (tree-sitter 0.21 not installed: {TREE_SITTER_HINT})" for c in CATEGORIES if c not in cats],
+        "covered": [covered(c) for c in cats],
+        "not_covered": [f"{c} (agentic / non-scoring)" for c in NOT_COVERED]
+        + [missing(c) for c in CATEGORIES if c not in cats],
         "approximated": ["arithmetic inside an argument is evaluated over literals only (upstream evaluates any "
                          "expression with eval); otherwise BFCL's prompting decoder and AST checker, quirks included "
-                         "(genenv_lab.evaluation.bfcl_checker)"],
+                         "(genenv_lab.evaluation.bfcl_checker)"]
+        + (["multi-turn calls run by a dispatcher that evaluates no text (upstream runs each call string with "
+            "eval): a Python builtin called by a model is refused here (genenv_lab.evaluation.bfcl_multi_turn)"]
+           if multi else []),
     })
     return out
 
 
 SPEC = BenchmarkSpec(name="bfcl", folder="bfcl", markers=("possible_answer",), sources=SOURCES,
                      categories=available_categories, load=load_category, score=score_item, gold=gold_prediction,
-                     summarize=summarize, other_scorings=(("lenient", score_item_lenient),))
+                     summarize=summarize, other_scorings=(("lenient", score_item_lenient),),
+                     protocols=mt.PROTOCOLS, check=check_scoring, scores_missing=True)

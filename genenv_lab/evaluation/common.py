@@ -54,15 +54,30 @@ class BenchmarkSpec:
     other_scorings: tuple[tuple[str, Callable[[Any, str], ItemResult]], ...] = ()
     """Named alternatives to ``score`` (``--scoring NAME``), none of them the official metric; the summary says
     which one was used."""
+    protocols: tuple[str, ...] = ()
+    """Named ways to run and score an item (``--protocol NAME``, passed to ``score`` as ``protocol=``); empty: the
+    benchmark has one (bfcl: ``official`` and ``per-turn`` for its multi-turn categories)."""
+    scores_missing: bool = False
+    """An item without a prediction goes to ``score`` with prediction None (which must give reason ``no
+    prediction``), so that its result carries what the summary needs (bfcl multi-turn: the turns it counts)."""
+    check: Callable[[list[str], str | None, str | None], None] | None = None
+    """Refuses, before any work, a scoring or protocol the chosen categories cannot take (raises ValueError)."""
 
-    def scorer(self, scoring: str | None) -> Callable[[Any, str], ItemResult]:
+    def scorer(self, scoring: str | None, protocol: str | None = None) -> Callable[[Any, str], ItemResult]:
+        if protocol not in (None, "official") and protocol not in self.protocols:
+            raise ValueError(f"{self.name}: protocol {protocol!r} is unknown; choose one of "
+                             f"{list(self.protocols) or ['official']}")
         if scoring in (None, "official"):
-            return self.score
-        named = dict(self.other_scorings)
-        if scoring not in named:
-            raise ValueError(f"{self.name}: scoring {scoring!r} is unknown; choose one of "
-                             f"{['official'] + list(named)}")
-        return named[scoring]
+            base = self.score
+        else:
+            named = dict(self.other_scorings)
+            if scoring not in named:
+                raise ValueError(f"{self.name}: scoring {scoring!r} is unknown; choose one of "
+                                 f"{['official'] + list(named)}")
+            base = named[scoring]
+        if protocol in (None, "official"):
+            return base
+        return lambda item, prediction: base(item, prediction, protocol=protocol)
 
 
 class BenchmarkDataMissing(FileNotFoundError):

@@ -1,6 +1,8 @@
 """Score a predictions file against a benchmark and write per-item results and a summary.
 
-A predictions file is JSONL, one ``{"id": ..., "prediction": "<raw model output>"}`` per line. Item ids:
+A predictions file is JSONL, one ``{"id": ..., "prediction": "<raw model output>"}`` per line (a BFCL multi-turn
+entry, ``multi_turn_base_0`` …: ``"prediction"`` is a list per turn of the model's raw outputs per step,
+``[["[cd(folder='document')]", "Done."], [...]]``; genenv_lab.evaluation.bfcl_multi_turn). Item ids:
 
 ==============  ==================================================================  ==========================
 benchmark       ids                                                                 categories
@@ -8,7 +10,9 @@ benchmark       ids                                                             
 bfcl            the dataset's own (``simple_python_0``, ``parallel_12``, ...)        simple_python, simple_java,
                                                                                     simple_javascript, multiple,
                                                                                     parallel, parallel_multiple,
-                                                                                    irrelevance, live_* if present
+                                                                                    irrelevance, live_* if present,
+                                                                                    multi_turn_base, _miss_func,
+                                                                                    _miss_param, _long_context
 api-bank        ``level-1-<row>``, ``level-2-<row>`` (row index in test-data)       level-1, level-2
 bamboogle       ``bamboogle-<index>``                                               test
 alfworld        ``<category>/<task folder>/<trial>#<step>``                         plan_steps, observed_steps
@@ -93,32 +97,37 @@ def load_items(benchmark: str, data_dir: str | os.PathLike | None = None, catego
 
 
 def score_safely(spec: BenchmarkSpec, item: Any, category: str, prediction: str,
-                 scoring: str | None = None) -> ItemResult:
+                 scoring: str | None = None, protocol: str | None = None) -> ItemResult:
     """``spec.score`` for one prediction, where whatever a hostile prediction makes the scorer raise (a JSON number
     of 20,000 digits, say) is that item's verdict, incorrect with the exception named, instead of aborting the
     whole evaluation. Never more lenient: an exception only ever scores 0."""
     try:
-        return spec.scorer(scoring)(item, prediction)
+        return spec.scorer(scoring, protocol)(item, prediction)
     except Exception as exc:  # noqa: BLE001 - a model wrote the prediction; one item may not stop the others
         return ItemResult(item.id, category, False, 0.0, f"unscorable prediction ({type(exc).__name__})")
 
 
 def score_predictions(benchmark: str, predictions_path: str | os.PathLike, data_dir: str | os.PathLike | None = None,
                       category: str | list[str] | None = None, limit: int | None = None,
-                      out_dir: str | os.PathLike | None = None, scoring: str | None = None) -> dict[str, Any]:
+                      out_dir: str | os.PathLike | None = None, scoring: str | None = None,
+                      protocol: str | None = None) -> dict[str, Any]:
     """Score a predictions JSONL file; returns the summary dict (also written to ``out_dir/summary.json``).
-    ``scoring``: ``official`` (default) or one of the benchmark's ``other_scorings`` (bfcl: ``lenient``)."""
+    ``scoring``: ``official`` (default) or one of the benchmark's ``other_scorings`` (bfcl: ``lenient``);
+    ``protocol``: ``official`` (default) or one of the benchmark's ``protocols`` (bfcl multi-turn: ``per-turn``)."""
     spec = get_benchmark(benchmark)
-    spec.scorer(scoring)  # an unknown name fails before any work
+    spec.scorer(scoring, protocol)  # an unknown name fails before any work
     root = resolve_data_dir(spec, data_dir)
     predictions = read_predictions(predictions_path)
     cats = _categories(spec, root, category)
+
     loaded = {c: spec.load(root, c) for c in cats}
     if category is None:
         loaded = {c: items for c, items in loaded.items() if any(it.id in predictions for it in items)}
         if not loaded:
             raise ValueError(f"{predictions_path}: no prediction id matches any {spec.name} item "
                              f"(categories {cats}); see genenv_lab.evaluation.runner for the id formats")
+    if spec.check is not None:
+        spec.check(list(loaded), scoring, protocol)
     results: dict[str, list[ItemResult]] = {}
     rows: list[dict[str, Any]] = []
     known: set[str] = set()
@@ -129,15 +138,17 @@ def score_predictions(benchmark: str, predictions_path: str | os.PathLike, data_
         for item in items:
             known.add(item.id)
             pred = predictions.get(item.id)
-            if pred is None:
+            if pred is None and spec.scores_missing:
+                r = spec.scorer(scoring, protocol)(item, None)
+            elif pred is None:
                 r = ItemResult(item.id, c, False, 0.0, "no prediction")
             else:
-                r = score_safely(spec, item, c, pred, scoring)
+                r = score_safely(spec, item, c, pred, scoring, protocol)
             results[c].append(r)
             rows.append(r.row(pred))
     summary = spec.summarize(results)
     summary = {"benchmark": spec.name, "scoring": scoring or "official",
-               "official_metric": scoring in (None, "official"),
+               "official_metric": scoring in (None, "official") and protocol in (None, "official"),
                **summary,
                "n_predictions": len(predictions),
                "n_missing_predictions": sum(1 for rs in results.values() for r in rs if r.reason == "no prediction"),
