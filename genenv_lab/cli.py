@@ -17,7 +17,8 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
     """The run's configuration: the preset, then every field the command line sets. A field may be written three
     ways (``--epochs 5``, ``--loop.epochs 5``, ``--set loop.epochs=5``); giving one field two different values is
     refused in one line instead of one spelling silently winning. A domain, however it is written, brings its
-    recommended settings (:func:`for_domain`)."""
+    recommended settings (:func:`for_domain`). Naming a held-out benchmark, category or protocol without
+    ``--eval-every`` evaluates every epoch where the preset evaluates never."""
     given: dict[tuple[str, str], list[tuple[str, object]]] = {}
 
     def give(section: str, field: str, value: object, spelling: str) -> None:
@@ -29,8 +30,8 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
         give("model", "engine", args.engine, "--engine")
     if args.domain:
         give("loop", "domain", args.domain, "--domain")
-    for key in ("epochs", "seed", "variant", "eval_every", "eval_benchmark", "eval_limit", "eval_data_dir",
-                "report_to"):
+    for key in ("epochs", "seed", "variant", "eval_every", "eval_benchmark", "eval_category", "eval_limit",
+                "eval_data_dir", "eval_protocol", "report_to"):
         value = getattr(args, key, None)
         if value is not None:
             give("loop", key, value, f"--{key.replace('_', '-')}")
@@ -51,6 +52,10 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
     domain = changes.get("loop", {}).pop("domain", None)
     if domain is not None:
         cfg = for_domain(cfg, domain)
+    loop = changes.get("loop", {})
+    if "eval_every" not in loop and cfg.loop.eval_every == 0 and any(
+            k in loop for k in ("eval_benchmark", "eval_category", "eval_protocol")):
+        loop["eval_every"] = 1  # naming what to evaluate on asks for an evaluation: every epoch unless told
     changes = {section: fields for section, fields in changes.items() if fields}
     return cfg.replace(**changes) if changes else cfg
 
@@ -311,13 +316,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
             return 0
         if args.predictions:
             summary = score_predictions(args.benchmark, args.predictions, data_dir=args.data_dir, category=category,
-                                        limit=args.limit, out_dir=out, scoring=args.scoring)
+                                        limit=args.limit, out_dir=out, scoring=args.scoring,
+                                        protocol=args.protocol)
         elif args.model:
             from .heldout import backend_for, evaluate_backend
 
             summary = evaluate_backend(backend_for(args.model), args.benchmark, out_dir=out, data_dir=args.data_dir,
                                        category=category, limit=args.limit, max_new_tokens=args.max_new_tokens,
-                                       scoring=args.scoring)
+                                       scoring=args.scoring, protocol=args.protocol)
         else:
             console.print("[red]error:[/red] give --model ID|RUN_DIR, --predictions FILE.jsonl or --gold OUT.jsonl")
             return 2
@@ -558,7 +564,10 @@ def _add_run(sub) -> None:
                    help="also log each epoch's record to a tracker (= --loop.report_to; genenv_lab/trackers.py)")
     p.add_argument("--eval-every", type=int, help="evaluate the agent on --eval-benchmark every N epochs")
     p.add_argument("--eval-benchmark", help="held-out benchmark for --eval-every (default bamboogle)")
+    p.add_argument("--eval-category", help="benchmark category of --eval-benchmark (default: all covered)")
     p.add_argument("--eval-limit", type=int, help="items per category in each evaluation (default 20)")
+    p.add_argument("--eval-protocol", choices=["per-turn", "official"],
+                   help="BFCL multi-turn categories: per-turn (default; the paper's reading) or official (BFCL's)")
     p.add_argument("--eval-data-dir", help="benchmark data folder for --eval-every")
     p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
                    help="any config field, repeatable: --set curriculum.alpha=0.3 (the same as --curriculum.alpha "
@@ -585,8 +594,13 @@ def _add_eval(sub) -> None:
     e.add_argument("--scoring", default="official", choices=scorings,
                    help="official (default): the benchmark's own verdict; lenient (bfcl only): calls are also read "
                         "from prose, code fences, JSON and tool-call tags; not comparable with the leaderboard")
+    e.add_argument("--protocol", default="official", choices=["official", "per-turn"],
+                   help="BFCL multi-turn only: official (default; BFCL's checker, the model's own history, an entry "
+                        "right only if every turn is) or per-turn (the paper's reading: each turn from the answer "
+                        "key's state, the share of turns right; not BFCL's leaderboard metric)")
     e.add_argument("--data-dir", help="benchmark data folder (default: $GENENV_LAB_DATA/<name> or the cache)")
-    e.add_argument("--max-new-tokens", type=_count(1), default=128, help="generation budget per item (--model)")
+    e.add_argument("--max-new-tokens", type=_count(1), default=128,
+                   help="generation budget per item (--model; per step for BFCL multi-turn)")
     e.add_argument("--out", type=_nonempty, help="output folder (default runs/eval/<benchmark>-<time>)")
     e.set_defaults(func=cmd_eval)
 

@@ -345,10 +345,16 @@ class LoopConfig:
     eval_data_dir: str = ""
     """Benchmark data folder (empty: ``$GENENV_LAB_DATA`` or the cache; see genenv_lab.evaluation)."""
     eval_max_new_tokens: int = 64
-    """Generation budget per item of the held-out evaluation."""
+    """Generation budget per item of the held-out evaluation (per model step, for BFCL multi-turn)."""
+    eval_protocol: str = "per-turn"
+    """BFCL multi-turn categories only: ``per-turn`` (each turn from the answer key's state, the paper's reading;
+    the share of turns right) or ``official`` (BFCL's: the model's own history, an entry right only if every turn
+    is). See genenv_lab/evaluation/bfcl_multi_turn.py."""
 
     def __post_init__(self) -> None:
         w = "LoopConfig"
+        _require(self.eval_protocol in ("official", "per-turn"), w, "eval_protocol", self.eval_protocol,
+                 "'official' or 'per-turn'")
         _in_range(w, "eval_every", self.eval_every, 0, 100000, integer=True)
         _in_range(w, "eval_limit", self.eval_limit, 0, 10**7, integer=True)
         _in_range(w, "eval_max_new_tokens", self.eval_max_new_tokens, 1, 32768, integer=True)

@@ -19,24 +19,30 @@ from . import curriculum as cur
 from .backends.base import Backend
 from .config import RunConfig
 from .domains import Domain, domain_of
+from .evaluation import bfcl_multi_turn as mt
 from .evaluation.common import resolve_data_dir
 from .evaluation.runner import get_benchmark, load_items, prompt_messages, score_predictions
 
 
 def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int | None = None,
-            max_new_tokens: int = 128, batch_size: int = 8, out_path: str | Path, progress: bool = True) -> Path:
-    """Greedy answers of ``backend``'s agent adapter to each item, written as ``{"id", "prediction"}`` JSONL."""
+            max_new_tokens: int = 128, batch_size: int = 8, out_path: str | Path, progress: bool = True,
+            protocol: str = "official") -> Path:
+    """Greedy answers of ``backend``'s agent adapter to each item, written as ``{"id", "prediction"}`` JSONL. A BFCL
+    multi-turn entry is a conversation (:class:`~genenv_lab.evaluation.bfcl_multi_turn.Conversation`, under
+    ``protocol``) whose prediction is its per-turn lists of raw replies."""
     from tqdm.auto import tqdm
 
     items = [it for group in load_items(benchmark, data_dir, category, limit).values() for it in group]
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     room = getattr(backend, "prompt_room", None)
-    too_long = []
+    too_long: list[str] = []
+    single = [it for it in items if not isinstance(it, mt.MultiTurnItem)]
+    multi = [it for it in items if isinstance(it, mt.MultiTurnItem)]
     with open(out, "w", encoding="utf-8") as fh, tqdm(total=len(items), desc=f"eval {benchmark}",
                                                        disable=not progress) as bar:
-        for start in range(0, len(items), batch_size):
-            chunk = items[start:start + batch_size]
+        for start in range(0, len(single), batch_size):
+            chunk = single[start:start + batch_size]
             fits = []
             for it in chunk:
                 messages = prompt_messages(benchmark, it)
@@ -49,23 +55,55 @@ def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int
             for (it, _), reply in zip(fits, replies):
                 fh.write(json.dumps({"id": it.id, "prediction": reply[0]}, ensure_ascii=False) + "\n")
             bar.update(len(chunk))
-    if too_long:  # no prediction: scored as wrong ("no prediction") and counted in the summary
+        for start in range(0, len(multi), batch_size):
+            chunk = [mt.Conversation(it, protocol) for it in multi[start:start + batch_size]]
+            too_long += converse(backend, chunk, max_new_tokens)
+            for conv in chunk:
+                fh.write(json.dumps({"id": conv.item.id, "prediction": conv.prediction}, ensure_ascii=False) + "\n")
+            bar.update(len(chunk))
+    if too_long:  # no prediction (or a conversation cut where it stopped fitting): counted in the summary
         (out.parent / "too_long.json").write_text(json.dumps(too_long))
     return out
 
 
+def converse(backend, conversations: list, max_new_tokens: int) -> list[str]:
+    """Run multi-turn conversations to their end, one model step for all unfinished ones at a time (one batched
+    ``generate`` per step); a conversation whose next prompt no longer fits the model's context is cut there.
+    Returns the ids of those cut."""
+    room = getattr(backend, "prompt_room", None)
+    cut: list[str] = []
+    while True:
+        waiting = [(c, c.messages()) for c in conversations if not c.finished]
+        if not waiting:
+            return cut
+        fits = []
+        for conv, messages in waiting:
+            if room is None or room(messages) >= max_new_tokens:
+                fits.append((conv, messages))
+            else:
+                conv.cut()
+                cut.append(conv.item.id)
+        if not fits:
+            continue
+        replies = backend.generate("agent", [m for _, m in fits], n=1, max_new_tokens=max_new_tokens,
+                                   temperature=0.0)
+        for (conv, _), reply in zip(fits, replies):
+            conv.reply(reply[0])
+
+
 def evaluate_backend(backend, benchmark: str, *, out_dir: str | Path, data_dir=None, category=None,
                      limit: int | None = None, max_new_tokens: int = 128, progress: bool = True,
-                     scoring: str | None = None) -> dict[str, Any]:
+                     scoring: str | None = None, protocol: str | None = None) -> dict[str, Any]:
     """Predict, then score: writes ``predictions.jsonl``, ``results.jsonl`` and ``summary.json`` in ``out_dir``.
     The summary's ``scoring`` says which verdict was used (``official`` unless ``scoring`` names another)."""
     start = time.perf_counter()
     out = Path(out_dir)
     preds = predict(backend, benchmark, data_dir=data_dir, category=category, limit=limit,
-                    max_new_tokens=max_new_tokens, out_path=out / "predictions.jsonl", progress=progress)
+                    max_new_tokens=max_new_tokens, out_path=out / "predictions.jsonl", progress=progress,
+                    protocol=protocol or "official")
     gen_s = time.perf_counter() - start
     summary = score_predictions(benchmark, preds, data_dir=data_dir, category=category, limit=limit, out_dir=out,
-                                scoring=scoring)
+                                scoring=scoring, protocol=protocol)
     summary["generation_s"] = round(gen_s, 2)
     too_long = out / "too_long.json"
     summary["n_prompt_longer_than_context"] = len(json.loads(too_long.read_text())) if too_long.is_file() else 0
@@ -109,11 +147,18 @@ def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) 
         return {"eval/domain": heldout_score(backend, domain_of(cfg), cfg)}
     summary = evaluate_backend(backend, lp.eval_benchmark, out_dir=Path(run_dir) / "eval" / f"epoch_{epoch:03d}",
                                data_dir=lp.eval_data_dir or None, category=lp.eval_category or None,
-                               limit=lp.eval_limit or None, max_new_tokens=lp.eval_max_new_tokens, progress=False)
+                               limit=lp.eval_limit or None, max_new_tokens=lp.eval_max_new_tokens, progress=False,
+                               protocol=_eval_protocol(lp))
     out = {f"eval/{lp.eval_benchmark}": summary["value"]}
     if "f1" in summary:
         out[f"eval/{lp.eval_benchmark}_f1"] = summary["f1"]
     return out
+
+
+def _eval_protocol(lp) -> str | None:
+    """The protocol of a run's held-out evaluation: ``loop.eval_protocol`` for BFCL's multi-turn categories (the
+    per-turn reading by default, as the paper's validation score), BFCL's only protocol otherwise."""
+    return lp.eval_protocol if lp.eval_benchmark == "bfcl" and mt.is_multi_turn(lp.eval_category) else None
 
 
 def heldout_score(backend: Backend, domain: Domain, cfg: RunConfig) -> float:

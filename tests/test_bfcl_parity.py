@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from genenv_lab.evaluation import bfcl
+from genenv_lab.evaluation import bfcl, bfcl_multi_turn as mt, bfcl_multi_turn_probe
 from genenv_lab.evaluation.bfcl_probe import agreement, official_verdicts, probe_predictions
 from genenv_lab.evaluation.runner import score_safely
 
@@ -41,8 +41,9 @@ def _wheel_data() -> Path | None:
 @pytest.fixture(scope="module")
 def parity(tmp_path_factory):
     data = _wheel_data()
-    cats = bfcl.available_categories(data)
-    assert set(bfcl.CATEGORIES) <= set(cats), f"the wheel's folder should hold every covered category: {cats}"
+    cats = [c for c in bfcl.available_categories(data) if not mt.is_multi_turn(c)]
+    single = [c for c in bfcl.CATEGORIES if not mt.is_multi_turn(c)]
+    assert set(single) <= set(cats), f"the wheel's folder should hold every covered category: {cats}"
     items = {c: bfcl.load_category(data, c) for c in cats}
     by_key = {(c, it.id): it for c in cats for it in items[c]}
     rows = probe_predictions([it for c in cats for it in items[c]])
@@ -67,3 +68,52 @@ def test_the_probes_cover_every_category_with_many_predictions(parity):
     cats, table = parity
     assert table["all"]["n"] > 200_000
     assert all(table[c]["n"] >= 300 for c in cats)
+
+
+@pytest.fixture(scope="module")
+def multi_turn_parity(tmp_path_factory):
+    data = _wheel_data()
+    if not mt.available():
+        pytest.skip(f"bfcl-eval is not installed in this venv ({mt.INSTALL})")
+    items = [it for c in mt.CATEGORIES for it in bfcl.load_category(data, c)]
+    by_key = {(it.category, it.id): it for it in items}
+    rows = bfcl_multi_turn_probe.probe_predictions(items)
+    ours = [score_safely(bfcl.SPEC, by_key[(r["category"], r["id"])], r["category"], r["prediction"]).correct
+            for r in rows]
+    theirs = official_verdicts(rows, str(data), str(BFCL_PY), str(DRIVER), str(tmp_path_factory.mktemp("mt")))
+    return rows, agreement(rows, ours, theirs)
+
+
+def test_multi_turn_verdicts_agree_with_the_official_multi_turn_checker(multi_turn_parity):
+    rows, table = multi_turn_parity
+    assert table["all"]["n"] >= 5000
+    assert table["all"]["rate"] >= 0.999, table["all"]["disagreements"][:5]
+    for c in mt.CATEGORIES:
+        assert table[c]["rate"] >= 0.995, (c, table[c]["disagreements"][:5])
+        assert table[c]["official_errors"] == 0
+        # neither side is trivially one verdict: the mutations make both right and wrong predictions
+        assert 0.2 * table[c]["n"] < table[c]["official_correct"] < 0.8 * table[c]["n"]
+    assert set(r["kind"] for r in rows) == set(bfcl_multi_turn_probe.MUTATIONS)
+
+
+def test_call_strings_are_upstreams_byte_for_byte():
+    """The call strings rendered from decoded replies (which the response check compares through their results)
+    equal upstream's ``default_decode_execute_prompting`` on replies with every value shape its writer handles."""
+    _wheel_data()
+    replies = ["[cd(folder='document'), ls(a=True)]", "```\nmv(source='a b.txt', destination=\"x'y\")\n```",
+               "[f(x=-1.5, y=[1, 'two', None], z=(1, 2), w={'k': 3, 'j': [4]})]", "[f(v={'g': {'a': 1}})]",
+               "[f(v={'a': {}}, s='It\\'s')]", "[g(n=2**3, m='a' + 'b', c=1+2j)]", "[h(x=foo, y=bar(1))]",
+               "[k(x=1, **rest)]", "[p.q(r=1)]"]
+    code = ("import json, sys; from bfcl_eval.model_handler.utils import default_decode_execute_prompting as d\n"
+            "out = []\nfor r in json.load(sys.stdin):\n"
+            "    try: out.append(d(r))\n    except Exception as e: out.append(None)\nprint(json.dumps(out))")
+    proc = subprocess.run([str(BFCL_PY), "-c", code], input=json.dumps(replies), capture_output=True, text=True,
+                          cwd="/", check=True)
+    theirs = json.loads(proc.stdout)
+    ours = []
+    for r in replies:
+        try:
+            ours.append(mt.decode_step(r))
+        except Exception:  # noqa: BLE001 - a failed decoding on both sides
+            ours.append(None)
+    assert ours == theirs

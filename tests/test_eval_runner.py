@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from genenv_lab.evaluation import BENCHMARKS, BenchmarkDataMissing, gold_predictions, load_items, score_predictions
+from genenv_lab.evaluation import bfcl_multi_turn as bfcl_mt
 from genenv_lab.evaluation.runner import prompt_messages, read_predictions
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
@@ -68,6 +69,7 @@ def test_category_and_limit(mini_bfcl, tmp_path):
 def test_data_dir_resolution(mini_bfcl, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("GENENV_LAB_DATA", raising=False)
+    monkeypatch.setattr(bfcl_mt, "wheel_data", lambda: None)  # no bfcl-eval wheel to fall back on
     with pytest.raises(BenchmarkDataMissing, match="ShishirPatil/gorilla"):
         load_items("bfcl")
     monkeypatch.setenv("GENENV_LAB_DATA", str(mini_bfcl.parent))
@@ -76,6 +78,11 @@ def test_data_dir_resolution(mini_bfcl, tmp_path, monkeypatch):
     cache = tmp_path / "home" / ".cache" / "genenv_lab" / "benchmarks"
     cache.mkdir(parents=True)
     mini_bfcl.rename(cache / "bfcl")
+    assert len(load_items("bfcl", category="irrelevance")["irrelevance"]) == 1
+    (cache / "bfcl").rename(tmp_path / "elsewhere")
+    wheel = tmp_path / "wheel-data"
+    (tmp_path / "elsewhere").rename(wheel)
+    monkeypatch.setattr(bfcl_mt, "wheel_data", lambda: wheel)  # the installed bfcl-eval's data folder, tried last
     assert len(load_items("bfcl", category="irrelevance")["irrelevance"]) == 1
     with pytest.raises(BenchmarkDataMissing, match="HF dataset 'chiayewken/bamboogle'"):
         load_items("bamboogle", data_dir=tmp_path / "nowhere")
@@ -142,8 +149,9 @@ def test_gold_answers_score_100_percent(benchmark, tmp_path):
 @needs_shared
 def test_expected_coverage_of_the_offline_data():
     counts = {b: {c: len(v) for c, v in load_items(b, SHARED).items()} for b in BENCHMARKS}
+    multi = {c: 200 for c in bfcl_mt.CATEGORIES} if bfcl_mt.available() else {}
     assert counts["bfcl"] == {"simple_python": 400, "simple_java": 100, "simple_javascript": 50, "multiple": 200,
-                              "parallel": 200, "parallel_multiple": 200, "irrelevance": 240}
+                              "parallel": 200, "parallel_multiple": 200, "irrelevance": 240, **multi}
     assert counts["api-bank"] == {"level-1": 399, "level-2": 135}
     assert counts["bamboogle"] == {"test": 125}
     assert counts["alfworld"]["plan_steps"] == 788

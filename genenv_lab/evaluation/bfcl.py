@@ -344,8 +344,11 @@ SYSTEM_PROMPT = (
     "calls allowed). If none of the functions fits the request, reply in plain text without any call.")
 
 
-def prompt_messages(item: BFCLItem) -> list[dict[str, str]]:
-    """Chat messages posing an item to a model (the lab's own wording, not BFCL's prompt)."""
+def prompt_messages(item: BFCLItem | mt.MultiTurnItem) -> list[dict[str, str]]:
+    """Chat messages posing an item to a model (the lab's own wording, not BFCL's prompt); a multi-turn entry's
+    first step (its later steps depend on the replies: :class:`~.bfcl_multi_turn.Conversation`)."""
+    if isinstance(item, mt.MultiTurnItem):
+        return mt.Conversation(item).messages()
     system = SYSTEM_PROMPT
     lang = language(item.category)
     if lang == "java":
@@ -454,4 +457,5 @@ def summarize(results: dict[str, list[ItemResult]]) -> dict[str, Any]:
 SPEC = BenchmarkSpec(name="bfcl", folder="bfcl", markers=("possible_answer",), sources=SOURCES,
                      categories=available_categories, load=load_category, score=score_item, gold=gold_prediction,
                      summarize=summarize, other_scorings=(("lenient", score_item_lenient),),
-                     protocols=mt.PROTOCOLS, check=check_scoring, scores_missing=True)
+                     protocols=mt.PROTOCOLS, check=check_scoring, scores_missing=True,
+                     installed=lambda: mt.wheel_data())

@@ -116,6 +116,18 @@ def available() -> bool:
     return True
 
 
+def wheel_data() -> Path | None:
+    """The data folder the installed ``bfcl-eval`` wheel ships (every category's files, the answer keys and the
+    multi-turn function docs), found without importing the package; None when it is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("bfcl_eval")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(list(spec.submodule_search_locations)[0]) / "data"
+    return folder if (folder / "possible_answer").is_dir() else None
+
+
 def is_multi_turn(category: str) -> bool:
     return category in CATEGORIES
 

@@ -60,6 +60,8 @@ class BenchmarkSpec:
     scores_missing: bool = False
     """An item without a prediction goes to ``score`` with prediction None (which must give reason ``no
     prediction``), so that its result carries what the summary needs (bfcl multi-turn: the turns it counts)."""
+    installed: Callable[[], Path | None] | None = None
+    """A data folder an installed package ships (bfcl: the ``bfcl-eval`` wheel's ``bfcl_eval/data``), tried last."""
     check: Callable[[list[str], str | None, str | None], None] | None = None
     """Refuses, before any work, a scoring or protocol the chosen categories cannot take (raises ValueError)."""
 
@@ -90,7 +92,8 @@ def cache_root() -> Path:
 
 def resolve_data_dir(spec: BenchmarkSpec, data_dir: str | os.PathLike | None = None) -> Path:
     """The benchmark's folder: ``data_dir`` (the folder itself or its parent), else ``$GENENV_LAB_DATA/<folder>``,
-    else ``~/.cache/genenv_lab/benchmarks/<folder>``; otherwise :class:`BenchmarkDataMissing`. Never downloads."""
+    else ``~/.cache/genenv_lab/benchmarks/<folder>``, else the data an installed package ships (``spec.installed``);
+    otherwise :class:`BenchmarkDataMissing`. Never downloads."""
     tried: list[str] = []
     candidates: list[Path] = []
     if data_dir is not None:
@@ -101,6 +104,9 @@ def resolve_data_dir(spec: BenchmarkSpec, data_dir: str | os.PathLike | None = N
         if env:
             candidates += [Path(env).expanduser() / spec.folder, Path(env).expanduser()]
         candidates.append(cache_root() / spec.folder)
+        shipped = spec.installed() if spec.installed is not None else None
+        if shipped is not None:
+            candidates.append(shipped)
     for c in candidates:
         tried.append(str(c))
         if any((c / m).exists() for m in spec.markers):
