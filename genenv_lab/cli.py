@@ -452,7 +452,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         console.print(f"{row.label}: {row.verdict}")
     console.print(f"report: {out / 'report.html'}  table: {out / 'comparison.csv'}  "
                   f"summary: {out / 'summary.csv'}  band residence: {out / 'band_residence.csv'}  "
-                  f"rollouts to reach: {out / 'rollouts_to_reach.csv'}")
+                  f"rollouts to reach: {out / 'rollouts_to_reach.csv'}  efficiency: {out / 'efficiency.csv'}  "
+                  f"dry run: {out / 'dry_run.csv'}")
     if args.command == "compare":  # a sweep has no baseline to judge against
         console.print()
         console.print(verdict(table), markup=False)

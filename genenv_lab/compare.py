@@ -7,10 +7,14 @@ directories back into one table (one row per label, seed, epoch); ``summarise`` 
 ``report_figure`` draws the comparison; ``write_report`` saves ``comparison.csv``, ``comparison.parquet``,
 ``summary.csv``, ``band_residence.csv`` (per label and seed: first epoch with p̂ on generated tasks inside the
 label's own band [α−k_min, α+k_min], whether it stayed, epochs in band), ``rollouts_to_reach.csv`` (per baseline:
-the agent rollouts GenEnv needs to reach its final held-out score, :func:`rollouts_to_reach_table`) and
-``report.html`` (a self-contained plotly page the lab also shows); :func:`verdict` writes the paragraph that ends
-``genenv-lab compare``: genenv's final held-out score against each baseline's, the rollouts it needed to reach them,
-and whether the curriculum paid against the fixed set (``static``). :func:`late_averages` gives each run's in-band
+the agent rollouts GenEnv needs to reach its final held-out score, :func:`rollouts_to_reach_table`),
+``efficiency.csv`` (per baseline, paired by seed with GenEnv: the area under the held-out curve against cumulative
+agent rollouts over the common range ÷ that range, and the rollouts to reach the baseline's own final score, with
+95 % intervals: :func:`efficiency_table`), ``dry_run.csv`` (per label, the second-half epochs that ran dry:
+:func:`dry_run_table`) and ``report.html`` (a self-contained plotly page the lab also shows); :func:`verdict`
+writes the paragraph that ends ``genenv-lab compare``: genenv's final held-out score against each baseline's, the
+rollouts it needed to reach them, whether the curriculum paid against the fixed set (``static``), the data
+efficiency paired by seed, and how often the fixed set ran dry. :func:`late_averages` gives each run's in-band
 share over its second half and p̂ over its last third, :func:`paired_differences` genenv's final score minus each
 baseline's paired by seed (``benchmarks/seed_table.py`` prints both for a comparison folder).
 
@@ -20,7 +24,9 @@ Columns of the comparison table: ``label, variant, seed, epoch`` (0: the untrain
 untrained simulator's tasks), ``valid_frac``, ``agent_reward_mean``, ``tasks_consumed`` (distinct non-seed tasks
 the agent has trained on so far), ``agent_rollouts`` and ``agent_tokens`` (agent completions sampled for training
 so far, screening included, and their completion tokens: the records' ``cumulative/*``; a run written before those
-keys counts its attempts rows as rollouts and has no tokens), ``wall_s``.
+keys counts its attempts rows as rollouts and has no tokens), ``wall_s``; then the dry-run instrument
+(:func:`dry_columns`): ``informative_frac``, ``dry_step_frac``, ``frontier_informative``, ``level_mean``,
+``level_max`` (empty for a run written before it).
 """
 
 from __future__ import annotations
@@ -39,13 +45,16 @@ from plotly.subplots import make_subplots
 
 from . import curriculum as cur
 from .config import RunConfig, for_domain, preset
-from .efficiency import Point, reach_text, rollouts_to_reach
+from .dryrun import RAN_DRY_STEP_FRAC, ran_dry
+from .efficiency import Point, common_range, normalised_auc, reach_text, rollouts_to_reach
+from .paired import Paired, paired
 from .runlog import RunDirError, atomic_write_json
 
 COLUMNS = ("label", "variant", "seed", "epoch", "heldout", "p_hat_mean", "in_band_frac", "p_hat_reference",
-           "valid_frac", "agent_reward_mean", "tasks_consumed", "agent_rollouts", "agent_tokens", "wall_s")
+           "valid_frac", "agent_reward_mean", "tasks_consumed", "agent_rollouts", "agent_tokens", "wall_s",
+           "informative_frac", "dry_step_frac", "frontier_informative", "level_mean", "level_max")
 METRICS = ("heldout", "p_hat_mean", "p_hat_reference", "in_band_frac", "tasks_consumed", "agent_rollouts",
-           "agent_tokens", "valid_frac")
+           "agent_tokens", "valid_frac", "informative_frac", "dry_step_frac", "frontier_informative", "level_mean")
 RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_epoch", "stayed", "epochs_in_band")
 REACH_COLUMNS = ("label", "reference", "target_heldout", "baseline_epoch", "baseline_rollouts", "reached_at_epoch",
                  "reference_rollouts", "ratio", "verdict")
@@ -258,8 +267,20 @@ def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], 
                      "in_band_frac": r.get("in_band_frac"), "p_hat_reference": extra.get("p_hat_reference"),
                      "valid_frac": r.get("valid_frac"), "agent_reward_mean": r.get("agent_reward_mean"),
                      "tasks_consumed": consumed.get(r["epoch"], 0), "agent_rollouts": done,
-                     "agent_tokens": extra.get("cumulative/agent_tokens"), "wall_s": r.get("wall_s")})
+                     "agent_tokens": extra.get("cumulative/agent_tokens"), "wall_s": r.get("wall_s"),
+                     **dry_columns(r, extra)})
     return rows
+
+
+def dry_columns(record: Mapping, extra: Mapping) -> dict:
+    """The dry-run instrument's columns of one record (:mod:`genenv_lab.dryrun`): the share of informative GRPO
+    groups (1 − ``frac_zero_std``), of optimiser steps without one (``dry/step_frac``), the informative groups at
+    the held-out frontier, and the mean and highest level of the simulator's valid tasks (``features/level``,
+    ``levels/max``); None where the record has no such key (a run written before it, a domain without levels)."""
+    zero = record.get("frac_zero_std")
+    return {"informative_frac": None if not isinstance(zero, (int, float)) else 1.0 - zero,
+            "dry_step_frac": extra.get("dry/step_frac"), "frontier_informative": extra.get("dry/frontier_informative"),
+            "level_mean": extra.get("features/level"), "level_max": extra.get("levels/max")}
 
 
 def _tasks_consumed(attempts: pd.DataFrame) -> dict[int, int]:
@@ -284,10 +305,11 @@ def _attempt_rollouts(attempts: pd.DataFrame) -> dict[int, int]:
 
 
 def summarise(table: pd.DataFrame) -> pd.DataFrame:
-    """Mean, standard deviation and count over seeds of every metric, per label and epoch."""
+    """Mean, standard deviation and count over seeds of every metric, per label and epoch (a table built without
+    some of :data:`METRICS`, by hand or before the dry-run columns, is summarised over those it has)."""
     if table.empty:
         return pd.DataFrame()
-    grouped = table.groupby(["label", "epoch"])[list(METRICS)]
+    grouped = table.groupby(["label", "epoch"])[[m for m in METRICS if m in table]]
     summary = grouped.agg(["mean", "std", "count"])
     summary.columns = [f"{m}_{s}" for m, s in summary.columns]
     return summary.reset_index()
@@ -302,12 +324,18 @@ REPORT_PANELS = (  # (y metric, x column, title, row, col)
     ("valid_frac", "epoch", "valid fraction of the generations", 2, 3),
     ("heldout", "agent_rollouts", "held-out score per agent rollouts (screening included)", 3, 1),
     ("heldout", "agent_tokens", "held-out score per agent completion tokens", 3, 2),
+    ("dry_step_frac", "epoch", f"share of GRPO steps without an informative group<br>(an epoch ran dry at ≥ "
+     f"{RAN_DRY_STEP_FRAC:g})", 4, 1),
+    ("level_mean", "epoch", "mean level of the simulator's valid tasks", 4, 2),
 )
 X_TITLES = {"epoch": "epoch", "tasks_consumed": "training tasks consumed",
             "agent_rollouts": "cumulative agent rollouts", "agent_tokens": "cumulative agent completion tokens"}
 REACH_TITLE = "rollouts genenv needs to reach each baseline's final held-out score<br>(ratio: baseline's ÷ genenv's)"
 REACH_CELL = (3, 3)
 """Row and column of the figure's table of :func:`rollouts_to_reach_table`."""
+EFFICIENCY_TITLE = "data efficiency, paired by seed (genenv − baseline, 95 % CI)"
+EFFICIENCY_CELL = (4, 3)
+"""Row and column of the figure's table of :func:`efficiency_table`."""
 
 
 def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1) -> go.Figure:
@@ -315,17 +343,23 @@ def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1
     differs between seeds): held-out score and training tasks consumed per epoch (epoch 0: the untrained agent),
     held-out score against tasks consumed (data efficiency), p̂ on the simulator's tasks and on the untrained
     simulator's tasks with the α band shaded, the valid fraction of the generations, held-out score against
-    cumulative agent rollouts and against completion tokens (compute); and a table: for each baseline, the agent
-    rollouts genenv needs to reach its final held-out score, as a ratio (:func:`rollouts_to_reach_table`)."""
+    cumulative agent rollouts and against completion tokens (compute); a table: for each baseline, the agent
+    rollouts genenv needs to reach its final held-out score, as a ratio (:func:`rollouts_to_reach_table`); and the
+    dry-run instrument: the share of GRPO steps without an informative group and the mean level of the simulator's
+    valid tasks per epoch, beside the data-efficiency table paired by seed (:func:`efficiency_figure_table`)."""
     summary = summarise(table)
-    specs = [[{}, {}, {}], [{}, {}, {}], [{}, {}, {"type": "table"}]]
-    fig = make_subplots(rows=3, cols=3, specs=specs, horizontal_spacing=0.07, vertical_spacing=0.1,
-                        subplot_titles=[title for *_, title, _, _ in REPORT_PANELS] + [REACH_TITLE])
+    specs = [[{}, {}, {}], [{}, {}, {}], [{}, {}, {"type": "table"}], [{}, {}, {"type": "table"}]]
+    cells = sorted([(row, col, title) for *_, title, row, col in REPORT_PANELS]
+                   + [(*REACH_CELL, REACH_TITLE), (*EFFICIENCY_CELL, EFFICIENCY_TITLE)])
+    fig = make_subplots(rows=4, cols=3, specs=specs, horizontal_spacing=0.07, vertical_spacing=0.08,
+                        subplot_titles=[title for *_, title in cells])
     palette = ["#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880"]
     for i, label in enumerate(summary["label"].unique() if len(summary) else []):
         part = summary[summary["label"] == label]
         color = palette[i % len(palette)]
         for k, (metric, x, _, row, col) in enumerate(REPORT_PANELS):
+            if f"{metric}_mean" not in part:
+                continue
             shown = part[part[f"{metric}_mean"].notna()]
             if x != "epoch":
                 shown = shown[shown[f"{x}_mean"].notna()]
@@ -340,7 +374,7 @@ def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1
                       row=2, col=col)
     for metric, x, _, row, col in REPORT_PANELS:
         fig.update_xaxes(title_text=X_TITLES[x], row=row, col=col)
-        if metric != "tasks_consumed":  # rates and scores: the whole [0, 1], so a flat line reads as flat
+        if metric not in ("tasks_consumed", "level_mean"):  # rates and scores: all of [0, 1], a flat line flat
             fig.update_yaxes(range=[-0.03, 1.03], row=row, col=col)
     reach = rollouts_to_reach_table(table)
     cells = ([list(reach["label"]), [f"{r:.2f}" if math.isfinite(r) else ("∞" if r > 0 else "not reached")
@@ -351,8 +385,35 @@ def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1
                                    "align": "left", "font": {"size": 11}},
                            cells={"values": cells, "align": "left", "font": {"size": 10}, "height": 22}),
                   row=REACH_CELL[0], col=REACH_CELL[1])
-    fig.update_layout(template="plotly_white", height=1080, title="GenEnv and baselines (mean ± std over seeds)")
+    fig.add_trace(efficiency_figure_table(table), row=EFFICIENCY_CELL[0], col=EFFICIENCY_CELL[1])
+    fig.update_layout(template="plotly_white", height=1400, title="GenEnv and baselines (mean ± std over seeds)")
     return fig
+
+
+def efficiency_figure_table(table: pd.DataFrame) -> go.Table:
+    """The report's table of :func:`efficiency_table`: per baseline, the mean held-out score over the common rollout
+    range (the normalised area under the curve) and the rollouts to reach the baseline's own final score, each as
+    the two arms' means and the paired difference with its 95 % interval."""
+    eff = efficiency_table(table)
+    names = {"heldout_auc": "held-out AUC ÷ range", "rollouts_to_reach": "rollouts to reach its final"}
+    rows = [[_arm(r.label), names[r.measure], _number(r.baseline_mean, r.measure),
+             _number(r.reference_mean, r.measure),
+             _paired_text(r, int(r.seeds if r.measure == "heldout_auc" else r.reached),
+                          3 if r.measure == "heldout_auc" else 0)
+             + ("" if r.measure == "heldout_auc" else f"; reached on {int(r.reached)}/{int(r.seeds)} seeds")]
+            for r in eff.itertuples()]
+    values = [list(col) for col in zip(*rows)] if rows else [["—"], ["—"], ["—"], ["—"],
+                                                            [f"no {REFERENCE_VARIANT} arm with a baseline yet"]]
+    return go.Table(columnwidth=[0.9, 1.1, 0.6, 0.6, 2.4],
+                    header={"values": ["baseline", "measure", "baseline", REFERENCE_VARIANT, "difference"],
+                            "align": "left", "font": {"size": 11}},
+                    cells={"values": values, "align": "left", "font": {"size": 10}, "height": 22})
+
+
+def _number(value: float, measure: str) -> str:
+    if not math.isfinite(value):
+        return "—"
+    return f"{value:.3f}" if measure == "heldout_auc" else f"{value:,.0f}"
 
 
 def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT) -> pd.DataFrame:
@@ -383,6 +444,119 @@ def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERE
                      "reached_at_epoch": reach.epoch, "reference_rollouts": reach.rollouts, "ratio": reach.ratio,
                      "verdict": reach_text(reach, reference_variant)})
     return pd.DataFrame(rows, columns=list(REACH_COLUMNS))
+
+
+EFFICIENCY_COLUMNS = ("label", "reference", "measure", "seeds", "baseline_mean", "reference_mean", "mean", "std",
+                      "ci_low", "ci_high", "reached", "range_low", "range_high")
+MEASURES = ("heldout_auc", "rollouts_to_reach")
+
+
+def _run_curves(table: pd.DataFrame) -> dict[tuple[str, int], list[Point]]:
+    """(label, seed) → that run's (epoch, cumulative agent rollouts, held-out score) points with both known."""
+    scored = table[table["heldout"].notna() & table["agent_rollouts"].notna()].sort_values("epoch", kind="stable")
+    return {(str(label), int(seed)): [Point(int(r.epoch), float(r.agent_rollouts), float(r.heldout))
+                                      for r in part.itertuples()]
+            for (label, seed), part in scored.groupby(["label", "seed"], sort=False)}
+
+
+def efficiency_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT) -> pd.DataFrame:
+    """Data efficiency per baseline label, paired by seed with the same preset's reference arm (genenv), two
+    ``measure`` rows each:
+
+    - ``heldout_auc``: the area under each run's held-out curve against its cumulative agent rollouts over the
+      preset's common rollout range [``range_low``, ``range_high``] (the stretch every run of the preset covers:
+      from 0, the untrained agent, to the smallest total any run spent), divided by that range
+      (:func:`genenv_lab.efficiency.normalised_auc`): the mean held-out score along the way. ``baseline_mean`` and
+      ``reference_mean`` are the two arms' means over the paired seeds, ``mean``/``std``/``ci_low``/``ci_high`` the
+      paired difference reference − baseline (95 % t interval, :func:`genenv_lab.paired.paired`).
+    - ``rollouts_to_reach``: per seed, the threshold is the baseline's own final held-out score on that seed; the
+      baseline is charged its rollouts at its first epoch at that score, the reference its rollouts at its first
+      epoch at or above it (:func:`genenv_lab.efficiency.rollouts_to_reach`, per seed instead of on the means).
+      ``reached`` counts the seeds where the reference got there; the difference (reference − baseline, in
+      rollouts: below 0, genenv needed fewer) and ``reference_mean`` are over those seeds only, ``baseline_mean``
+      over all paired seeds.
+
+    Labels without a reference beside them (a sweep), or without paired seeds, give no rows.
+
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "heldout": h, "agent_rollouts": 100 * e}
+    ...         for v, per_seed in {"genenv": [[0.2, 0.5, 0.6], [0.2, 0.35, 0.6]],
+    ...                             "static": [[0.2, 0.3, 0.5], [0.2, 0.3, 0.4]]}.items()
+    ...         for s, curve in enumerate(per_seed) for e, h in enumerate(curve)]
+    >>> out = efficiency_table(pd.DataFrame(rows, columns=list(COLUMNS))).set_index("measure")
+    >>> out.loc["heldout_auc", ["baseline_mean", "reference_mean", "mean", "range_high"]].round(2).to_dict()
+    {'baseline_mean': 0.31, 'reference_mean': 0.41, 'mean': 0.1, 'range_high': 200.0}
+    >>> out.loc["rollouts_to_reach", ["baseline_mean", "reference_mean", "mean", "reached"]].to_dict()
+    {'baseline_mean': 200.0, 'reference_mean': 150.0, 'mean': -50.0, 'reached': 2.0}
+    """
+    if table.empty or "agent_rollouts" not in table:
+        return pd.DataFrame(columns=list(EFFICIENCY_COLUMNS))
+    curves = _run_curves(table)
+    variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
+    ranges = {}
+    for preset_name in dict.fromkeys(str(label).split(":", 1)[0] for label in variants):
+        ranges[preset_name] = common_range([(p.rollouts, p.score) for p in pts]
+                                           for (label, _), pts in curves.items()
+                                           if label.split(":", 1)[0] == preset_name)
+    rows = []
+    for label, variant in variants.items():
+        preset_name = str(label).split(":", 1)[0]
+        ref = f"{preset_name}:{reference_variant}"
+        seeds = sorted(s for lab, s in curves if lab == label and (ref, s) in curves)
+        if variant == reference_variant or ref not in variants or not seeds:
+            continue
+        span = ranges[preset_name]
+        lo, hi = span if span else (math.nan, math.nan)
+        auc = {name: [normalised_auc([(p.rollouts, p.score) for p in curves[(name, s)]], lo, hi) for s in seeds]
+               for name in (label, ref)}
+        rows.append(_efficiency_row(label, ref, "heldout_auc", auc[label], auc[ref], lo, hi))
+        reaches = [rollouts_to_reach(curves[(ref, s)], curves[(label, s)]) for s in seeds]
+        base = [r.baseline_rollouts for r in reaches if r is not None]
+        mine = [r.rollouts if r is not None and r.reached else math.nan for r in reaches]
+        rows.append(_efficiency_row(label, ref, "rollouts_to_reach", base, mine, lo, hi,
+                                    diffs=[m - r.baseline_rollouts for m, r in zip(mine, reaches) if r is not None]))
+    return pd.DataFrame(rows, columns=list(EFFICIENCY_COLUMNS))
+
+
+def _efficiency_row(label: str, ref: str, measure: str, baseline: Sequence[float], reference: Sequence[float],
+                    lo: float, hi: float, diffs: Sequence[float] | None = None) -> dict:
+    """One row of :func:`efficiency_table`: the arms' means and the paired difference reference − baseline."""
+    stats = paired([r - b for r, b in zip(reference, baseline)] if diffs is None else diffs)
+    finite = [v for v in reference if math.isfinite(v)]
+    return {"label": label, "reference": ref, "measure": measure, "seeds": len(baseline),
+            "baseline_mean": cur.mean_or_nan(v for v in baseline if math.isfinite(v)),
+            "reference_mean": cur.mean_or_nan(finite), "mean": stats.mean, "std": stats.std,
+            "ci_low": stats.low, "ci_high": stats.high, "reached": len(finite), "range_low": lo, "range_high": hi}
+
+
+DRY_COLUMNS = ("label", "variant", "seeds", "epochs", "dry_epochs", "dry_share", "informative_frac", "step_frac")
+
+
+def dry_run_table(table: pd.DataFrame, threshold: float = RAN_DRY_STEP_FRAC) -> pd.DataFrame:
+    """Per label, its runs' second halves (epoch > E // 2, E the run's last epoch, as :func:`late_averages`): the
+    epochs with a dry-run reading (``epochs``), those that *ran dry* (``dry_epochs``: ``dry_step_frac`` ≥
+    ``threshold``, :func:`genenv_lab.dryrun.ran_dry`) and their share, and the mean share of informative groups and
+    of dry steps. Labels whose runs predate the instrument (no ``dry_step_frac``) give no row.
+
+    >>> rows = [{"label": "p:static", "variant": "static", "seed": 0, "epoch": e, "dry_step_frac": d,
+    ...          "informative_frac": 1 - d} for e, d in [(1, 0.0), (2, 0.25), (3, 0.5), (4, 1.0)]]
+    >>> dry_run_table(pd.DataFrame(rows)).to_dict("records")[0]["dry_epochs"]   # epochs 3 and 4 of 3-4
+    2
+    """
+    if table.empty or "dry_step_frac" not in table or "informative_frac" not in table:
+        return pd.DataFrame(columns=list(DRY_COLUMNS))
+    trained = table[table["epoch"] > 0]
+    late = trained[trained["epoch"] > trained.groupby(["label", "seed"])["epoch"].transform("max") // 2]
+    rows = []
+    for label, part in late.groupby("label", sort=False):
+        readings = [ran_dry(v) for v in pd.to_numeric(part["dry_step_frac"], errors="coerce")]
+        known = [r for r in readings if r is not None]
+        if not known:
+            continue
+        rows.append({"label": label, "variant": str(part["variant"].iloc[0]), "seeds": part["seed"].nunique(),
+                     "epochs": len(known), "dry_epochs": sum(known), "dry_share": sum(known) / len(known),
+                     "informative_frac": float(pd.to_numeric(part["informative_frac"], errors="coerce").mean()),
+                     "step_frac": float(pd.to_numeric(part["dry_step_frac"], errors="coerce").mean())})
+    return pd.DataFrame(rows, columns=list(DRY_COLUMNS))
 
 
 FIXED_SET_VARIANT = "static"
@@ -448,14 +622,16 @@ def seed_finals(table: pd.DataFrame) -> pd.Series:
     return scored.groupby(["label", "seed"])["heldout"].last()
 
 
-PAIRED_COLUMNS = ("label", "reference", "seeds", "mean", "std", "stderr", "wins", "ties", "losses")
+PAIRED_COLUMNS = ("label", "reference", "seeds", "mean", "std", "stderr", "ci_low", "ci_high", "wins", "ties",
+                  "losses")
 
 
 def paired_differences(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
                        tol: float = 1e-9) -> pd.DataFrame:
     """Per baseline label, the reference arm's (genenv's, same preset) held-out score at each run's last scored epoch
     minus the baseline's, paired by seed over the seeds both have: their number, mean, std, standard error
-    (std / √seeds) and the seeds the reference wins, ties (within ``tol``) and loses. Pairing removes what a seed
+    (std / √seeds), the 95 % t interval of the mean (:func:`genenv_lab.paired.paired`; NaN on one seed) and the
+    seeds the reference wins, ties (within ``tol``) and loses. Pairing removes what a seed
     does to every arm (the same untrained agent, the same counterfactual set), so it reads a small effect sooner
     than the two arms' spreads side by side.
 
@@ -463,8 +639,8 @@ def paired_differences(table: pd.DataFrame, reference_variant: str = REFERENCE_V
     ...         for v, scores in {"genenv": [0.5, 0.6, 0.4], "static": [0.4, 0.6, 0.5]}.items()
     ...         for s, h in enumerate(scores)]
     >>> paired_differences(pd.DataFrame(rows)).round(3).to_dict("records")
-    [{'label': 'p:static', 'reference': 'p:genenv', 'seeds': 3, 'mean': 0.0, 'std': 0.1, 'stderr': 0.058, 'wins': 1, \
-'ties': 1, 'losses': 1}]
+    [{'label': 'p:static', 'reference': 'p:genenv', 'seeds': 3, 'mean': 0.0, 'std': 0.1, 'stderr': 0.058, \
+'ci_low': -0.248, 'ci_high': 0.248, 'wins': 1, 'ties': 1, 'losses': 1}]
     """
     finals = seed_finals(table)
     variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
@@ -476,9 +652,10 @@ def paired_differences(table: pd.DataFrame, reference_variant: str = REFERENCE_V
         diff = (finals[ref] - finals[label]).dropna()
         if diff.empty:
             continue
-        std = float(diff.std()) if len(diff) > 1 else math.nan
-        rows.append({"label": label, "reference": ref, "seeds": len(diff), "mean": float(diff.mean()), "std": std,
-                     "stderr": std / math.sqrt(len(diff)), "wins": int((diff > tol).sum()),
+        stats = paired(diff)
+        rows.append({"label": label, "reference": ref, "seeds": stats.seeds, "mean": stats.mean, "std": stats.std,
+                     "stderr": stats.stderr, "ci_low": stats.low, "ci_high": stats.high,
+                     "wins": int((diff > tol).sum()),
                      "ties": int((diff.abs() <= tol).sum()), "losses": int((diff < -tol).sum())})
     return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
 
@@ -490,7 +667,11 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
     several) and the difference; the agent rollouts genenv needed to reach each baseline's final score, as the
     ratio of :func:`rollouts_to_reach_table`; and whether the curriculum paid against the fixed set
     (``static``): it paid when genenv's final mean is above static's (by more than ``tol``), it did not pay
-    otherwise. A win smaller than the spread over seeds, or measured on one seed, is said to be so.
+    otherwise. A win smaller than the spread over seeds, or measured on one seed, is said to be so. Then the data
+    efficiency paired by seed (:func:`efficiency_table`: the mean held-out score over the common rollout range and
+    the rollouts to reach each baseline's own final score, genenv − baseline with a 95 % interval), and, where the
+    runs carry the dry-run instrument, one line on how often the fixed set ran dry over the second half
+    (:func:`dry_run_table`; nothing for runs written before it).
 
     >>> rows = [{"label": f"p:{v}", "variant": v, "seed": 0, "epoch": e, "heldout": h, "agent_rollouts": r}
     ...         for v, curve in {"genenv": [(0, 0.2), (100, 0.5), (200, 0.6)],
@@ -501,7 +682,10 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
     (epoch 2), genenv +0.100. Agent rollouts genenv needed to reach each baseline's final score (ratio: the
     baseline's rollouts ÷ genenv's; above 1, genenv needed fewer): static 2.00 (genenv: 100 by epoch 1; static:
     200 by epoch 2). Against the fixed set (static) the curriculum paid: genenv ends 0.100 above it, on one seed
-    (more seeds say whether it holds).
+    (more seeds say whether it holds). Paired by seed (genenv − baseline): mean held-out score over 0–200 agent
+    rollouts (the area under the held-out curve ÷ the range every run covers) genenv 0.450; static 0.325, +0.125
+    (one seed, no interval). Rollouts to reach each baseline's own final score on the same seed: static: genenv
+    got there on 1 of 1 seeds, -100 rollouts (one seed, no interval), where static needed 200.
     """
     if table.empty:
         return "No run has finished an epoch yet: no verdict."
@@ -509,11 +693,57 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
     variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
     reach = {row.label: row for row in rollouts_to_reach_table(table, reference_variant).itertuples()}
     presets = list(dict.fromkeys(str(label).split(":", 1)[0] for label in variants))
+    efficiency, dry = efficiency_table(table, reference_variant), dry_run_table(table)
     paragraphs = [_preset_verdict(p, variants, scores, reach, reference_variant, fixed_variant, tol)
                   for p in presets]
-    found = [text for text in paragraphs if text]
+    found = [text + _efficiency_text(efficiency, p, reference_variant)
+             + _dry_line(dry, p, reference_variant, fixed_variant) for p, text in zip(presets, paragraphs) if text]
     return "\n\n".join(found) if found else (
         f"No {reference_variant} arm with a baseline beside it (a sweep, or {reference_variant} alone): no verdict.")
+
+
+def _efficiency_text(efficiency: pd.DataFrame, preset_name: str, reference_variant: str) -> str:
+    """The verdict's sentences on data efficiency of one preset (:func:`efficiency_table`), or "" without rows."""
+    part = efficiency[efficiency["reference"] == f"{preset_name}:{reference_variant}"]
+    auc = [r for r in part.itertuples() if r.measure == "heldout_auc" and math.isfinite(r.baseline_mean)]
+    reach = [r for r in part.itertuples() if r.measure == "rollouts_to_reach" and r.seeds > 0]
+    text = ""
+    if auc:
+        text += (f" Paired by seed ({reference_variant} − baseline): mean held-out score over "
+                 f"{auc[0].range_low:,.0f}–{auc[0].range_high:,.0f} agent rollouts (the area under the held-out "
+                 f"curve ÷ the range every run covers) {reference_variant} {auc[0].reference_mean:.3f}; "
+                 + "; ".join(f"{_arm(r.label)} {r.baseline_mean:.3f}, {_paired_text(r, int(r.seeds))}" for r in auc)
+                 + ".")
+    if reach:
+        text += (" Rollouts to reach each baseline's own final score on the same seed: "
+                 + "; ".join(f"{_arm(r.label)}: {reference_variant} got there on {int(r.reached)} of {int(r.seeds)} "
+                             f"seeds" + (f", {_paired_text(r, int(r.reached), 0, ' rollouts')}, where "
+                                         f"{_arm(r.label)} needed {r.baseline_mean:,.0f}" if r.reached else "")
+                             for r in reach) + ".")
+    return text
+
+
+def _paired_text(row, seeds: int, digits: int = 3, unit: str = "") -> str:
+    return Paired(seeds, float(row.mean), float(row.std), math.nan, float(row.ci_low), float(row.ci_high)).text(
+        digits, unit)
+
+
+def _dry_line(dry: pd.DataFrame, preset_name: str, reference_variant: str, fixed_variant: str) -> str:
+    """The verdict's dry-run line of one preset: in how many second-half epochs the fixed set (and genenv) ran dry
+    (:func:`dry_run_table`); "" when its fixed-set arm has no reading (no such arm, or runs older than the keys)."""
+    rows = {str(r.variant): r for r in dry.itertuples() if str(r.label).split(":", 1)[0] == preset_name}
+    fixed = rows.get(fixed_variant)
+    if fixed is None:
+        return ""
+    seeds = f" over {fixed.seeds} seeds" if fixed.seeds > 1 else ""
+    line = (f"\nDry run: {fixed_variant} ran dry in {fixed.dry_epochs} of {fixed.epochs} second-half epochs{seeds} "
+            f"(an epoch runs dry when at least {RAN_DRY_STEP_FRAC * 100:.0f} % of its GRPO steps have no "
+            f"informative group; informative groups {fixed.informative_frac:.2f} of all")
+    ref = rows.get(reference_variant)
+    if ref is not None:
+        line += (f"), {reference_variant} in {ref.dry_epochs} of {ref.epochs} (informative groups "
+                 f"{ref.informative_frac:.2f}")
+    return line + ")."
 
 
 def _arm(label: str) -> str:
@@ -596,6 +826,8 @@ def write_report(table: pd.DataFrame, out: str | Path,
     summarise(table).to_csv(out / "summary.csv", index=False)
     band_residence(table, bands=bands).to_csv(out / "band_residence.csv", index=False)
     rollouts_to_reach_table(table).to_csv(out / "rollouts_to_reach.csv", index=False)
+    efficiency_table(table).to_csv(out / "efficiency.csv", index=False)
+    dry_run_table(table).to_csv(out / "dry_run.csv", index=False)
     # the band shaded is the runs' own (the first label's when presets differ, as the lab's Comparisons tab does)
     alpha, k_min = next(iter(bands.values())) if bands else (0.5, 0.1)
     report_figure(table, alpha=alpha, k_min=k_min).write_html(out / "report.html", include_plotlyjs=True,

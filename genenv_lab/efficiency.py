@@ -5,7 +5,10 @@ The paper argues data efficiency (its offline teacher needs 3.3× the data for a
 epoch hides that arms spend different amounts per epoch (``online_filter`` screens candidates with extra
 rollouts). So each epoch's record carries cumulative counts (:class:`Consumption`, ``cumulative/*`` in
 ``epochs.jsonl``), and the comparison reads the rollouts GenEnv needs to reach each baseline's final held-out score
-(:func:`rollouts_to_reach`).
+(:func:`rollouts_to_reach`) and, as ScaleRL reads compute efficiency, the area under each run's held-out curve against
+its cumulative agent rollouts over a range every compared run covers, divided by that range
+(:func:`normalised_auc`, :func:`common_range`): the mean held-out score along the way, comparable between arms
+that spent different totals.
 
 What counts as an agent rollout: a completion sampled from the agent *for training*, i.e. the GRPO pass's G per
 task and the screening rollouts of ``online_filter``; not the counterfactual reference rollouts nor the held-out
@@ -155,3 +158,59 @@ def reach_text(reach: Reach | None, reference: str = "genenv") -> str:
                 f"(baseline: {base} rollouts at epoch {reach.baseline_epoch})")
     return (f"{reach.ratio:.2f}: {reference} needs {reach.rollouts:,.0f} rollouts to reach {reach.target:.3f} "
             f"(epoch {reach.epoch}); the baseline first reached it with {base} (epoch {reach.baseline_epoch})")
+
+
+# ------------------------------------------------------------------------------------- area under the curve
+
+def _curve(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    return sorted(((float(r), float(s)) for r, s in points if r is not None and s is not None
+                   and math.isfinite(float(r)) and math.isfinite(float(s))), key=lambda p: p[0])
+
+
+def common_range(curves: Iterable[Iterable[tuple[float, float]]]) -> tuple[float, float] | None:
+    """The rollout range every curve of (cumulative rollouts, held-out score) points covers: from the latest first
+    point to the earliest last one (a run's untrained epoch 0 is at 0 rollouts). None when a curve is empty or the
+    curves do not overlap in more than a point.
+
+    >>> common_range([[(0, 0.2), (100, 0.3), (300, 0.5)], [(0, 0.1), (250, 0.4)]])
+    (0.0, 250.0)
+    >>> common_range([[(0, 0.2)], [(0, 0.1), (250, 0.4)]]) is None
+    True
+    """
+    ranges = []
+    for points in curves:
+        pts = _curve(points)
+        if not pts:
+            return None
+        ranges.append((pts[0][0], pts[-1][0]))
+    if not ranges:
+        return None
+    lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
+    return (lo, hi) if hi > lo else None
+
+
+def normalised_auc(points: Iterable[tuple[float, float]], lo: float, hi: float) -> float:
+    """The area under the held-out curve between ``lo`` and ``hi`` cumulative agent rollouts, divided by
+    ``hi − lo``: the mean held-out score over that stretch of training, the curve drawn straight between evaluated
+    epochs (points: (rollouts, score), unknown ones left out). NaN when the points do not cover [lo, hi].
+
+    >>> normalised_auc([(0, 0.2), (100, 0.4), (200, 0.4)], 0, 200)   # (0.3·100 + 0.4·100) / 200
+    0.35
+    >>> round(normalised_auc([(0, 0.2), (100, 0.4), (200, 0.4)], 0, 50), 3)   # 0.2 → 0.3 over the first 50
+    0.25
+    >>> normalised_auc([(0, 0.2), (100, 0.4)], 0, 150)
+    nan
+    """
+    pts = _curve(points)
+    if not hi > lo or not pts or pts[0][0] > lo or pts[-1][0] < hi:
+        return math.nan
+
+    def at(x0: float, y0: float, x1: float, y1: float, x: float) -> float:
+        return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+    area = 0.0
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        a, b = max(x0, lo), min(x1, hi)
+        if b > a:
+            area += (b - a) * (at(x0, y0, x1, y1, a) + at(x0, y0, x1, y1, b)) / 2.0
+    return area / (hi - lo)

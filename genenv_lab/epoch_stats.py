@@ -1,7 +1,7 @@
 """The statistics of one epoch: its :class:`~genenv_lab.types.EpochRecord` (one line of ``epochs.jsonl``, every
 key documented in docs/run_directory.md), the env update's ``rwr/*``, the tasks' ``features/*`` means, what the
-agent has consumed so far (``cumulative/*``), ``online_filter``'s screening (``screen/*``), and the per-phase
-timer. Pure: no model, no I/O."""
+agent has consumed so far (``cumulative/*``), ``online_filter``'s screening (``screen/*``), the dry-run instrument
+(``dry/*``, ``levels/*``: :mod:`genenv_lab.dryrun`), and the per-phase timer. Pure: no model, no I/O."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Sequence
 
 from . import curriculum as cur
+from .dryrun import dry_metrics
 from .config import RunConfig
 from .rewards import RewardLog
 from .screening import USED_UP, Screening
@@ -47,6 +48,8 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
     extra.update(rwr_metrics(env_update))
     extra.update(feature_means(valid))
     extra.update(state.consumed.metrics())
+    extra.update(dry_metrics(rewards.trained_groups(), cfg.agent.prompts_per_step, state.frontier,
+                             (t.features for t in valid)))
     if screening is not None:
         extra.update(screen_metrics(screening, screen_rollouts))
     all_rewards = [r for g in rewards.groups() for r in g]

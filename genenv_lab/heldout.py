@@ -4,7 +4,8 @@ half of evaluation, beside the loop (``genenv_lab.evaluation`` holds the pure sc
 The model answers every item greedily with the ``agent`` adapter; its raw outputs become a predictions JSONL file,
 which :func:`genenv_lab.evaluation.score_predictions` scores with the benchmark's official metric (or the
 approximation its summary names). So a model evaluated here and predictions produced anywhere else are scored by
-the same code. During a run, :func:`evaluate_epoch` is the held-out score logged per epoch (``eval/*``) and
+the same code. During a run, :func:`evaluate_epoch` is the held-out score logged per epoch (``eval/*``; a domain's
+held-out set with levels adds its frontier, ``heldout/frontier_level``) and
 :func:`check_eval_data` fails at once when its benchmark data is missing.
 """
 
@@ -19,9 +20,11 @@ from . import curriculum as cur
 from .backends.base import Backend
 from .config import RunConfig
 from .domains import Domain, domain_of
+from .dryrun import FRONTIER_KEY, frontier_level, level_of
 from .evaluation import bfcl_multi_turn as mt
 from .evaluation.common import resolve_data_dir
 from .evaluation.runner import get_benchmark, load_items, prompt_messages, score_predictions
+from .types import TaskSpec
 
 
 def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int | None = None,
@@ -144,7 +147,7 @@ def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) 
     """Held-out benchmark score of the agent after ``epoch`` (files under ``eval/epoch_NNN/``)."""
     lp = cfg.loop
     if lp.eval_benchmark == "domain":
-        return {"eval/domain": heldout_score(backend, domain_of(cfg), cfg)}
+        return domain_scores(heldout_rewards(backend, domain_of(cfg), cfg), cfg.agent.success_threshold)
     summary = evaluate_backend(backend, lp.eval_benchmark, out_dir=Path(run_dir) / "eval" / f"epoch_{epoch:03d}",
                                data_dir=lp.eval_data_dir or None, category=lp.eval_category or None,
                                limit=lp.eval_limit or None, max_new_tokens=lp.eval_max_new_tokens, progress=False,
@@ -163,6 +166,22 @@ def _eval_protocol(lp) -> str | None:
 
 def heldout_score(backend: Backend, domain: Domain, cfg: RunConfig) -> float:
     """Mean greedy reward of the agent on the domain's held-out tasks (the first ``eval_limit`` of them)."""
+    return cur.mean_or_nan(r for _, r in heldout_rewards(backend, domain, cfg))
+
+
+def domain_scores(results: list[tuple[TaskSpec, float]], threshold: float) -> dict[str, float]:
+    """``eval/domain`` (the mean greedy reward over the held-out items) and, where the items have levels, the
+    held-out frontier ``heldout/frontier_level``: the lowest level with an item whose reward is below ``threshold``
+    (:func:`genenv_lab.dryrun.frontier_level`), which the next epoch's dry-run counts are read at."""
+    out = {"eval/domain": cur.mean_or_nan(r for _, r in results)}
+    frontier = frontier_level((level_of(spec.features), r >= threshold) for spec, r in results)
+    if frontier is not None:
+        out[FRONTIER_KEY] = frontier
+    return out
+
+
+def heldout_rewards(backend: Backend, domain: Domain, cfg: RunConfig) -> list[tuple[TaskSpec, float]]:
+    """(task, greedy reward) of the agent on each of the domain's held-out tasks (the first ``eval_limit``)."""
     items = domain.heldout_tasks()
     if not items:
         raise ValueError(f"domain {domain.name!r} ships no held-out set (data/{domain.name}_heldout.jsonl); "
@@ -170,4 +189,4 @@ def heldout_score(backend: Backend, domain: Domain, cfg: RunConfig) -> float:
     items = items[: cfg.loop.eval_limit or None]
     outs = backend.generate("agent", [domain.agent_messages(s.spec) for s in items], n=1,
                             max_new_tokens=cfg.agent.max_completion_length, temperature=0.0)
-    return cur.mean_or_nan(domain.safe_score(s.spec, o[0])[0] for s, o in zip(items, outs))
+    return [(s.spec, domain.safe_score(s.spec, o[0])[0]) for s, o in zip(items, outs)]

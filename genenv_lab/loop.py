@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -52,11 +52,12 @@ from .backends.factory import check_engine, make_backend
 from .config import RunConfig
 from .domains import Domain, SeedTask, domain_of
 from .trackers import check_tracker, open_tracker, scalars
+from .dryrun import FRONTIER_KEY
 from .efficiency import Consumption
 from .epoch_stats import PhaseTimer, epoch_record
 from .heldout import check_eval_data, evaluate_epoch
 from .distributed import ADAPTER_HASHES, Processes, processes
-from .runlog import BASELINE, adapter_dir, open_run, read_state
+from .runlog import BASELINE, BASELINE_PREFIXES, adapter_dir, open_run, read_baseline, read_state
 from .rewards import RewardLog
 from .screening import Screening, screen
 from .simulator import contexts_by_id, env_update_batch, generate_reference, generate_tasks, seed_torch
@@ -219,7 +220,7 @@ def aggregate(state: LoopState, tasks: list[GeneratedTask], measured: dict[str, 
     pool = next_pool(state.pool, [t for t in new if t.task_id in measured], new, cfg, used_up=used_up)
     ref = state.reference or [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t)) for t in reference if t.valid]
     return LoopState(epoch=epoch, env_version=env_version, pool=pool, reference=ref,
-                     consumed=state.consumed if consumed is None else consumed)
+                     consumed=state.consumed if consumed is None else consumed, frontier=state.frontier)
 
 
 def consume(state: LoopState, backend: Backend, rewards: RewardLog, attempts: Sequence[Attempt],
@@ -367,9 +368,13 @@ def set_up(cfg: RunConfig, writer, procs: Processes, backend: Backend | None, ev
     bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
                disable=not (progress and procs.is_main))
     session = _Session(cfg, writer, procs, domain, domain.seed_tasks(), backend, bar, tracker, eval_dir)
-    if cfg.loop.eval_every and state.epoch == 0 and not (writer.dir / BASELINE).is_file():
+    if cfg.loop.eval_every and state.epoch == 0 and (writer.dir / BASELINE).is_file():
+        state = with_frontier(state, read_baseline(writer.dir, BASELINE_PREFIXES))  # resumed before epoch 1
+    elif cfg.loop.eval_every and state.epoch == 0:
         bar.set_postfix_str(f"epoch 0: eval {cfg.loop.eval_benchmark} (untrained agent)")
-        writer.write_baseline(evaluate_epoch(backend, cfg, eval_dir, 0))
+        scores = evaluate_epoch(backend, cfg, eval_dir, 0)
+        writer.write_baseline(scores)
+        state = with_frontier(state, scores)
     return session, state
 
 
@@ -383,7 +388,9 @@ def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
     del teacher
     if cfg.loop.eval_every and state.epoch % cfg.loop.eval_every == 0:
         s.bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.loop.eval_benchmark}")
-        result.record.extra.update(evaluate_epoch(backend, cfg, s.eval_dir, state.epoch))
+        scores = evaluate_epoch(backend, cfg, s.eval_dir, state.epoch)
+        result.record.extra.update(scores)
+        state = with_frontier(state, scores)
     if s.procs.world_size > 1:  # every process must hold the same adapters before the epoch is committed
         result.record.extra[ADAPTER_HASHES] = s.procs.check_in_sync(backend, backend.adapters)
     s.writer.commit_epoch(result.record, result.tasks, result.attempts,
@@ -398,6 +405,14 @@ def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
     s.bar.set_postfix(valid=f"{result.record.valid_frac:.2f}", p_hat=_f(result.record.p_hat_mean),
                       in_band=_f(result.record.in_band_frac))
     return state, result.record
+
+
+def with_frontier(state: LoopState, scores: dict) -> LoopState:
+    """The state carrying the held-out frontier of an evaluation's ``scores`` (``heldout/frontier_level``), which
+    the next epoch's dry-run counts are read at; unchanged when the evaluation has none (a benchmark, a domain
+    without levels)."""
+    frontier = scores.get(FRONTIER_KEY)
+    return state if frontier is None else replace(state, frontier=float(frontier))
 
 
 def _f(x: float) -> str:

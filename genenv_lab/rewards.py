@@ -22,12 +22,18 @@ class RewardLog:
         self.records: dict[str, list[tuple[str, float]]] = {t: [] for t in self.specs}
         self.score_errors = 0
         """Completions whose scorer raised (or returned a reward outside [0, 1]): scored 0, counted."""
+        self.order: list[str] = []
+        """Task ids in the order their first completion was scored: the order the trainer drew them in (TRL shuffles
+        the batch; it asks for the rewards of one optimiser step's tasks at a time). Under N processes this
+        process's share comes first and the others' after (:class:`~genenv_lab.distributed.DataParallelBackend`)."""
 
     def __call__(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[float]:
         rewards = []
         for task_id, completion in zip(task_ids, completions):
             reward, error = self.domain.safe_score(self.specs[task_id], completion)
             self.score_errors += bool(error)
+            if not self.records[task_id]:
+                self.order.append(task_id)
             self.records[task_id].append((completion, reward))
             rewards.append(reward)
         return rewards
@@ -37,6 +43,11 @@ class RewardLog:
 
     def groups(self) -> list[list[float]]:
         return [self.rewards(t) for t in self.records if self.records[t]]
+
+    def trained_groups(self) -> list[tuple[dict, list[float]]]:
+        """(task features, its G rewards) of every task of the batch, in the order they were trained
+        (:attr:`order`): what the dry-run instrument reads (:func:`genenv_lab.dryrun.dry_metrics`)."""
+        return [(self.specs[t].features, self.rewards(t)) for t in self.order]
 
     def attempts(self, epoch: int, threshold: float) -> list[Attempt]:
         out = []

@@ -448,17 +448,23 @@ def fmt_num(x: Any, digits: int = 3) -> str:
 
 # ------------------------------------------------------------------------------------------------------ readers
 
+BASELINE_PREFIXES = ("eval/", "heldout/")
+"""The keys ``baseline.json`` holds: held-out scores (``eval/*``) and what the same evaluation read off them
+(``heldout/frontier_level``)."""
+
+
 def write_baseline(run_dir: str | Path, scores: dict[str, float]) -> None:
     """Write ``baseline.json``: ``{"epoch": 0, "eval/...": score, ...}`` (atomic)."""
-    bad = {k: v for k, v in scores.items() if not (isinstance(k, str) and k.startswith("eval/"))
+    bad = {k: v for k, v in scores.items() if not (isinstance(k, str) and k.startswith(BASELINE_PREFIXES))
            or not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)}
     if bad:
-        raise ValueError(f"baseline scores must be finite numbers under eval/* keys; got {bad}")
+        raise ValueError(f"baseline scores must be finite numbers under eval/* (or heldout/*) keys; got {bad}")
     atomic_write_json(Path(run_dir) / BASELINE, {"epoch": 0, **{k: float(v) for k, v in scores.items()}})
 
 
-def read_baseline(run_dir: str | Path) -> dict[str, float]:
-    """The ``eval/*`` scores of ``baseline.json``, or {} when the run has none (evaluation off, or an older run)."""
+def read_baseline(run_dir: str | Path, prefixes: tuple[str, ...] = ("eval/",)) -> dict[str, float]:
+    """The ``eval/*`` scores of ``baseline.json`` (the keys starting with one of ``prefixes``), or {} when the run
+    has none (evaluation off, or an older run)."""
     path = Path(run_dir) / BASELINE
     if not path.is_file():
         return {}
@@ -468,7 +474,7 @@ def read_baseline(run_dir: str | Path) -> dict[str, float]:
         raise RunDirError(f"{path} is corrupt ({exc}); delete it to drop the epoch-0 point") from None
     if not isinstance(data, dict):
         raise RunDirError(f"{path} is not a JSON object; delete it to drop the epoch-0 point")
-    return {k: v for k, v in data.items() if k.startswith("eval/") and isinstance(v, (int, float))}
+    return {k: v for k, v in data.items() if k.startswith(prefixes) and isinstance(v, (int, float))}
 
 
 def read_state(run_dir: str | Path) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """D_train across epochs: how an epoch's tasks extend the pool (:func:`next_pool`, by the variant's rules) and
 how the loop state is rebuilt from a run directory on ``--resume`` (:func:`restore_state`, the same pool
-:func:`next_pool` built, replayed epoch by epoch, and the same :class:`~genenv_lab.efficiency.Consumption`)."""
+:func:`next_pool` built, replayed epoch by epoch, the same :class:`~genenv_lab.efficiency.Consumption`, and the
+held-out frontier of the latest evaluation)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pandas as pd
 
 from . import curriculum as cur
 from .config import RunConfig
+from .dryrun import FRONTIER_KEY
 from .efficiency import KEYS, Consumption
-from .runlog import read_epochs, read_table
+from .runlog import BASELINE_PREFIXES, read_baseline, read_epochs, read_table
 from .screening import USED_UP
 from .types import LoopState, PoolTask, TaskSpec
 
@@ -53,7 +55,23 @@ def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConf
     attempts = attempts[attempts["epoch"] <= last_epoch] if len(attempts) else attempts
     return LoopState(epoch=last_epoch, env_version=env_version, pool=pool,
                      reference=pool_tasks(read_table(run_dir, "reference_tasks")),
-                     consumed=restore_consumption(_extra(records.get(last_epoch)), attempts))
+                     consumed=restore_consumption(_extra(records.get(last_epoch)), attempts),
+                     frontier=restore_frontier([_extra(records.get(e)) for e in range(1, last_epoch + 1)],
+                                               read_baseline(run_dir, BASELINE_PREFIXES)))
+
+
+def restore_frontier(extras: list[Mapping], baseline: Mapping) -> float | None:
+    """The held-out frontier the next epoch counts at: that of the latest committed evaluation (the last record with
+    ``heldout/frontier_level``, else the untrained agent's in ``baseline.json``); None without one.
+
+    >>> restore_frontier([{"heldout/frontier_level": 6.0}, {}], {"heldout/frontier_level": 4.0})
+    6.0
+    >>> restore_frontier([{}], {"heldout/frontier_level": 4.0}), restore_frontier([], {})
+    (4.0, None)
+    """
+    found = next((x[FRONTIER_KEY] for x in reversed(extras) if x.get(FRONTIER_KEY) is not None),
+                 baseline.get(FRONTIER_KEY))
+    return None if found is None else float(found)
 
 
 def restore_consumption(last_extra: Mapping, attempts: pd.DataFrame) -> Consumption:

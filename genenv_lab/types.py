@@ -148,6 +148,9 @@ class LoopState:
     """Counterfactual tasks of the untrained simulator (``loop.reference_tasks``)."""
     consumed: Consumption = field(default_factory=Consumption)
     """What the agent's training has consumed so far (agent rollouts, tokens, distinct tasks): ``cumulative/*``."""
+    frontier: float | None = None
+    """The held-out frontier of the latest evaluation (the lowest level the agent did not solve,
+    :func:`genenv_lab.dryrun.frontier_level`); None without one. The next epoch's ``dry/frontier_*`` count at it."""
 
 
 @dataclass(frozen=True)

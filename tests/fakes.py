@@ -9,6 +9,7 @@ whitespace-separated word.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from genenv_lab.backends.base import AgentUpdate, EnvUpdate, cut_at_stop
@@ -79,3 +80,37 @@ class ScriptedBackend:
 
     def adapter_state(self, adapter):
         return {"skill": self.skill} if adapter == "agent" else {"version": self.version}
+
+
+class ScriptedCounter(ScriptedBackend):
+    """The scripted backend on the ``count`` domain (tasks ``Task: a to b`` of level b): its agent counts right to
+    any end below its skill, on half the rollouts at its skill (greedy: never) and never above it (it skips the
+    end's predecessor), so the held-out frontier is its skill; every GRPO step raises the skill. Its simulator
+    writes the seed's count one level further per env version and per variation (ends capped at 24), every fourth
+    reply malformed."""
+
+    def __init__(self, num_generations: int = 4, skill: int = 6):
+        super().__init__(num_generations, skill)
+
+    def _solve(self, messages, n):
+        a, b = (int(x) for x in re.findall(r"\d+", next(m["content"] for m in messages if m["role"] == "user")))
+        right = " " + " ".join(str(x) for x in range(a + 1, b + 1))
+        wrong = " " + " ".join(str(x) for x in range(a + 1, b + 1) if x != b - 1)
+        k = n if b < self.skill else (n // 2 if b == self.skill else 0)
+        return [right if i < k else wrong for i in range(n)]
+
+    def generate(self, adapter, prompts, *, n, max_new_tokens, temperature, top_p=1.0, stop=(), alphabet=""):
+        if adapter == "agent":
+            return [self._solve(m, n) for m in prompts]
+        self.calls["generate"] += 1
+        out = []
+        for messages in prompts:
+            user = next(m["content"] for m in messages if m["role"] == "user")
+            a, b = (int(x) for x in re.search(r"Task: (\d+) to (\d+)", user).groups())
+            gens = []
+            for j in range(n):
+                self._count += 1
+                end = min(b + self.version + j % 2, 24)
+                gens.append("no task here" if self._count % 4 == 0 else f" {a} to {end}")
+            out.append([cut_at_stop(g, stop) for g in gens])
+        return out

@@ -111,3 +111,23 @@ def test_each_objective_trains_and_feeds_g_completions_per_task(objective):
     assert dict(seen) == {p.task_id: g for p in prompts}  # each rollout scored once: p̂ from exactly G
     assert math.isfinite(update.loss)
     assert any(not torch.equal(a, b) for a, b in zip(before, after)), "the agent adapter did not move"
+
+
+def test_the_trainer_asks_for_one_optimiser_steps_tasks_at_a_time():
+    """The dry-run instrument's batching rule (genenv_lab.dryrun.dry_step_frac): each optimiser step takes the G
+    completions of ``prompts_per_step`` whole tasks, and TRL asks for their rewards in one call, so the tasks in the
+    order their rewards were first asked for, cut every ``prompts_per_step``, are the steps."""
+    backend, prompts = tiny_backend(shared=True, kl_beta=0.0, tasks=6)
+    backend.cfg = backend.cfg.replace(agent={"prompts_per_step": 2})
+    g = backend.cfg.agent.num_generations
+    calls: list[list[str]] = []
+
+    def recording_reward(task_ids, texts):
+        calls.append(list(task_ids))
+        return reward(task_ids, texts)
+
+    update = backend.grpo_step(prompts, recording_reward)
+    assert len(calls) == update.steps == 3
+    assert all(sorted(Counter(c).values()) == [g, g] for c in calls)  # two whole groups a step
+    order = list(dict.fromkeys(t for c in calls for t in c))
+    assert [set(order[i:i + 2]) for i in range(0, 6, 2)] == [set(c) for c in calls]

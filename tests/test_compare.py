@@ -236,3 +236,47 @@ def test_late_averages_read_each_runs_own_second_half_and_last_third():
     assert out.loc[1, "in_band_second_half"] == pytest.approx(0.7)
     assert out.loc[1, "p_hat_last_third"] == pytest.approx(0.08)
     assert out.loc[1, "p_hat_reference_last_third"] == pytest.approx(0.92)
+
+
+def test_a_counting_comparison_reads_dry_runs_and_efficiency_and_an_old_one_still_compares(tmp_path):
+    """genenv and static on ``count`` (the scripted counter: levels, a frontier): the verdict says how often static
+    ran dry and the data efficiency paired by seed, the report draws both; the same runs with the instrument's keys
+    removed (as written before it) compare as before, without the dry-run line."""
+    import json
+    import shutil
+
+    from genenv_lab.compare import dry_run_table, efficiency_table, report_figure, verdict
+
+    from fakes import ScriptedCounter
+
+    entries = variant_entries(["tiny"], ["genenv", "static"], epochs=4, domain="count", reference_tasks=2)
+    table = compare_grid(entries, 2, tmp_path / "new", progress=False,
+                         backend_factory=lambda cfg: ScriptedCounter(num_generations=cfg.agent.num_generations))
+    dry = dry_run_table(table).set_index("variant")
+    assert list(dry["epochs"]) == [4, 4]  # epochs 3-4 of each of 2 seeds
+    text = verdict(table)
+    static = dry.loc["static"]
+    assert (f"\nDry run: static ran dry in {static['dry_epochs']} of 4 second-half epochs over 2 seeds" in text
+            and f"genenv in {dry.loc['genenv', 'dry_epochs']} of 4" in text)
+    eff = efficiency_table(table).set_index("measure")
+    assert eff.loc["heldout_auc", "range_low"] == 0 and eff.loc["heldout_auc", "seeds"] == 2
+    assert "Paired by seed (genenv − baseline): mean held-out score over 0–" in text
+    assert "Rollouts to reach each baseline's own final score on the same seed: static: genenv got there on" in text
+    for name in ("efficiency.csv", "dry_run.csv"):
+        assert len(pd.read_csv(tmp_path / "new" / name)) == 2
+    assert len([t for t in report_figure(table).data if t.type == "table"]) == 2
+    assert table["level_mean"].notna().any() and table["frontier_informative"].notna().any()
+
+    old = tmp_path / "old"
+    shutil.copytree(tmp_path / "new", old)
+    for path in (old / "runs").glob("*/epochs.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        for r in lines:
+            r["extra"] = {k: v for k, v in r["extra"].items() if not k.startswith(("dry/", "levels/", "heldout/"))}
+        path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    before = collect(old)
+    assert before["dry_step_frac"].isna().all() and dry_run_table(before).empty
+    text_before = verdict(before)
+    assert "Dry run" not in text_before and "Paired by seed" in text_before
+    assert text_before == text.split("\nDry run")[0]  # the rest of the verdict does not depend on the new keys
+    report_figure(before)

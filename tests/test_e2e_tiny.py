@@ -31,6 +31,7 @@ def test_cli_tiny_three_epochs_complete_run_directory(tmp_path):
         assert sorted(p.name for p in (out / table).iterdir()) == [f"epoch_00{e}.parquet" for e in (1, 2, 3)]
     records = read_epochs(out)
     assert [r["epoch"] for r in records] == [1, 2, 3]
+    assert all(0.0 <= r["extra"]["dry/step_frac"] <= 1.0 for r in records)  # the dry-run instrument, on TRL's order
     assert read_state(out)["status"] == "finished"
     assert json.loads((out / "config.json").read_text())["preset"] == "tiny"
     tasks, attempts = read_table(out, "tasks"), read_table(out, "attempts")

@@ -1,5 +1,6 @@
 """Data efficiency math (genenv_lab.efficiency): what training consumed, and the rollouts GenEnv needs to reach a
-baseline's final held-out score. Hand-worked examples and Hypothesis properties."""
+baseline's final held-out score, the area under the held-out curve and the paired intervals over seeds
+(genenv_lab.paired). Hand-worked examples and Hypothesis properties."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genenv_lab.efficiency import KEYS, Consumption, Point, Reach, reach_text, rollouts_to_reach
+from genenv_lab.efficiency import (KEYS, Consumption, Point, Reach, common_range, normalised_auc, reach_text,
+                                   rollouts_to_reach)
+from genenv_lab.paired import paired, t_quantile
 
 
 def test_consumption_adds_up_and_counts_distinct_tasks_and_questions():
@@ -111,3 +114,57 @@ def test_reach_ratio_definitions():
     assert Reach(0.5, 3, 300.0, 1, 100.0).ratio == 3.0
     assert Reach(0.5, 3, 300.0, 0, 0.0).ratio == math.inf
     assert math.isnan(Reach(0.5, 3, 300.0, None, None).ratio)
+
+
+# ------------------------------------------------------------------- area under the curve, paired intervals
+
+
+@st.composite
+def rollout_curves(draw):
+    """(cumulative rollouts, held-out score) points from 0 rollouts on, rollouts non-decreasing."""
+    steps = draw(st.lists(st.integers(0, 200), min_size=1, max_size=8))
+    scores = draw(st.lists(st.floats(0, 1), min_size=len(steps) + 1, max_size=len(steps) + 1))
+    xs = [0]
+    for s in steps:
+        xs.append(xs[-1] + s)
+    return list(zip(xs, scores))
+
+
+@settings(max_examples=300, deadline=None)
+@given(rollout_curves(), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_the_normalised_auc_is_a_mean_score_over_the_range(curve, a, b):
+    end = curve[-1][0]
+    if end == 0:
+        assert common_range([curve]) is None
+        return
+    lo, hi = sorted((a * end, b * end))
+    if hi - lo < 1e-6:
+        return
+    auc = normalised_auc(curve, lo, hi)
+    scores = [s for _, s in curve]
+    assert min(scores) - 1e-9 <= auc <= max(scores) + 1e-9
+    assert normalised_auc([(r, 0.7) for r, _ in curve], lo, hi) == pytest.approx(0.7)  # a flat curve: its score
+    raised = normalised_auc([(r, s + 0.1) for r, s in curve], lo, hi)  # every score up by 0.1: the mean too
+    assert raised == pytest.approx(auc + 0.1)
+    mid = (lo + hi) / 2  # additive over a split range
+    assert auc * (hi - lo) == pytest.approx(normalised_auc(curve, lo, mid) * (mid - lo)
+                                            + normalised_auc(curve, mid, hi) * (hi - mid), abs=1e-9)
+    assert math.isnan(normalised_auc(curve, lo, end + 1))  # past the curve's last point: unknown
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=2, max_size=20), st.floats(-1, 1))
+def test_the_paired_interval_holds_the_mean_and_shifts_with_it(diffs, shift):
+    p = paired(diffs)
+    assert p.seeds == len(diffs) and p.low <= p.mean <= p.high
+    q = paired([d + shift for d in diffs])
+    assert q.mean == pytest.approx(p.mean + shift, abs=1e-9)
+    assert q.high - q.low == pytest.approx(p.high - p.low, abs=1e-9)
+    assert (p.high - p.mean) == pytest.approx(t_quantile(0.975, len(diffs) - 1) * p.stderr, abs=1e-9)
+
+
+def test_t_quantiles_rise_to_the_normal_one():
+    values = [t_quantile(0.975, df) for df in (1, 2, 4, 10, 100, 1000)]
+    assert values == sorted(values, reverse=True) and values[-1] == pytest.approx(1.962, abs=1e-3)
+    with pytest.raises(ValueError):
+        t_quantile(0.975, 0)

@@ -300,12 +300,13 @@ def _first_band(cmp: ComparisonData) -> tuple[float, float]:
     return next((cmp.bands[label] for label in cmp.labels if label in cmp.bands), default)
 
 
-def comparison_figure(cmp: ComparisonData, *, height: int = 1080) -> go.Figure:
+def comparison_figure(cmp: ComparisonData, *, height: int = 1400) -> go.Figure:
     """:func:`genenv_lab.compare.report_figure` of the runs that exist so far (held-out score, training tasks
     consumed, data efficiency, p̂ on the simulator's and on the untrained simulator's tasks, valid fraction,
-    held-out score against cumulative agent rollouts and completion tokens; mean ± std over seeds; and the table
-    of the rollouts genenv needs to reach each baseline's final held-out score), or a figure that says why there is
-    nothing to draw."""
+    held-out score against cumulative agent rollouts and completion tokens, the share of GRPO steps without an
+    informative group, the mean level of the simulator's tasks; mean ± std over seeds; the table of the rollouts
+    genenv needs to reach each baseline's final held-out score and the data-efficiency table paired by seed), or a
+    figure that says why there is nothing to draw."""
     from ..compare import REPORT_PANELS, report_figure
 
     if not len(cmp.table):

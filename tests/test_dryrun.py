@@ -1,0 +1,158 @@
+"""The dry-run instrument (genenv_lab.dryrun): its pure math by example and by Hypothesis, and the keys a run writes
+(the scripted backends on ``count``, a domain with levels, and on ``arith``, one without); no model runs."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genenv_lab import curriculum as cur
+from genenv_lab.config import for_domain
+from genenv_lab.dryrun import (FRONTIER_KEY, dry_step_frac, frontier_counts, frontier_level, informative,
+                               level_counts, ran_dry)
+from genenv_lab.loop import run
+from genenv_lab.runlog import read_epochs, read_table
+
+from fakes import ScriptedBackend, ScriptedCounter
+
+groups = st.lists(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=1, max_size=5), max_size=24)
+
+
+def test_examples():
+    assert dry_step_frac([[1, 1], [1, 0], [0, 0], [0, 0]], 2) == 0.5
+    assert dry_step_frac([[1, 1], [0, 0], [1, 0]], 2) == 0.5  # [[1, 1], [0, 0]] dry; the short last step is not
+    assert math.isnan(dry_step_frac([], 2))
+    with pytest.raises(ValueError):
+        dry_step_frac([[1, 0]], 0)
+    assert frontier_level([(4, True), (5, True), (6, False), (7, False)]) == 6.0
+    assert frontier_level([(4, True), (4, False), (5, True)]) == 4.0  # one unsolved item is enough
+    assert frontier_level([(4, True), (6, True)]) == 7.0 and frontier_level([]) is None
+    assert frontier_counts([(6, [1, 0]), (6, [0, 0]), (7, [1, 0])], 6.0) == (2, 1)
+    assert level_counts([2.5, 2.5, 3]) == {2.5: 2, 3: 1}
+    assert ran_dry(0.5) is True and ran_dry(0.49) is False
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups, st.integers(1, 6))
+def test_a_step_is_dry_exactly_when_none_of_its_groups_is_informative(gs, per_step):
+    frac = dry_step_frac(gs, per_step)
+    if not gs:
+        assert math.isnan(frac)
+        return
+    steps = [gs[i:i + per_step] for i in range(0, len(gs), per_step)]
+    assert frac == pytest.approx(sum(all(max(g) == min(g) for g in s) for s in steps) / len(steps))
+    if per_step == 1:  # one group a step: a dry step is a zero-std group
+        assert frac == pytest.approx(cur.frac_zero_std(gs))
+    elif len(gs) % per_step == 0:  # full steps: a dry step holds per_step zero-std groups
+        assert frac <= cur.frac_zero_std(gs) + 1e-12
+    # reordering groups inside a step changes nothing
+    shuffled = [g for s in steps for g in random.Random(len(gs)).sample(s, len(s))]
+    assert dry_step_frac(shuffled, per_step) == pytest.approx(frac)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 30), st.booleans()), min_size=1, max_size=30))
+def test_the_frontier_is_the_lowest_level_with_an_unsolved_item(results):
+    f = frontier_level(results)
+    assert all(ok for lv, ok in results if lv < f)  # everything below it is solved
+    if any(not ok for _, ok in results):
+        assert any(lv == f and not ok for lv, ok in results)
+    else:
+        assert f == max(lv for lv, _ in results) + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([None, 3, 4, 5]), st.lists(st.sampled_from([0.0, 1.0]), min_size=1,
+                                                                         max_size=4)), max_size=12),
+       st.sampled_from([3.0, 4.0, 5.0]))
+def test_frontier_counts_are_bounded_by_the_groups_at_it(pairs, frontier):
+    at, useful = frontier_counts(pairs, frontier)
+    assert 0 <= useful <= at <= len(pairs)
+    assert useful == sum(1 for lv, g in pairs if lv == frontier and informative(g))
+
+
+def _counted(tiny_cfg, epochs=3, **loop):
+    return for_domain(tiny_cfg, "count").replace(
+        loop={"epochs": epochs, "eval_every": 1, "eval_benchmark": "domain", **loop},
+        agent={"num_generations": 4})
+
+
+def _groups_in_order(attempts, epoch):
+    """(end level, rewards) per task of the epoch's GRPO batch, in the attempts table's order (the scripted backend
+    trains them in batch order, which is the table's)."""
+    part = attempts[attempts["epoch"] == epoch]
+    out = {}
+    for row in part.itertuples():
+        level = int(re.search(r"to (\d+)", row.prompt).group(1))  # "Count from a to b.", then the prefilled start
+        out.setdefault(row.task_id, (level, []))[1].append(row.reward)
+    return list(out.values())
+
+
+def test_a_counting_run_records_the_instrument_and_a_resume_repeats_it(tiny_cfg, tmp_path):
+    cfg = _counted(tiny_cfg)
+    records = [r.to_dict() for r in run(cfg, tmp_path / "r", backend=ScriptedCounter(), progress=False)]
+    baseline = json.loads((tmp_path / "r" / "baseline.json").read_text())
+    assert baseline[FRONTIER_KEY] == 6.0  # the scripted agent greedily counts to any end below its skill, 6
+    attempts, tasks = read_table(tmp_path / "r", "attempts"), read_table(tmp_path / "r", "tasks")
+    for r in records:
+        x, e = r["extra"], r["epoch"]
+        assert x["dry/frontier_level"] == 5.0 + e  # the previous evaluation's frontier: the skill before the epoch
+        assert x[FRONTIER_KEY] == 6.0 + e  # this epoch's evaluation: one step of skill later
+        trained = _groups_in_order(attempts, e)
+        at = [g for lv, g in trained if lv == x["dry/frontier_level"]]
+        assert x["dry/frontier_groups"] == len(at) and x["dry/frontier_informative"] == sum(map(informative, at))
+        assert x["dry/frontier_informative"] == x["dry/frontier_groups"]  # at its skill the agent half-solves
+        assert x["dry/step_frac"] == pytest.approx(dry_step_frac([g for _, g in trained],
+                                                                 cfg.agent.prompts_per_step))
+        valid = tasks[(tasks["epoch"] == e) & tasks["valid"]]
+        levels = [f["level"] for f in valid["features"]]
+        assert x["levels/counts"] == {str(k): v for k, v in level_counts(levels).items()}
+        assert sum(x["levels/counts"].values()) == r["n_valid"] and x["levels/max"] == max(levels)
+        assert x["features/level"] == pytest.approx(sum(levels) / len(levels))
+    assert any(r["extra"]["dry/step_frac"] > 0 for r in records)  # seeds below the skill: some steps carry nothing
+    # killed after epoch 2 and resumed: the third record's instrument is the uninterrupted run's
+    list(run(cfg.replace(loop={"epochs": 2}), tmp_path / "k", backend=ScriptedCounter(), progress=False))
+    resumed = [r.to_dict() for r in run(cfg, tmp_path / "k", resume=True, backend=ScriptedCounter(),
+                                        progress=False)]
+    keys = [k for k in records[2]["extra"] if k.startswith(("dry/", "levels/", "heldout/"))]
+    assert len(keys) == 7 and {k: resumed[-1]["extra"][k] for k in keys} == {k: records[2]["extra"][k] for k in keys}
+
+
+def test_a_resume_before_the_first_epoch_keeps_the_untrained_agents_frontier(tiny_cfg, tmp_path):
+    out = tmp_path / "r"
+    cfg = _counted(tiny_cfg, epochs=1)
+    list(run(cfg, out, backend=ScriptedCounter(), progress=False))
+    for name in ("epochs.jsonl", "state.json"):  # as if killed during epoch 1, after baseline.json
+        (out / name).unlink()
+    (out / "state.json").write_text(json.dumps({"last_complete_epoch": 0, "status": "interrupted"}))
+    again = list(run(cfg, out, resume=True, backend=ScriptedCounter(), progress=False))
+    assert again[0].extra["dry/frontier_level"] == 6.0
+
+
+def test_a_domain_without_levels_records_the_dry_steps_only(tiny_cfg, tmp_path):
+    cfg = tiny_cfg.replace(loop={"epochs": 2, "eval_every": 1, "eval_benchmark": "domain"},
+                           agent={"num_generations": 4})
+    list(run(cfg, tmp_path / "r", backend=ScriptedBackend(num_generations=4), progress=False))
+    for r in read_epochs(tmp_path / "r"):
+        x = r["extra"]
+        assert 0.0 <= x["dry/step_frac"] <= 1.0
+        assert not [k for k in x if k.startswith(("dry/frontier", "levels/", "heldout/"))]
+    assert FRONTIER_KEY not in json.loads((tmp_path / "r" / "baseline.json").read_text())
+
+
+def test_every_key_of_a_counting_runs_records_is_documented(tiny_cfg, tmp_path):
+    """docs/run_directory.md names every key a record holds: as `key`, `extra.key`, or a family `prefix/<name>`."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "run_directory.md").read_text()
+    record = next(run(_counted(tiny_cfg, epochs=1), tmp_path / "r", backend=ScriptedCounter(), progress=False))
+    keys = list(record.to_dict()) + list(record.extra)
+    missing = [k for k in keys if f"`{k}`" not in doc and f"`extra.{k}`" not in doc
+               and not re.search(rf"{re.escape(k.split('/')[0])}/<\w+>", doc)]
+    assert not missing, missing
