@@ -45,7 +45,7 @@ def test_the_four_categories_load_as_bfcl_assembles_them(items):
 
 
 def test_answer_keys_score_one_under_both_protocols(items):
-    for c, entries in items.items():
+    for entries in items.values():
         for it in entries:
             gold = mt.gold_prediction(it)
             official, per_turn = mt.score(it, gold, "official"), mt.score(it, gold, "per-turn")
@@ -57,7 +57,7 @@ def test_empty_predictions_score_what_the_docs_say(items):
     """No turns: cut off (official 0) and every turn wrong (per-turn 0). Every turn empty: official 0 (the first
     turn whose key is not empty fails), per-turn the share of turns whose key is empty (the model should call
     nothing there: miss_func and miss_param have such turns)."""
-    for c, entries in items.items():
+    for entries in items.values():
         for it in entries[:20]:
             none = mt.score(it, [], "per-turn")
             assert not none.correct and none.score == 0.0

@@ -366,7 +366,8 @@ def _check_turn(model: Backends, truth: Backends, model_results: list[str], trut
     then the response check (upstream's functions)."""
     up = upstream()
     if not model_steps or up.is_empty(model_steps):
-        return TurnVerdict(False, "multi_turn:empty_turn_model_response", f"Model response list is empty for turn {turn}")
+        return TurnVerdict(False, "multi_turn:empty_turn_model_response",
+                           f"Model response list is empty for turn {turn}")
     state = up.state_checker(model.instances, truth.instances)
     if not state["valid"]:
         return TurnVerdict(False, state["error_type"], state["error_message"])
