@@ -45,12 +45,16 @@ def parity(tmp_path_factory):
     single = [c for c in bfcl.CATEGORIES if not mt.is_multi_turn(c)]
     assert set(single) <= set(cats), f"the wheel's folder should hold every covered category: {cats}"
     items = {c: bfcl.load_category(data, c) for c in cats}
-    by_key = {(c, it.id): it for c in cats for it in items[c]}
-    rows = probe_predictions([it for c in cats for it in items[c]])
+    flat = [it for c in cats for it in items[c]]
+    return cats, _agreement(flat, probe_predictions(flat), data, tmp_path_factory.mktemp("parity"))
+
+
+def _agreement(items: list, rows: list[dict], data: Path, work: Path) -> dict:
+    """Each probe row scored here and by the official package, compared per category."""
+    by_key = {(it.category, it.id): it for it in items}
     ours = [score_safely(bfcl.SPEC, by_key[(r["category"], r["id"])], r["category"], r["prediction"]).correct
             for r in rows]
-    theirs = official_verdicts(rows, str(data), str(BFCL_PY), str(DRIVER), str(tmp_path_factory.mktemp("parity")))
-    return cats, agreement(rows, ours, theirs)
+    return agreement(rows, ours, official_verdicts(rows, str(data), str(BFCL_PY), str(DRIVER), str(work)))
 
 
 def test_every_category_agrees_with_the_official_checker(parity):
@@ -76,12 +80,8 @@ def multi_turn_parity(tmp_path_factory):
     if not mt.available():
         pytest.skip(f"bfcl-eval is not installed in this venv ({mt.INSTALL})")
     items = [it for c in mt.CATEGORIES for it in bfcl.load_category(data, c)]
-    by_key = {(it.category, it.id): it for it in items}
     rows = bfcl_multi_turn_probe.probe_predictions(items)
-    ours = [score_safely(bfcl.SPEC, by_key[(r["category"], r["id"])], r["category"], r["prediction"]).correct
-            for r in rows]
-    theirs = official_verdicts(rows, str(data), str(BFCL_PY), str(DRIVER), str(tmp_path_factory.mktemp("mt")))
-    return rows, agreement(rows, ours, theirs)
+    return rows, _agreement(items, rows, data, tmp_path_factory.mktemp("mt"))
 
 
 def test_multi_turn_verdicts_agree_with_the_official_multi_turn_checker(multi_turn_parity):

@@ -546,6 +546,7 @@ class Conversation:
     _messages: list[dict] = field(default_factory=list)
     _backends: Backends | None = None
     _steps: int = 0
+    _gold: list | None = None
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -567,7 +568,8 @@ class Conversation:
                 self._messages += turn_messages(self.item, t)
                 key = list(self.item.ground_truth[t])
                 if key:
-                    self._messages.append({"role": "assistant", "content": gold_step(self.item, t)})
+                    self._gold = self._gold or gold_prediction(self.item)  # once per conversation
+                    self._messages.append({"role": "assistant", "content": self._gold[t][0]})
                     self._messages += tool_messages(key, replay.execute(key))
         self._messages += turn_messages(self.item, turn)
         self.prediction.append([])

@@ -259,66 +259,87 @@ def _encode(item: BFCLItem, calls: list[tuple[str, dict[str, Any]]]) -> list[Cal
 
 
 def _ast_probes(item: BFCLItem, rng: random.Random) -> Iterator[tuple[str, str]]:
-    lang = language(item.category)
+    """Every probe of an AST item: output formats, per-parameter values and writings, call names, call counts and
+    orders, Python-side oddities, booleans as numbers, non-ASCII before a value, and plain text."""
     gold = _gold_values(item)
     encoded = _encode(item, gold)
     json_calls = [{"name": n, "arguments": v} for n, v in gold]
     for fmt, text in _formats(encoded, json_calls):
         yield f"format:{fmt}", text
-
-    # every allowed alternative and one-field perturbations, per call and parameter
     for ci, answer in enumerate(item.ground_truth or []):
         (name, params), = answer.items()
-        schema = _schema(item, name)
         for p, allowed in params.items():
-            candidates: list[tuple[str, Any]] = [(f"alt{k}", _concrete(a))
-                                                 for k, a in enumerate(_alternatives(allowed))]
-            base = candidates[0][1] if candidates else None
-            if candidates:
-                candidates += [(f"mut{k}", m) for k, m in enumerate(_mutations(base))]
-            for tag, value in candidates:
-                calls = [(n, dict(v)) for n, v in gold]
-                calls[ci][1][p] = value
-                enc = _encode(item, calls)
-                yield f"value:{p}:{tag}", _list_text(enc)
-            # writing styles of the gold value
-            if base is not None:
-                styles = _python_arg(base) if lang == "python" else _source_styles(base, schema.get(p, {}), lang)
-                for style, src in styles:
-                    enc = _encode(item, gold)
-                    enc[ci] = (enc[ci][0], [(q, src if q == p else a) for q, a in enc[ci][1]])
-                    yield f"style:{p}:{style}", _list_text(enc)
-            # the parameter dropped, given positionally, twice
-            enc = _encode(item, gold)
-            name_, args = enc[ci]
-            rest = [(q, a) for q, a in args if q != p]
-            own = [a for q, a in args if q == p]
-            enc[ci] = (name_, rest)
-            yield f"drop:{p}", _list_text(enc)
-            if own:
-                enc[ci] = (name_, [(None, own[0])] + rest)
-                yield f"positional:{p}", _list_text(enc)
-                enc[ci] = (name_, args + [(p, own[0])])
-                yield f"twice:{p}", _list_text(enc)
-        # an unexpected parameter, names
+            yield from _parameter_probes(item, gold, ci, name, p, allowed)
+        yield from _call_name_probes(item, gold, ci)
+    yield from _call_count_probes(encoded, rng)
+    yield from _python_probes(item, gold, encoded)
+    yield from _bool_number_probes(item, gold)
+    if language(item.category) != "python" and encoded and encoded[0][1]:
+        # non-ASCII text before a Java/JavaScript value (upstream's Java decoder slices by byte offsets)
         enc = _encode(item, gold)
-        name_, args = enc[ci]
-        enc[ci] = (name_, args + [("unexpected_param", "1" if lang == "python" else '"1"')])
-        yield "extra_param", _list_text(enc)
-        for tag, other in (("wrong_name", name_ + "_v2"), ("dots_to_underscores", name_.replace(".", "_")),
-                           ("last_part", name_.rsplit(".", 1)[-1])):
-            if other != name_:
-                enc = _encode(item, gold)
-                enc[ci] = (other, enc[ci][1])
-                yield f"name:{tag}", _list_text(enc)
-        for f in item.functions:
-            if f.get("name") != name_:
-                enc = _encode(item, gold)
-                enc[ci] = (f["name"], enc[ci][1])
-                yield "name:other_function", _list_text(enc)
-                break
+        enc[0] = (enc[0][0], [("note", '"café"')] + enc[0][1])
+        yield "unicode_before", _list_text(enc)
+    yield "text:refusal", "I cannot help with that using these functions."
+    yield "text:empty", ""
 
-    # call counts and orders
+
+def _parameter_probes(item: BFCLItem, gold: list, ci: int, name: str, p: str,
+                      allowed: Any) -> Iterator[tuple[str, str]]:
+    """One parameter of call ``ci``: every allowed alternative and one-field mutations, the gold value's writing
+    styles, and the parameter dropped, given positionally and given twice."""
+    lang = language(item.category)
+    candidates: list[tuple[str, Any]] = [(f"alt{k}", _concrete(a)) for k, a in enumerate(_alternatives(allowed))]
+    base = candidates[0][1] if candidates else None
+    if candidates:
+        candidates += [(f"mut{k}", m) for k, m in enumerate(_mutations(base))]
+    for tag, value in candidates:
+        calls = [(n, dict(v)) for n, v in gold]
+        calls[ci][1][p] = value
+        yield f"value:{p}:{tag}", _list_text(_encode(item, calls))
+    if base is not None:
+        styles = _python_arg(base) if lang == "python" else _source_styles(base, _schema(item, name).get(p, {}), lang)
+        for style, src in styles:
+            enc = _encode(item, gold)
+            enc[ci] = (enc[ci][0], [(q, src if q == p else a) for q, a in enc[ci][1]])
+            yield f"style:{p}:{style}", _list_text(enc)
+    enc = _encode(item, gold)
+    name_, args = enc[ci]
+    rest = [(q, a) for q, a in args if q != p]
+    own = [a for q, a in args if q == p]
+    enc[ci] = (name_, rest)
+    yield f"drop:{p}", _list_text(enc)
+    if own:
+        enc[ci] = (name_, [(None, own[0])] + rest)
+        yield f"positional:{p}", _list_text(enc)
+        enc[ci] = (name_, args + [(p, own[0])])
+        yield f"twice:{p}", _list_text(enc)
+
+
+def _call_name_probes(item: BFCLItem, gold: list, ci: int) -> Iterator[tuple[str, str]]:
+    """Call ``ci`` with an unexpected parameter, and under wrong names (a suffix, dots as underscores, the last
+    dotted part, another function of the item)."""
+    lang = language(item.category)
+    enc = _encode(item, gold)
+    name_, args = enc[ci]
+    enc[ci] = (name_, args + [("unexpected_param", "1" if lang == "python" else '"1"')])
+    yield "extra_param", _list_text(enc)
+    for tag, other in (("wrong_name", name_ + "_v2"), ("dots_to_underscores", name_.replace(".", "_")),
+                       ("last_part", name_.rsplit(".", 1)[-1])):
+        if other != name_:
+            enc = _encode(item, gold)
+            enc[ci] = (other, enc[ci][1])
+            yield f"name:{tag}", _list_text(enc)
+    for f in item.functions:
+        if f.get("name") != name_:
+            enc = _encode(item, gold)
+            enc[ci] = (f["name"], enc[ci][1])
+            yield "name:other_function", _list_text(enc)
+            break
+
+
+def _call_count_probes(encoded: list, rng: random.Random) -> Iterator[tuple[str, str]]:
+    """No call, a call duplicated, dropped or unknown, every order (up to ``MAX_PERMUTATIONS``), two calls'
+    arguments swapped."""
     yield "calls:none", "[]"
     yield "calls:duplicated_first", _list_text(encoded + encoded[:1])
     yield "calls:dropped_last", _list_text(encoded[:-1])
@@ -331,26 +352,35 @@ def _ast_probes(item: BFCLItem, rng: random.Random) -> Iterator[tuple[str, str]]
         swapped = list(encoded)
         swapped[a], swapped[b] = (encoded[a][0], encoded[b][1]), (encoded[b][0], encoded[a][1])
         yield "calls:swapped_arguments", _list_text(swapped)
-    # Python-side oddities on the first call, first parameter
-    if lang == "python" and encoded and encoded[0][1]:
-        p0 = encoded[0][1][0][0]
-        for tag, src in (("lambda", "lambda: 1"), ("subscript", "data[0]"), ("ellipsis", "..."), ("none", "None"),
-                         ("kwargs", None), ("nested_call_kw", "outer(inner=1)"), ("power", "2 ** 70"),
-                         ("big_power", "2 ** 200000"), ("zero_division", "1 / 0"), ("list_concat", "[1] + [2]"),
-                         ("unary_not", "not True"), ("negated_name", "-x"), ("double_negation", "--1"),
-                         ("comparison", "1 < 2"), ("bool_op", "True and False"), ("attribute", "math.pi"),
-                         ("dict_splat", "{**a}"), ("set_literal", "{1, 2}"), ("bytes", "b'x'"), ("complex", "1j"),
-                         ("builtin_in_arithmetic", "round(2.5) * 2"), ("compare_in_arithmetic", "(1 < 2) + 1"),
-                         ("index_in_arithmetic", "[5, 6][0] + 0"), ("name_in_arithmetic", "x + 1"),
-                         ("string_format", "'%d items' % 3")):
-            enc = _encode(item, gold)
-            args = [("**", "extra") if tag == "kwargs" and q == p0 else (q, src if q == p0 else a)
-                    for q, a in enc[0][1]]
-            text = _list_text([(enc[0][0], [(q, a) for q, a in args if q != "**"])] + enc[1:])
-            if tag == "kwargs":
-                text = text.replace("(", "(**extra, ", 1)
-            yield f"python:{tag}", text
-    # booleans and numbers swapped inside dict and list values (Python's True == 1)
+
+
+PYTHON_ODDITIES = (("lambda", "lambda: 1"), ("subscript", "data[0]"), ("ellipsis", "..."), ("none", "None"),
+                   ("kwargs", None), ("nested_call_kw", "outer(inner=1)"), ("power", "2 ** 70"),
+                   ("big_power", "2 ** 200000"), ("zero_division", "1 / 0"), ("list_concat", "[1] + [2]"),
+                   ("unary_not", "not True"), ("negated_name", "-x"), ("double_negation", "--1"),
+                   ("comparison", "1 < 2"), ("bool_op", "True and False"), ("attribute", "math.pi"),
+                   ("dict_splat", "{**a}"), ("set_literal", "{1, 2}"), ("bytes", "b'x'"), ("complex", "1j"),
+                   ("builtin_in_arithmetic", "round(2.5) * 2"), ("compare_in_arithmetic", "(1 < 2) + 1"),
+                   ("index_in_arithmetic", "[5, 6][0] + 0"), ("name_in_arithmetic", "x + 1"),
+                   ("string_format", "'%d items' % 3"))
+"""Python-side writings of the first call's first parameter (``kwargs``: a ``**extra`` splat instead)."""
+
+
+def _python_probes(item: BFCLItem, gold: list, encoded: list) -> Iterator[tuple[str, str]]:
+    if language(item.category) != "python" or not encoded or not encoded[0][1]:
+        return
+    p0 = encoded[0][1][0][0]
+    for tag, src in PYTHON_ODDITIES:
+        enc = _encode(item, gold)
+        args = [("**", "extra") if tag == "kwargs" and q == p0 else (q, src if q == p0 else a) for q, a in enc[0][1]]
+        text = _list_text([(enc[0][0], [(q, a) for q, a in args if q != "**"])] + enc[1:])
+        if tag == "kwargs":
+            text = text.replace("(", "(**extra, ", 1)
+        yield f"python:{tag}", text
+
+
+def _bool_number_probes(item: BFCLItem, gold: list) -> Iterator[tuple[str, str]]:
+    """Booleans and numbers swapped inside dict and list values (Python's True == 1)."""
     for ci, (_name, values) in enumerate(gold):
         for p, v in values.items():
             swapped = _swap_bools(v)
@@ -358,13 +388,6 @@ def _ast_probes(item: BFCLItem, rng: random.Random) -> Iterator[tuple[str, str]]
                 calls = [(n, dict(vals)) for n, vals in gold]
                 calls[ci][1][p] = swapped
                 yield f"bool_number:{p}", _list_text(_encode(item, calls))
-    # non-ASCII text before a Java/JavaScript value (upstream's Java decoder slices by byte offsets)
-    if lang != "python" and encoded and encoded[0][1]:
-        enc = _encode(item, gold)
-        enc[0] = (enc[0][0], [("note", '"café"')] + enc[0][1])
-        yield "unicode_before", _list_text(enc)
-    yield "text:refusal", "I cannot help with that using these functions."
-    yield "text:empty", ""
 
 
 def _irrelevance_probes(item: BFCLItem) -> Iterator[tuple[str, str]]:
