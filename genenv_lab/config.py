@@ -134,6 +134,11 @@ class ModelConfig:
     """``tiny-world`` only: hidden size of the model built for the world."""
     world_layers: int = 3
     """``tiny-world`` only: number of its decoder layers."""
+    world_anchor: str = "newest"
+    """``tiny-world`` only: where the world's teacher starts the simulator's next task in the pre-training corpus:
+    ``newest`` (the newest recent task's level; the seed's when the context has none), ``seed`` (always the seed
+    task's level, the hint only moving it) or ``task`` (as ``seed``, keeping the rest of the seed task where the
+    world can: a count keeps its start), genenv_lab/domains/worlds.py."""
     world_seed: int = 0
     """``tiny-world`` only: seed of the world corpus and the model's initialisation (one model serves every loop
     seed, so a comparison's seeds differ in the loop only)."""
@@ -160,6 +165,8 @@ class ModelConfig:
                  "a multiple of 4 (4 attention heads)")
         _in_range(w, "world_layers", self.world_layers, 1, 64, integer=True)
         _in_range(w, "world_seed", self.world_seed, 0, 2**32 - 1, integer=True)
+        _require(self.world_anchor in ("newest", "seed", "task"), w, "world_anchor", self.world_anchor,
+                 "'newest', 'seed' or 'task'")
 
 
 @dataclass(frozen=True)
@@ -299,6 +306,15 @@ class CurriculumConfig:
         _in_range(w, "rwr_lambda", self.rwr_lambda, 0.0, 100.0)
 
 
+def _task_file_exists(value: str) -> bool:
+    """A seed or held-out file given as a path, or as the name of a file in the project's ``data/`` folder (where
+    :meth:`~genenv_lab.domains.base.Domain.seed_tasks` looks for a bare name)."""
+    from .domains.base import data_dir
+
+    path = Path(value).expanduser()
+    return path.is_file() or (not path.is_absolute() and (data_dir() / path).is_file())
+
+
 @dataclass(frozen=True)
 class LoopConfig:
     """The co-evolution loop (Algorithm 1)."""
@@ -309,7 +325,8 @@ class LoopConfig:
     """Task domain the simulator writes for and the agent solves: a shipped one (genenv_lab.domains), a class as
     ``package.module:Class``, or a name an installed package registers (docs/domains.md)."""
     seeds: str = ""
-    """A JSONL file of ``{"id", "text"}`` seed tasks instead of the domain's shipped seeds (path)."""
+    """A JSONL file of ``{"id", "text"}`` seed tasks instead of the domain's shipped seeds (a path, or the name of a
+    file in the project's ``data/`` folder, as ``cpu-dry``'s ``count_easy_seeds.jsonl``)."""
     heldout: str = ""
     """A JSONL file of held-out tasks (never trained on) instead of the domain's shipped held-out set (path)."""
     variant: str = "genenv"
@@ -370,8 +387,9 @@ class LoopConfig:
         _require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
         for name in ("seeds", "heldout"):
             value = getattr(self, name)
-            _require(isinstance(value, str) and (not value or Path(value).expanduser().is_file()), w, name, value,
-                     "the path of an existing JSONL file of {\"id\", \"text\"} tasks (or empty: the domain's own)")
+            _require(isinstance(value, str) and (not value or _task_file_exists(value)), w, name, value,
+                     "the path of an existing JSONL file of {\"id\", \"text\"} tasks, the name of one in the "
+                     "project's data/ folder (e.g. count_easy_seeds.jsonl), or empty: the domain's own")
         _require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
         _require(self.report_to in TRACKERS, w, "report_to", self.report_to, f"one of {TRACKERS}")
         _in_range(w, "seed", self.seed, 0, 2**32 - 1, integer=True)
@@ -555,6 +573,15 @@ def _cpu_demo() -> RunConfig:
     )
 
 
+def _cpu_dry() -> RunConfig:
+    # The run-dry world (docs/curriculum_cpu.md, "The run-dry world"): cpu-demo's counting world and model with its
+    # seeds at the easy end (counts to 3-8, which the untrained agent mostly solves), so that the untrained
+    # simulator's fixed set is soon solved while the held-out counts reach 24: a baseline that keeps serving it runs
+    # dry, and only a simulator that climbs past the seeds keeps the agent at its frontier.
+    return _cpu_demo().replace(preset="cpu-dry", model={"world_anchor": "task"},
+                               loop={"seeds": "count_easy_seeds.jsonl"})
+
+
 def _cpu_times() -> RunConfig:
     # The times-tables world (docs/curriculum_cpu.md, rounds one to four): the curriculum calibrates there, but a
     # fixed set teaches the agent as much, since one shared slip is unlearnt on any task.
@@ -600,6 +627,7 @@ def _gpu(preset: str, model: str, *, four_bit: bool, seeds: int, variations: int
 PRESETS = {
     "tiny": _tiny,
     "cpu-demo": _cpu_demo,
+    "cpu-dry": _cpu_dry,
     "cpu-times": _cpu_times,
     "cpu-smollm2": _cpu_smollm2,
     # GPU presets: Unsloth (4-bit or 16-bit base, both LoRA adapters, vLLM fast inference); see docs/gpu.md.
@@ -610,7 +638,7 @@ PRESETS = {
     "a100": lambda: _gpu("a100", "Qwen/Qwen2.5-3B-Instruct", four_bit=False, seeds=64, variations=4,
                          g=10, prompts=8, completion=512, mem=0.5),
 }
-CPU_PRESETS = ("tiny", "cpu-demo", "cpu-times", "cpu-smollm2")
+CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-times", "cpu-smollm2")
 
 
 def load_config(path: str | Path) -> RunConfig:

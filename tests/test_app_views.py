@@ -324,7 +324,7 @@ def test_curves_figure_shows_the_methods_signals_in_a_third_row(run_dir):
     assert {"syn p_hat_reference", "syn p_hat_gap", "syn p_hat_gap_reference", "syn features/n_operands",
             "syn features/max_digits", "syn grpo/reward_std"} <= names
     assert "syn grpo/kl" not in names  # a key the records lack draws nothing
-    assert not any("kl_capped" in n for n in names)  # booleans are not curves
+    assert not any("kl_capped" in n for n in names if n)  # booleans are not curves
     ref = next(t for t in fig.data if t.name == "syn p_hat_reference")
     assert list(ref.y) == pytest.approx([0.6, 0.7, 0.8]) and ref.xaxis == "x9"  # row 3, column 1
     gap_ref = next(t for t in fig.data if t.name == "syn p_hat_gap_reference")
@@ -332,11 +332,27 @@ def test_curves_figure_shows_the_methods_signals_in_a_third_row(run_dir):
     titles = [a.text for a in fig.layout.annotations]
     assert any("untrained simulator" in t for t in titles) and any("features/*" in t for t in titles)
     # every line of a several-line panel names itself where it ends; every panel has a y title
-    features = [t for t in fig.data if t.name.startswith("syn features/")]
+    features = [t for t in fig.data if (t.name or "").startswith("syn features/")]
     assert {[x for x in t.text if x][0] for t in features} == {"n_operands", "max_digits"}
     assert all(list(t.text).count("") == len(t.text) - 1 for t in features)
-    y_titles = [getattr(fig.layout, f"yaxis{i if i > 1 else ''}").title.text for i in range(1, 13)]
+    y_titles = [getattr(fig.layout, f"yaxis{i if i > 1 else ''}").title.text for i in range(1, 17)]
     assert y_titles == list(figures.Y_TITLES)
+
+
+def test_curves_figure_draws_the_dry_run_instrument_in_a_fourth_row(tmp_path):
+    run_dir = make_run(tmp_path / "runs" / "dry", epochs=3)
+    records = [json.loads(line) for line in (run_dir / "epochs.jsonl").read_text().splitlines()]
+    for r, dry, top in zip(records, (0.0, 0.5, 1.0), (9, 12, 15)):
+        r["extra"] |= {"dry/step_frac": dry, "levels/max": top, "heldout/frontier_level": 8,
+                       "dry/frontier_level": 8, "dry/frontier_groups": 4, "dry/frontier_informative": 1}
+    (run_dir / "epochs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    fig = figures.curves_figure([load_run(run_dir)])
+    by_name = {t.name: t for t in fig.data}
+    dry = by_name["dry dry/step_frac"]
+    assert list(dry.y) == [0.0, 0.5, 1.0] and dry.xaxis == "x13"  # row 4, column 1
+    assert list(by_name["dry levels/max"].y) == [9, 12, 15] and by_name["dry levels/max"].xaxis == "x15"
+    assert by_name["dry dry/frontier_level"].line.dash == "dot"
+    assert fig.layout.yaxis13.range == (-0.03, 1.03)
 
 
 def test_a_signal_panel_with_no_numbers_says_so(tmp_path):

@@ -260,7 +260,16 @@ def get_domain(name: str, seeds: str = "", heldout: str = "") -> Domain:
 
     domain = domain_class(name)()
     if seeds:
-        domain.seeds_file = str(Path(seeds).expanduser().resolve())
+        domain.seeds_file = _task_file(seeds)
     if heldout:
-        domain.heldout_file = str(Path(heldout).expanduser().resolve())
+        domain.heldout_file = _task_file(heldout)
     return domain
+
+
+def _task_file(value: str) -> str:
+    """A seed or held-out file's absolute path: ``value`` as a path when it names a file, else (a bare name) the
+    file of that name in :func:`data_dir`."""
+    path = Path(value).expanduser()
+    if not path.is_file() and not path.is_absolute() and (data_dir() / path).is_file():
+        return str(data_dir() / path)
+    return str(path.resolve())

@@ -155,6 +155,7 @@ class CountWorld(LevelWorld):
         self.domain = CountDomain()
         self.midpoint, self.spread, self.floor = midpoint, spread, floor
         self.train_tasks = [t for t in all_tasks() if t not in heldout_pairs()]
+        self._train_set = frozenset(self.train_tasks)
 
     def mastery(self, n: int) -> float:
         """Probability that the teacher takes the step to ``n`` right.
@@ -196,6 +197,19 @@ class CountWorld(LevelWorld):
         """A training (non-held-out) task ending at ``lvl``."""
         a = rng.choice([a for a, b in self.train_tasks if b == lvl])
         return f"Task: {a} to {lvl}"
+
+    def variation_of(self, rng: random.Random, seed_text: str, lvl: int) -> str:
+        """The seed's count moved to end at ``lvl`` from the same start, where that is a training task (else any
+        task ending at ``lvl``).
+
+        >>> w = CountWorld(anchor="task"); rng = random.Random(0)
+        >>> w.variation_of(rng, "Task: 2 to 6", 7), w.variation_of(rng, "Task: 2 to 6", 9) != "Task: 2 to 9"
+        ('Task: 2 to 7', True)
+        """
+        start = int(seed_text.split(":", 1)[1].split()[0])
+        if (start, lvl) in self._train_set:
+            return f"Task: {start} to {lvl}"
+        return self.task_at(rng, lvl)
 
 
 CountDomain.world = CountWorld

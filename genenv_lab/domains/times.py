@@ -166,8 +166,8 @@ class TimesWorld(LevelWorld):
 
     def __init__(self, midpoint: float = 8.5, spread: float = 2.0, env_share: float = 0.25,
                  random_level_share: float = 0.0, similar_shifts: tuple[int, ...] = (-1, 0, 0, 1),
-                 harder_shifts: tuple[int, ...] = (0, 1, 1, 2, 2, 3)):
-        super().__init__(env_share, random_level_share, similar_shifts, harder_shifts)
+                 harder_shifts: tuple[int, ...] = (0, 1, 1, 2, 2, 3), anchor: str = "newest"):
+        super().__init__(env_share, random_level_share, similar_shifts, harder_shifts, anchor)
         self.domain = TimesDomain()
         self.midpoint, self.spread = midpoint, spread
         self.train_pairs = [(a, b) for a in range(LOWEST, HIGHEST + 1) for b in range(LOWEST, HIGHEST + 1)

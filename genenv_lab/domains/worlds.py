@@ -7,8 +7,10 @@ prompt (seed task, lineage statistics, band, recent tasks with their p̂, the hi
 teacher writes a variation whose level starts from an *anchor* and follows the hint loosely (``similar_shifts``
 inside the band or without statistics, ``harder_shifts`` above it, their negatives below it). The anchor is the
 newest recent task's level (``anchor="newest"``; the seed's when the lineage has none) or always the seed's
-(``anchor="seed"``: the simulator varies the task it is shown, and the statistics only choose the hint); a
-``random_level_share`` of the teacher's tasks are at a uniformly random level instead.
+(``anchor="seed"``: the simulator varies the task it is shown, and the statistics only choose the hint;
+``anchor="task"``: as ``seed``, and the variation keeps the rest of the seed task where the world can, e.g. a
+count's start, :meth:`LevelWorld.variation_of`); a ``random_level_share`` of the teacher's tasks are at a uniformly
+random level instead.
 
 A subclass says what a task of a level looks like (:meth:`LevelWorld.task_at`), how a seed is drawn
 (:meth:`LevelWorld.seed_text`), what the agent role writes (:meth:`LevelWorld.agent_example`) and its level range.
@@ -52,7 +54,7 @@ class LevelWorld:
     lowest: int
     highest: int
 
-    ANCHORS = ("newest", "seed")
+    ANCHORS = ("newest", "seed", "task")
 
     def __init__(self, env_share: float, random_level_share: float, similar_shifts: tuple[int, ...],
                  harder_shifts: tuple[int, ...], anchor: str = "newest"):
@@ -77,6 +79,11 @@ class LevelWorld:
     def task_at(self, rng: random.Random, lvl: int) -> str:
         """A training (non-held-out) task text of level ``lvl`` (``Task: ...``)."""
         raise NotImplementedError
+
+    def variation_of(self, rng: random.Random, seed_text: str, lvl: int) -> str:
+        """The teacher's variation of ``seed_text`` at level ``lvl`` under ``anchor="task"``: by default any task of
+        that level (:meth:`task_at`); a world whose tasks have more than a level keeps the rest where it can."""
+        return self.task_at(rng, lvl)
 
     # ---------------------------------------------------------------- the shared env role
     def example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
@@ -103,7 +110,8 @@ class LevelWorld:
                 anchor = levels[-1]
         messages = self.domain.env_messages(seed, stats, alpha, k_min)
         target = self.target_level(rng, anchor, stats.success_rate, alpha, k_min)
-        return messages, " " + self.task_at(rng, target)[len("Task: "):]
+        task = self.variation_of(rng, text, target) if self.anchor == "task" else self.task_at(rng, target)
+        return messages, " " + task[len("Task: "):]
 
     def target_level(self, rng: random.Random, anchor: int, rate: float | None, alpha: float, k_min: float) -> int:
         """The level the teacher writes next: ``random_level_share`` of the time a uniformly random level, else

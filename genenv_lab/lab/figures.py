@@ -49,7 +49,7 @@ CURVES = (
 
 
 Y_TITLES = ("p̂", "share of tasks", "share of generations", "R_env", "mean reward", "share of groups", "KL (nats)",
-            "score", "p̂", "|p̂ − α|", "level / feature", "value")
+            "score", "p̂", "|p̂ − α|", "level / feature", "value", "share of steps", "level", "level", "groups")
 """The y-axis title of each panel of :func:`curves_figure`, in panel order (rows of four)."""
 
 
@@ -58,11 +58,18 @@ SIGNALS = (
     ("|p̂ − α|: generated (solid) · untrained (dot)", ("p_hat_gap", "p_hat_gap_reference"), (0, 1)),
     ("mean difficulty of valid tasks (features/*)", ("features/",), None),
     ("GRPO (TRL): reward_std · kl (dot)", ("grpo/reward_std", "grpo/kl"), None),
+    ("dry run: GRPO steps with no informative group", ("dry/step_frac",), (0, 1)),
+    ("held-out frontier level · the one trained against (dot)", ("heldout/frontier_level", "dry/frontier_level"),
+     None),
+    ("simulator's highest level (levels/max)", ("levels/max",), None),
+    ("groups at the frontier: informative · all (dot)", ("dry/frontier_informative", "dry/frontier_groups"), None),
 )
-"""The third row of the curves: (panel title, keys of a record's ``extra``, fixed y range). A key ending in ``/``
-takes every numeric key with that prefix. The first key of a panel is drawn solid, the others dotted. These are the
+"""The third and fourth rows of the curves: (panel title, keys of a record's ``extra``, fixed y range). A key ending
+in ``/`` takes every numeric key with that prefix. The first key of a panel is drawn solid, the others dotted. These are the
 signals the method depends on: the counterfactual (the same agent on the untrained simulator's tasks), the distance
-of each from α, the difficulty the simulator writes, and GRPO's own health (docs/run_directory.md)."""
+of each from α, the difficulty the simulator writes, and GRPO's own health (docs/run_directory.md); the fourth
+row is the dry-run instrument (genenv_lab/dryrun.py): whether the agent's update had anything to learn from, where
+the held-out frontier is, how high the simulator writes, and the training at the frontier."""
 
 
 def number(value: Any) -> float:
@@ -257,7 +264,7 @@ def _end_label(values: pd.Series, label: str) -> list[str]:
     return [label if i == last else "" for i in values.index]
 
 
-def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
+def curves_figure(runs: Sequence[RunData], *, height: int = 1060) -> go.Figure:
     """The per-epoch curves of one or more runs, overlaid (one color per run) in a grid of panels: p̂ mean with
     the α band, in-band, valid and zero-std fractions, env and agent reward, env KL, and validation scores
     (``eval/*`` keys of a record's ``extra``) when a run has them; a third row holds the method's signals
@@ -270,7 +277,9 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
         return message_figure(f"No committed epoch yet ({names}): the curves appear after the first epoch.",
                               height=height)
     titles = [t for _, t, _ in CURVES] + ["validation (extra eval/*)"] + [t for t, _, _ in SIGNALS]
-    fig = make_subplots(rows=3, cols=4, subplot_titles=titles, horizontal_spacing=0.06, vertical_spacing=0.11)
+    signal_rows = -(-len(SIGNALS) // 4)
+    fig = make_subplots(rows=2 + signal_rows, cols=4, subplot_titles=titles, horizontal_spacing=0.06,
+                        vertical_spacing=0.08)
     has_eval = False
     drawn_signals: set[int] = set()
     for i, (run, frame) in enumerate(zip(runs, frames)):
@@ -292,12 +301,13 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
                             marker=dict(size=8, symbol=symbols[k % len(symbols)]), row=2, col=4,
                             text=_end_label(frame[key], key[len("eval/"):]), **LINE_LABEL,
                             hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
-        for col, (_, keys, _) in enumerate(SIGNALS, start=1):
+        for panel, (_, keys, _) in enumerate(SIGNALS):
             for k, key in enumerate(_signal_keys(trained, keys)):
-                drawn_signals.add(col)
+                drawn_signals.add(panel)
                 fig.add_scatter(x=trained["epoch"], y=trained[key], mode="lines+markers+text",
                                 name=f"{run.name} {key}", legendgroup=run.name, showlegend=False, marker=dict(size=5),
-                                line=dict(color=color, width=2, dash="solid" if k == 0 else "dot"), row=3, col=col,
+                                line=dict(color=color, width=2, dash="solid" if k == 0 else "dot"),
+                                row=3 + panel // 4, col=panel % 4 + 1,
                                 text=_end_label(trained[key], key.rsplit("/", 1)[-1]), **LINE_LABEL,
                                 hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
     bands = {(r.alpha, r.k_min) for r in runs if r.alpha is not None and r.k_min is not None}
@@ -307,8 +317,8 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
         fig.add_hline(y=alpha, line=dict(color="#2b8a3e", width=1.5, dash="dash"), row=1, col=1)
         fig.add_hrect(*band, fillcolor=BAND_FILL, line_width=0, layer="below", row=3, col=1)
     empty = [(2, 4, "no eval/* scores<br>in the records' extra")] if not has_eval else []
-    empty += [(3, col, "not in these records<br>(all null or absent)") for col in range(1, len(SIGNALS) + 1)
-              if col not in drawn_signals]
+    empty += [(3 + panel // 4, panel % 4 + 1, "not in these records<br>(all null or absent)")
+              for panel in range(len(SIGNALS)) if panel not in drawn_signals]
     for row, col, note in empty:  # an empty trace anchors the panel's axes, so that the note lands in it
         fig.add_scatter(x=[None], y=[None], showlegend=False, hoverinfo="skip", row=row, col=col)
         fig.add_annotation(text=note, xref="x domain", yref="y domain", x=0.5, y=0.5, showarrow=False,
@@ -322,12 +332,12 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 820) -> go.Figure:
     for j, (_, _, fixed) in enumerate(CURVES):
         if fixed:
             fig.update_yaxes(range=[fixed[0] - 0.03, fixed[1] + 0.03], row=j // 4 + 1, col=j % 4 + 1)
-    for col, (_, _, fixed) in enumerate(SIGNALS, start=1):
+    for panel, (_, _, fixed) in enumerate(SIGNALS):
         if fixed:
-            fig.update_yaxes(range=[fixed[0] - 0.03, fixed[1] + 0.03], row=3, col=col)
+            fig.update_yaxes(range=[fixed[0] - 0.03, fixed[1] + 0.03], row=3 + panel // 4, col=panel % 4 + 1)
     few = max(len(f) for f in frames) <= 12
     fig.update_xaxes(dtick=1 if few else None, tick0=1)
-    fig.update_xaxes(title_text="epoch", row=3)
+    fig.update_xaxes(title_text="epoch", row=2 + signal_rows)
     fig.update_annotations(font_size=12)
     fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=1.09, yanchor="bottom"),
                       hovermode="closest")

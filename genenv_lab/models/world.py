@@ -48,10 +48,18 @@ class WorldModelSpec:
     num_layers: int
     batch_size: int = 64
     lr: float = 2e-3
+    anchor: str = "newest"
+    """Where the world's teacher starts the simulator's next task (:class:`~genenv_lab.domains.worlds.LevelWorld`):
+    the newest recent task's level, or always the seed's."""
+
+    def world(self):
+        """The world (teacher) this model is pre-trained on."""
+        return world_class(self.domain)(anchor=self.anchor)
 
     def cache_name(self) -> str:
-        recipe = world_class(self.domain)().recipe()
-        key = [asdict(self), WORLDS_VERSION] + ([recipe] if recipe else [])
+        recipe = self.world().recipe()  # holds the anchor, so the key below leaves it out (older keys stay valid)
+        fields = {k: v for k, v in asdict(self).items() if k != "anchor"}
+        key = [fields, WORLDS_VERSION] + ([recipe] if recipe else [])
         digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
         return f"world-{self.domain}-{digest}"
 
@@ -62,7 +70,7 @@ def world_spec(cfg) -> WorldModelSpec | None:
     if m.name_or_path != "tiny-world":
         return None
     return WorldModelSpec(domain=cfg.loop.domain, seed=m.world_seed, steps=m.world_steps, env_steps=m.world_env_steps,
-                          hidden_size=m.world_hidden_size, num_layers=m.world_layers)
+                          hidden_size=m.world_hidden_size, num_layers=m.world_layers, anchor=m.world_anchor)
 
 
 def world_class(domain_name: str):
@@ -91,7 +99,7 @@ def build_world_model(out_dir: str | Path, spec: WorldModelSpec, progress: bool 
     out = Path(out_dir)
     if (out / MARKER).is_file():
         return out
-    world = world_class(spec.domain)()
+    world = spec.world()
     rng = random.Random(spec.seed)
     torch.manual_seed(spec.seed)
     tokenizer = build_tokenizer([_prompt_and_full(*world.example(rng))[1] for _ in range(2000)])
