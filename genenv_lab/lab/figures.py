@@ -64,12 +64,12 @@ SIGNALS = (
     ("simulator's highest level (levels/max)", ("levels/max",), None),
     ("groups at the frontier: informative · all (dot)", ("dry/frontier_informative", "dry/frontier_groups"), None),
 )
-"""The third and fourth rows of the curves: (panel title, keys of a record's ``extra``, fixed y range). A key
-ending in ``/`` takes every numeric key with that prefix. The first key of a panel is drawn solid, the others
-dotted. These are the signals the method depends on: the counterfactual (the same agent on the untrained simulator's tasks), the distance
-of each from α, the difficulty the simulator writes, and GRPO's own health (docs/run_directory.md); the fourth
-row is the dry-run instrument (genenv_lab/dryrun.py): whether the agent's update had anything to learn from, where
-the held-out frontier is, how high the simulator writes, and the training at the frontier."""
+"""The third and fourth rows of the curves: (panel title, keys of a record's ``extra``, fixed y range). A key ending in
+``/`` takes every numeric key with that prefix. The first key of a panel is drawn solid, the others dotted. These
+are the signals the method depends on: the counterfactual (the same agent on the untrained simulator's tasks), the
+distance of each from α, the difficulty the simulator writes, and GRPO's own health (docs/run_directory.md); the
+fourth row is the dry-run instrument (genenv_lab/dryrun.py): whether the agent's update had anything to learn from,
+where the held-out frontier is, how high the simulator writes, and the training at the frontier."""
 
 
 def number(value: Any) -> float:
