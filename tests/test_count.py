@@ -119,3 +119,49 @@ def test_world_model_builds_for_the_count_world(tmp_path):
     assert len(outs) == 2 and all(len(o) == 2 for o in outs)
     marker = cache_dir() / world_spec(cfg).cache_name() / "genenv_world.json"
     assert marker.is_file() and '"domain": "count"' in marker.read_text()
+
+
+@given(st.integers(0, 10**6))
+@settings(max_examples=60, deadline=None)
+def test_task_anchored_teacher_varies_the_seed_it_is_shown_keeping_its_start(seed):
+    w = CountWorld(anchor="task")
+    rng = random.Random(seed)
+    messages, reply = w.env_example(rng)
+    shown = D.parse(messages[1]["content"].split("\n")[1]).spec.features
+    written = D.parse("Task:" + reply).spec.features
+    assert D.parse("Task:" + reply).valid
+    # the level moves from the seed's by a shift of the hint (or of the "similar" set), never from a recent task's
+    assert -3 <= written["level"] - shown["level"] <= 3 or written["level"] in (LOWEST, HIGHEST)
+    if (shown["start"], written["level"]) not in heldout_pairs() and written["level"] - shown["start"] >= 2:
+        assert written["start"] == shown["start"]
+
+
+def test_task_anchored_seeds_span_the_levels_evenly_so_the_easy_end_is_learnt():
+    rng = random.Random(0)
+    uniform, task = CountWorld(), CountWorld(anchor="task")
+    easy = {name: sum(w.seed_text(rng)[1] <= 9 for _ in range(4000)) / 4000
+            for name, w in (("tasks", uniform), ("levels", task))}
+    assert easy["levels"] == pytest.approx(7 / 22, abs=0.03)  # levels 3-9 of 3-24
+    assert easy["tasks"] < 0.15  # uniform over counts: the easy end is rare
+    for i in range(200):
+        text, lvl = task.seed_text(random.Random(i))
+        assert D.parse(text).spec.features["level"] == lvl
+
+
+def test_cpu_dry_preset_reads_the_easy_seeds_by_name_and_its_world_anchors_on_the_task():
+    from genenv_lab.config import ConfigError, preset
+    from genenv_lab.models.world import world_spec
+
+    cfg = preset("cpu-dry")
+    domain = get_domain(cfg.loop.domain, cfg.loop.seeds)
+    levels = [s.spec.features["level"] for s in domain.seed_tasks()]
+    assert max(levels) <= 8 and len(levels) == 10
+    assert not {(s.spec.features["start"], s.spec.features["level"]) for s in domain.seed_tasks()} & heldout_pairs()
+    spec = world_spec(cfg)
+    assert spec.anchor == "task" and spec.world().anchor == "task"
+    # the default world's cache key is what it was before the anchor was a setting; another anchor is another model
+    assert world_spec(preset("cpu-demo")).cache_name() != spec.cache_name()
+    with pytest.raises(ConfigError, match="world_anchor"):
+        cfg.replace(model={"world_anchor": "oldest"})
+    with pytest.raises(ConfigError, match="data/ folder"):
+        cfg.replace(loop={"seeds": "no_such_seeds.jsonl"})
