@@ -409,8 +409,8 @@ def _commit_problem(task) -> str | None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import (band_residence, bands_of, compare_grid, rollouts_to_reach_table, summarise, sweep_entries,
-                          variant_entries, verdict)
+    from .compare import (band_residence, bands_of, compare_grid, read_study, rollouts_to_reach_table, spread_lines,
+                          summarise, sweep_entries, variant_entries, verdict)
 
     console = _console()
     if not _one_process(console, args.command):
@@ -428,6 +428,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         console.print(f"[red]config error:[/red] {exc}")
         return 2
+    study = None
+    if getattr(args, "spread_from", ""):  # read before any run starts, so a bad file costs nothing
+        try:
+            study = read_study(args.spread_from)
+        except ValueError as exc:
+            console.print(f"[red]--spread-from:[/red] {exc}")
+            return 2
     from .evaluation.common import BenchmarkDataMissing
 
     out = Path(args.out)
@@ -457,6 +464,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.command == "compare":  # a sweep has no baseline to judge against
         console.print()
         console.print(verdict(table), markup=False)
+        if study is not None:
+            line = spread_lines(table, study, f"the study in {args.spread_from}")
+            console.print(line or f"(the study in {args.spread_from} has none of these arms)", markup=False)
     return 0
 
 
@@ -636,6 +646,10 @@ def _add_grids(sub) -> None:
                    help="genenv and the baselines to run (default: genenv random_env static; docs/method.md, "
                         "Baselines); the report reads each baseline's final held-out score against the agent "
                         "rollouts genenv needs to reach it")
+    c.add_argument("--spread-from", metavar="CSV", default="",
+                   help="a committed study's paired_by_seed.csv: the verdict then puts this comparison's genenv − "
+                        "baseline beside that study's per-seed differences (what scripts/demo.sh does, since one "
+                        "seed has no spread and numbers differ across machines)")
     c.add_argument("--teacher", help="teacher model of the offline_teacher variant (hub id or directory)")
     c.add_argument("--teacher-multipliers", nargs="+", type=float, default=[1.8, 3.3],
                    help="offline_teacher data sizes relative to GenEnv's (default 1.8 3.3)")

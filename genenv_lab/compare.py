@@ -660,6 +660,64 @@ def paired_differences(table: pd.DataFrame, reference_variant: str = REFERENCE_V
     return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
 
 
+SEED_DIFFERENCE_COLUMNS = ("label", "reference", "seed", "difference")
+
+
+def seed_differences(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT) -> pd.DataFrame:
+    """The per-seed rows behind :func:`paired_differences`: for each baseline label and each seed both arms have,
+    the reference arm's final held-out score minus the baseline's (``paired_by_seed.csv``; a committed study's copy
+    is what ``compare --spread-from`` reads).
+
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": 1, "heldout": h}
+    ...         for v, scores in {"genenv": [0.5, 0.6], "static": [0.4, 0.6]}.items() for s, h in enumerate(scores)]
+    >>> seed_differences(pd.DataFrame(rows)).round(3).to_dict("records")[0]
+    {'label': 'p:static', 'reference': 'p:genenv', 'seed': 0, 'difference': 0.1}
+    """
+    finals = seed_finals(table)
+    variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
+    rows = []
+    for label, variant in variants.items():
+        ref = f"{str(label).split(':', 1)[0]}:{reference_variant}"
+        if variant == reference_variant or ref not in variants or label not in finals or ref not in finals:
+            continue
+        for seed, diff in (finals[ref] - finals[label]).dropna().items():
+            rows.append({"label": label, "reference": ref, "seed": int(seed), "difference": float(diff)})
+    return pd.DataFrame(rows, columns=list(SEED_DIFFERENCE_COLUMNS))
+
+
+def spread_lines(table: pd.DataFrame, study: pd.DataFrame, where: str) -> str:
+    """For each baseline label of ``table`` that the study (:func:`seed_differences` rows of a committed comparison)
+    also has: this comparison's mean paired difference beside the study's per-seed ones
+    (:func:`genenv_lab.paired.spread_text`); "" when they share no label."""
+    from .paired import spread_text
+
+    here = seed_differences(table).groupby("label")["difference"].mean()
+    lines = []
+    for label, part in study.groupby("label", sort=False):
+        if label in here.index:
+            lines.append(spread_text(part["difference"], float(here[label]), baseline=_arm(label),
+                                     reference=_arm(part["reference"].iloc[0]), where=where))
+    return "\n".join(line for line in lines if line)
+
+
+def read_study(path: str | Path) -> pd.DataFrame:
+    """A committed ``paired_by_seed.csv`` (bounded read: a regular file of at most 1 MB); ValueError naming what is
+    wrong otherwise."""
+    import io
+
+    from .safe_io import MB, read_regular
+
+    try:
+        frame = pd.read_csv(io.BytesIO(read_regular(path, MB, "study file")))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path} cannot be read as a paired_by_seed.csv ({exc})") from None
+    missing = set(SEED_DIFFERENCE_COLUMNS) - set(frame.columns)
+    if missing:
+        raise ValueError(f"{path} is not a paired_by_seed.csv: no column(s) {sorted(missing)}")
+    frame["difference"] = pd.to_numeric(frame["difference"], errors="coerce")
+    return frame.dropna(subset=["difference"])
+
+
 def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
             fixed_variant: str = FIXED_SET_VARIANT, tol: float = 1e-9) -> str:
     """What a comparison found, in a paragraph per preset (pure: the numbers are the table's): the reference arm's
@@ -828,6 +886,7 @@ def write_report(table: pd.DataFrame, out: str | Path,
     rollouts_to_reach_table(table).to_csv(out / "rollouts_to_reach.csv", index=False)
     efficiency_table(table).to_csv(out / "efficiency.csv", index=False)
     dry_run_table(table).to_csv(out / "dry_run.csv", index=False)
+    seed_differences(table).to_csv(out / "paired_by_seed.csv", index=False)
     # the band shaded is the runs' own (the first label's when presets differ, as the lab's Comparisons tab does)
     alpha, k_min = next(iter(bands.values())) if bands else (0.5, 0.1)
     report_figure(table, alpha=alpha, k_min=k_min).write_html(out / "report.html", include_plotlyjs=True,

@@ -105,3 +105,35 @@ def paired(differences: Iterable[float], level: float = 0.95) -> Paired:
     stderr = std / math.sqrt(n)
     half = t_quantile(1.0 - (1.0 - level) / 2.0, n - 1) * stderr
     return Paired(n, mean, std, stderr, mean - half, mean + half, level)
+
+
+def spread_text(study: Iterable[float], this: float | None, *, baseline: str, reference: str = "genenv",
+                where: str = "the study", level: float = 0.95) -> str:
+    """One sentence putting a comparison's paired difference (``this``: ``reference`` − ``baseline`` at the final
+    epoch, on one seed or a mean) beside the per-seed differences of a committed study (``study``): their mean, the
+    ``level`` interval of that mean, their spread and range, and whether ``this`` lies inside the range. Numbers
+    differ between machines (floating point makes runs of one seed part after the first epochs), so a difference on
+    one seed is one more draw from that spread, and only one outside it says more.
+
+    >>> print(spread_text([0.05, -0.05, 0.0, 0.1], 0.05, baseline="static", where="seeds 20-23"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    For scale: over seeds 20-23, genenv − static at the final epoch was +0.025 (95 % CI -0.078 to +0.128, 4 seeds),
+    std over seeds 0.065, from -0.050 to +0.100; this comparison's +0.050 lies inside that range: one more draw from
+    it (numbers differ across machines and seeds).
+    >>> spread_text([], 0.1, baseline="static")
+    ''
+    """
+    stats = paired(study, level)
+    if stats.seeds == 0:
+        return ""
+    values = [float(v) for v in study if v is not None and math.isfinite(float(v))]
+    lo, hi = min(values), max(values)
+    text = (f"For scale: over {where}, {reference} − {baseline} at the final epoch was {stats.text()}")
+    if stats.seeds > 1:
+        text += f", std over seeds {stats.std:.3f}, from {lo:+.3f} to {hi:+.3f}"
+    if this is None or not math.isfinite(this):
+        return text + "."
+    inside = lo - 1e-9 <= this <= hi + 1e-9
+    reading = ("lies inside that range: one more draw from it (numbers differ across machines and seeds)" if inside
+               else "lies outside that range: more than the seeds' spread")
+    return text + f"; this comparison's {this:+.3f} {reading}."
