@@ -510,8 +510,9 @@ def _f(x, digits: int = 2) -> str:
     return fmt_num(x, digits)
 
 
-def _count(minimum: int):
-    """argparse type: an integer ≥ ``minimum`` (a value that cannot be right is refused, not ignored)."""
+def _count(minimum: int, maximum: int | None = None):
+    """argparse type: an integer ≥ ``minimum`` (and ≤ ``maximum`` when given; a value that cannot be right is
+    refused, not ignored)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -519,8 +520,10 @@ def _count(minimum: int):
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"{value} is above {maximum}")
         return value
-    parse.__name__ = f"integer ≥ {minimum}"
+    parse.__name__ = f"integer ≥ {minimum}" if maximum is None else f"integer {minimum}-{maximum}"
     return parse
 
 
@@ -610,8 +613,9 @@ def _add_eval(sub) -> None:
                         "right only if every turn is) or per-turn (the paper's reading: each turn from the answer "
                         "key's state, the share of turns right; not BFCL's leaderboard metric)")
     e.add_argument("--data-dir", help="benchmark data folder (default: $GENENV_LAB_DATA/<name> or the cache)")
-    e.add_argument("--max-new-tokens", type=_count(1), default=128,
-                   help="generation budget per item (--model; per step for BFCL multi-turn)")
+    e.add_argument("--max-new-tokens", type=_count(1, 32768), default=128,
+                   help="generation budget per item, at most 32768 as loop.eval_max_new_tokens (--model; per step "
+                        "for BFCL multi-turn)")
     e.add_argument("--out", type=_nonempty, help="output folder (default runs/eval/<benchmark>-<time>)")
     e.set_defaults(func=cmd_eval)
 

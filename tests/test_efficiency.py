@@ -168,3 +168,15 @@ def test_t_quantiles_rise_to_the_normal_one():
     assert values == sorted(values, reverse=True) and values[-1] == pytest.approx(1.962, abs=1e-3)
     with pytest.raises(ValueError):
         t_quantile(0.975, 0)
+
+
+@given(st.lists(st.floats(-1, 1), min_size=1, max_size=12), st.floats(-1.5, 1.5))
+def test_spread_text_says_inside_exactly_when_the_difference_lies_within_the_studys_range(study, this):
+    from genenv_lab.paired import spread_text
+
+    text = spread_text(study, this, baseline="static", where="seeds 20-27")
+    assert text.startswith("For scale: over seeds 20-27, genenv − static at the final epoch was ")
+    inside = min(study) - 1e-9 <= this <= max(study) + 1e-9
+    assert ("lies inside that range" in text) == inside and ("lies outside that range" in text) == (not inside)
+    assert (f"{len(study)} seeds" in text) == (len(study) > 1)
+    assert spread_text(study, None, baseline="static").endswith(".")

@@ -92,3 +92,14 @@ def test_a_run_whose_held_out_data_is_missing_fails_before_its_directory_exists(
     with pytest.raises(BenchmarkDataMissing, match="nowhere"):
         next(run(cfg, tmp_path / "r", progress=False))
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("value, message", [("0", "below 1"), ("32769", "above 32768"), ("1e9", "not an integer")])
+def test_eval_generation_budget_is_bounded_on_the_command_line(value, message, capsys):
+    from genenv_lab.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["eval", "--benchmark", "bamboogle", "--gold", "x", "--max-new-tokens", value])
+    assert message in capsys.readouterr().err
+    args = build_parser().parse_args(["eval", "--benchmark", "bamboogle", "--gold", "x", "--max-new-tokens", "32768"])
+    assert args.max_new_tokens == 32768
