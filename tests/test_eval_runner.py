@@ -95,6 +95,10 @@ def test_bad_inputs(mini_bfcl, tmp_path):
     bad.write_text('{"id": 1}\n')
     with pytest.raises(ValueError, match="'id' and 'prediction'"):
         read_predictions(bad)
+    twice = tmp_path / "twice.jsonl"  # which of two answers counts cannot be guessed: refused, naming both lines
+    twice.write_text('{"id": "a", "prediction": "x"}\n{"id": "b", "prediction": "y"}\n{"id": "a", "prediction": "z"}\n')
+    with pytest.raises(ValueError, match=r"twice.jsonl:3: id 'a' was already given on line 1"):
+        read_predictions(twice)
     none_match = _write(tmp_path / "n.jsonl", [{"id": "zzz", "prediction": "x"}])
     with pytest.raises(ValueError, match="no prediction id matches"):
         score_predictions("bfcl", none_match, data_dir=mini_bfcl)

@@ -57,8 +57,10 @@ MAX_PREDICTIONS_BYTES = 1024 * MB
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, str]:
-    """``{id: prediction}`` from a JSONL file; a later line for the same id replaces an earlier one."""
+    """``{id: prediction}`` from a JSONL file; an id given on two lines is refused (naming both), since which of
+    two answers a score should count cannot be guessed."""
     out: dict[str, str] = {}
+    first_line: dict[str, int] = {}
     try:
         text = read_regular(path, MAX_PREDICTIONS_BYTES, "predictions file").decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -72,8 +74,12 @@ def read_predictions(path: str | os.PathLike) -> dict[str, str]:
             raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from None
         if not isinstance(row, dict) or "id" not in row or "prediction" not in row:
             raise ValueError(f"{path}:{lineno}: expected an object with 'id' and 'prediction'")
-        pred = row["prediction"]
-        out[str(row["id"])] = pred if isinstance(pred, str) else json.dumps(pred, ensure_ascii=False)
+        pred, item_id = row["prediction"], str(row["id"])
+        if item_id in first_line:
+            raise ValueError(f"{path}:{lineno}: id {item_id[:80]!r} was already given on line {first_line[item_id]}; "
+                             "keep one prediction per id")
+        first_line[item_id] = lineno
+        out[item_id] = pred if isinstance(pred, str) else json.dumps(pred, ensure_ascii=False)
     return out
 
 
