@@ -465,7 +465,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         console.print()
         console.print(verdict(table), markup=False)
         if study is not None:
-            line = spread_lines(table, study, f"the study in {args.spread_from}")
+            line = spread_lines(table, study, args.spread_from)
             console.print(line or f"(the study in {args.spread_from} has none of these arms)", markup=False)
     return 0
 

@@ -695,8 +695,10 @@ def spread_lines(table: pd.DataFrame, study: pd.DataFrame, where: str) -> str:
     lines = []
     for label, part in study.groupby("label", sort=False):
         if label in here.index:
+            seeds = sorted(int(v) for v in part["seed"].unique())
+            span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]}"
             lines.append(spread_text(part["difference"], float(here[label]), baseline=_arm(label),
-                                     reference=_arm(part["reference"].iloc[0]), where=where))
+                                     reference=_arm(part["reference"].iloc[0]), where=f"{span} of {where}"))
     return "\n".join(line for line in lines if line)
 
 

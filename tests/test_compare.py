@@ -184,6 +184,21 @@ def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_pa
     closing = " ".join(printed[printed.rindex("tiny: held-out score at the final epoch"):].split())
     assert printed.index("rollouts to reach: ") < printed.rindex("tiny: held-out score at the final epoch")
     assert closing == " ".join(compare.verdict(table).split())
+    # the same comparison put beside a study's per-seed differences: its own paired_by_seed.csv (finished runs skip)
+    study = out / "paired_by_seed.csv"
+    rows = pd.read_csv(study)
+    assert list(rows.columns) == ["label", "reference", "seed", "difference"] and sorted(rows["seed"]) == [5, 6]
+    args = ["compare", "--presets", "tiny", "--variants", "genenv", "static", "--seeds", "2", "--first-seed", "5",
+            "--epochs", "2", "--reference-tasks", "3", "--out", str(out)]
+    assert cli.main(args + ["--spread-from", str(study)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    mean = rows["difference"].mean()
+    assert f"For scale: over seeds 5–6 of {study}, genenv − static at the final epoch was {mean:+.3f}" in printed
+    assert f"this comparison's {mean:+.3f} lies inside that range" in printed
+    (tmp_path / "bad.csv").write_text("seed,score\n1,0.5\n")
+    assert cli.main(args + ["--spread-from", str(tmp_path / "bad.csv")]) == 2
+    assert "is not a paired_by_seed.csv: no column(s)" in " ".join(capsys.readouterr().out.split())
+    assert asked == [[5, 6], [5, 6]]  # the bad file was refused before any run
     assert "mean ± std over 2 seeds" in closing and "Against the fixed set (static) the curriculum" in closing
 
 
@@ -192,14 +207,20 @@ def test_demo_script_runs_a_comparison_the_cli_accepts():
     import shlex
     from pathlib import Path
 
+    import genenv_lab.compare as compare
     from genenv_lab.cli import build_parser
 
-    script = (Path(__file__).resolve().parent.parent / "scripts" / "demo.sh").read_text()
-    line = next(li for li in script.splitlines() if li.startswith("genenv-lab compare"))
+    root = Path(__file__).resolve().parent.parent
+    script = (root / "scripts" / "demo.sh").read_text()
+    joined = script.replace("\\\n", " ")  # continuation lines
+    line = next(li for li in joined.splitlines() if li.startswith("genenv-lab compare"))
     argv = shlex.split(line)[1:]
     assert argv[-1] == "$@"  # extra arguments pass through, after the defaults (so they win)
     args = build_parser().parse_args(argv[:-1])
-    assert (args.presets, args.variants, args.seeds, args.out) == (["cpu-demo"], ["genenv", "static"], 1, "runs/demo")
+    assert (args.presets, args.variants, args.seeds, args.out) == (["cpu-dry"], ["genenv", "static"], 1, "runs/demo")
+    study = compare.read_study(root / args.spread_from)  # the committed study the verdict puts one seed beside
+    assert set(study["label"]) == {"cpu-dry:static", "cpu-dry:random_env", "cpu-dry:online_filter"}
+    assert sorted(study["seed"].unique()) == list(range(20, 28))
     assert "python app.py --runs $out/runs" in script and "--seeds 3" in script
     assert all(v in script for v in ("online_filter", "random_env"))  # the full comparison it points to: 4 arms
 
