@@ -44,7 +44,7 @@ def report_png(report_html: Path, out: Path, *, width: int = 1500, timeout: floa
     report_html = Path(report_html).resolve()
     if not report_html.is_file():
         raise FileNotFoundError(f"{report_html} is missing: run `genenv-lab compare --out DIR` first")
-    with tempfile.TemporaryDirectory(prefix="genenv-snap-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="genenv-snap-", ignore_cleanup_errors=True) as tmp:
         browser = Chromium(Path(tmp) / "profile", width=width, height=900)
         try:
             browser.navigate(report_html.as_uri())
@@ -111,7 +111,7 @@ def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = run_dir.name
-    with tempfile.TemporaryDirectory(prefix="genenv-snap-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="genenv-snap-", ignore_cleanup_errors=True) as tmp:
         runs = Path(tmp) / "runs"
         shutil.copytree(run_dir, runs / name, ignore=shutil.ignore_patterns("adapters"))
         with served_lab(runs, Path(tmp), width=width, timeout=timeout) as browser:
