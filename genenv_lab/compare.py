@@ -642,16 +642,9 @@ def paired_differences(table: pd.DataFrame, reference_variant: str = REFERENCE_V
     [{'label': 'p:static', 'reference': 'p:genenv', 'seeds': 3, 'mean': 0.0, 'std': 0.1, 'stderr': 0.058, \
 'ci_low': -0.248, 'ci_high': 0.248, 'wins': 1, 'ties': 1, 'losses': 1}]
     """
-    finals = seed_finals(table)
-    variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
     rows = []
-    for label, variant in variants.items():
-        ref = f"{str(label).split(':', 1)[0]}:{reference_variant}"
-        if variant == reference_variant or ref not in variants or label not in finals or ref not in finals:
-            continue
-        diff = (finals[ref] - finals[label]).dropna()
-        if diff.empty:
-            continue
+    for label, part in seed_differences(table, reference_variant).groupby("label", sort=False):
+        diff, ref = part["difference"], part["reference"].iloc[0]
         stats = paired(diff)
         rows.append({"label": label, "reference": ref, "seeds": stats.seeds, "mean": stats.mean, "std": stats.std,
                      "stderr": stats.stderr, "ci_low": stats.low, "ci_high": stats.high,
