@@ -307,12 +307,11 @@ class CurriculumConfig:
 
 
 def _task_file_exists(value: str) -> bool:
-    """A seed or held-out file given as a path, or as the name of a file in the project's ``data/`` folder (where
-    :meth:`~genenv_lab.domains.base.Domain.seed_tasks` looks for a bare name)."""
-    from .domains.base import data_dir
+    """A seed or held-out file given as a path, or as the name of a file in the project's ``data/`` folder, resolved
+    as the domain resolves it (:func:`~genenv_lab.domains.base.task_file`)."""
+    from .domains.base import task_file
 
-    path = Path(value).expanduser()
-    return path.is_file() or (not path.is_absolute() and (data_dir() / path).is_file())
+    return Path(task_file(value)).is_file()
 
 
 @dataclass(frozen=True)

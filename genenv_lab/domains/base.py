@@ -260,13 +260,13 @@ def get_domain(name: str, seeds: str = "", heldout: str = "") -> Domain:
 
     domain = domain_class(name)()
     if seeds:
-        domain.seeds_file = _task_file(seeds)
+        domain.seeds_file = task_file(seeds)
     if heldout:
-        domain.heldout_file = _task_file(heldout)
+        domain.heldout_file = task_file(heldout)
     return domain
 
 
-def _task_file(value: str) -> str:
+def task_file(value: str) -> str:
     """A seed or held-out file's absolute path: ``value`` as a path when it names a file, else (a bare name) the
     file of that name in :func:`data_dir`."""
     path = Path(value).expanduser()
