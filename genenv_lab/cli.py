@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import PRESETS, VARIANTS, ConfigError, RunConfig, for_domain, load_config, preset
+from .config import MAX_SEED, PRESETS, VARIANTS, ConfigError, RunConfig, for_domain, load_config, preset
 from .domains import known_domains
 from .trackers import TRACKERS
 
@@ -75,6 +75,7 @@ def _base_config(args: argparse.Namespace) -> RunConfig:
 
 
 FIELD_DEST = "config:"
+MAX_GRID_SEEDS = 10_000  # seeds per configuration of one comparison
 
 
 def _boolean(text: str) -> bool:
@@ -442,6 +443,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         console.print(f"[red]--out {out} is a run folder[/red] (it holds config.json/state.json); a comparison writes "
                       "its runs under --out/runs/: choose another --out")
         return 2
+    if args.first_seed + args.seeds - 1 > MAX_SEED:
+        console.print(f"[red]--first-seed {args.first_seed} with --seeds {args.seeds} runs past seed {MAX_SEED}[/red] "
+                      "(loop.seed's bound): choose a lower --first-seed")
+        return 2
     _interruptible()
     try:
         seeds = list(range(args.first_seed, args.first_seed + args.seeds))  # --first-seed N: N .. N+seeds-1
@@ -621,8 +626,9 @@ def _add_eval(sub) -> None:
 
 
 def _grid_options(q: argparse.ArgumentParser) -> None:
-    q.add_argument("--seeds", type=_count(1), default=3, help="seeds per configuration (default 3)")
-    q.add_argument("--first-seed", type=_count(0), default=0, metavar="N",
+    q.add_argument("--seeds", type=_count(1, MAX_GRID_SEEDS), default=3,
+                   help=f"seeds per configuration, at most {MAX_GRID_SEEDS} (default 3)")
+    q.add_argument("--first-seed", type=_count(0, MAX_SEED), default=0, metavar="N",
                    help="the first seed: the runs use seeds N .. N+seeds-1 (default 0). To report on seeds no "
                         "choice was made on, start past the seeds any setting was tuned on (e.g. --first-seed 3 "
                         "after looking at seeds 0-2)")

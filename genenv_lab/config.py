@@ -90,6 +90,7 @@ VARIANT_TABLE = {v.name: v for v in (
 )}
 VARIANTS = tuple(VARIANT_TABLE)
 DTYPES = ("float32", "bfloat16", "float16", "auto")
+MAX_SEED = 2**32 - 1  # numpy and torch take seeds below 2**32
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ class ModelConfig:
         _require(self.world_hidden_size % 4 == 0, w, "world_hidden_size", self.world_hidden_size,
                  "a multiple of 4 (4 attention heads)")
         _in_range(w, "world_layers", self.world_layers, 1, 64, integer=True)
-        _in_range(w, "world_seed", self.world_seed, 0, 2**32 - 1, integer=True)
+        _in_range(w, "world_seed", self.world_seed, 0, MAX_SEED, integer=True)
         _require(self.world_anchor in ("newest", "seed", "task"), w, "world_anchor", self.world_anchor,
                  "'newest', 'seed' or 'task'")
 
@@ -391,7 +392,7 @@ class LoopConfig:
                      "project's data/ folder (e.g. count_easy_seeds.jsonl), or empty: the domain's own")
         _require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
         _require(self.report_to in TRACKERS, w, "report_to", self.report_to, f"one of {TRACKERS}")
-        _in_range(w, "seed", self.seed, 0, 2**32 - 1, integer=True)
+        _in_range(w, "seed", self.seed, 0, MAX_SEED, integer=True)
         _in_range(w, "reference_tasks", self.reference_tasks, 0, 100000, integer=True)
         _in_range(w, "screen_factor", self.screen_factor, 1, 1000, integer=True)
 

@@ -202,6 +202,28 @@ def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_pa
     assert "mean ± std over 2 seeds" in closing and "Against the fixed set (static) the curriculum" in closing
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "1000000000"], "above 10000"),  # round 4, L1: a MemoryError traceback before any run
+    (["--first-seed", str(2**32)], "above 4294967295"),
+])
+def test_a_grid_too_large_for_its_seeds_is_refused_in_one_line(argv, message, capsys):
+    import genenv_lab.cli as cli
+
+    with pytest.raises(SystemExit) as exc:
+        cli.build_parser().parse_args(["compare", "--out", "x", *argv])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_grid_running_past_the_last_seed_is_refused_before_any_run(tmp_path, capsys):
+    import genenv_lab.cli as cli
+
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", "--presets", "tiny", "--variants", "genenv", "--seeds", "2",
+                     "--first-seed", str(2**32 - 1), "--out", str(out)]) == 2
+    assert "runs past seed 4294967295" in " ".join(capsys.readouterr().out.split())
+    assert not (out / "runs").exists()
+
+
 def test_demo_script_runs_a_comparison_the_cli_accepts():
     """scripts/demo.sh (set-up, then minutes of CPU) is not run here; its command line is parsed as the CLI would."""
     import shlex

@@ -61,10 +61,17 @@ def test_base_weights_never_change_and_both_adapters_train(tiny_cfg, tmp_path):
     assert records[-1].env_kl > 0
 
 
+def _hangup_as_a_terminal_sends_it() -> None:
+    """In the child: SIGHUP at its default disposition, as a shell started from a terminal leaves it. A suite run
+    under ``nohup`` (or a harness that ignores SIGHUP) would otherwise pass SIG_IGN on, and the run rightly keeps
+    going (the CLI leaves an ignored SIGHUP ignored), so the SIGHUP test read exit 0 once."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _after_first_epoch(out, epochs: int) -> subprocess.Popen:
     """The tiny CLI run started on ``out``, returned once its first epoch is committed (still running)."""
     proc = subprocess.Popen(CLI + ["--epochs", str(epochs), "--out", str(out)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, preexec_fn=_hangup_as_a_terminal_sends_it)
     deadline = time.time() + 240
     while time.time() < deadline:
         try:
