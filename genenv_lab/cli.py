@@ -216,7 +216,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             table.add_row(str(r.epoch), f"{r.n_valid}/{r.n_generated}", _f(r.p_hat_mean), _f(r.in_band_frac),
                           _f(r.env_reward_mean), _f(r.agent_reward_mean), _f(r.frac_zero_std), _f(r.env_kl, 4),
                           f"{r.wall_s:.1f}")
-    except (RunDirError, RuntimeError, FileNotFoundError) as exc:
+    except (RunDirError, RuntimeError, FileNotFoundError, ConfigError) as exc:
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         if not procs.is_main:  # the main process's console speaks for the run; this error is ours
             print(f"process {procs.rank}: error: {exc}", file=sys.stderr)

@@ -383,6 +383,8 @@ class LoopConfig:
             except ValueError:
                 _require(False, w, "eval_benchmark", self.eval_benchmark,
                          f"'domain' (the domain's held-out set) or one of {sorted(BENCHMARKS)}")
+        _require(not self.eval_category or self.eval_benchmark != "domain", w, "eval_category", self.eval_category,
+                 "empty with eval_benchmark='domain' (the domain's held-out set has no categories)")
         _in_range(w, "epochs", self.epochs, 1, 100000, integer=True)
         _require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
         for name in ("seeds", "heldout"):

@@ -23,7 +23,7 @@ from .domains import Domain, domain_of
 from .dryrun import FRONTIER_KEY, frontier_level, level_of
 from .evaluation import bfcl_multi_turn as mt
 from .evaluation.common import resolve_data_dir
-from .evaluation.runner import get_benchmark, load_items, prompt_messages, score_predictions
+from .evaluation.runner import chosen_categories, get_benchmark, load_items, prompt_messages, score_predictions
 from .types import TaskSpec
 
 
@@ -136,11 +136,15 @@ def backend_for(model: str, *, preset_name: str | None = None):
 
 def check_eval_data(cfg: RunConfig) -> None:
     """Fail at once (:class:`~genenv_lab.evaluation.common.BenchmarkDataMissing`, naming where it looked and the
-    canonical source) when the held-out evaluation needs benchmark files that are not there, rather than after the
+    canonical source) when the held-out evaluation needs benchmark files that are not there, and
+    (:class:`ValueError`) when ``loop.eval_category`` is not one of the categories they hold, rather than after the
     model has loaded."""
     lp = cfg.loop
     if lp.eval_every and lp.eval_benchmark != "domain":
-        resolve_data_dir(get_benchmark(lp.eval_benchmark), lp.eval_data_dir or None)
+        spec = get_benchmark(lp.eval_benchmark)
+        root = resolve_data_dir(spec, lp.eval_data_dir or None)
+        if lp.eval_category:
+            chosen_categories(spec, root, lp.eval_category)
 
 
 def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) -> dict[str, float]:

@@ -49,7 +49,7 @@ from tqdm.auto import tqdm
 from . import curriculum as cur
 from .backends.base import AgentPrompt, Backend
 from .backends.factory import check_engine, make_backend
-from .config import RunConfig
+from .config import ConfigError, RunConfig
 from .domains import Domain, SeedTask, domain_of
 from .trackers import check_tracker, open_tracker, scalars
 from .dryrun import FRONTIER_KEY
@@ -286,16 +286,24 @@ def _stop_if_requested(procs: Processes) -> None:
 
 
 def preflight(cfg: RunConfig, *, models: bool = True) -> None:
-    """Everything that can fail in seconds, checked before the run folder is written or a model loads: the engine
-    and the models' sources (``models``: unless a backend is given), the held-out data, the tracker's package."""
+    """Everything that can fail in seconds, checked before the run folder is written or a model loads: the engine,
+    the models' sources and the LoRA targets (``models``: unless a backend is given), the held-out data, the
+    tracker's package."""
     if models:
-        from .models.loading import check_model_source  # imports torch: only when a model will load
+        from .models.loading import check_model_source, check_target_modules  # torch: only when a model loads
 
         check_engine(cfg)
         check_model_source(cfg.model.name_or_path)
         if cfg.loop.variant == "offline_teacher":
             check_model_source(cfg.env.teacher_model)
-    check_eval_data(cfg)
+    try:  # a setting the model or the data cannot take: one line, as a bad config value is
+        if models:
+            check_target_modules(cfg.model.name_or_path, cfg.model.target_modules)
+        check_eval_data(cfg)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(str(exc)) from None
     check_tracker(cfg.loop.report_to)
 
 

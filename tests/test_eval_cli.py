@@ -103,3 +103,26 @@ def test_eval_generation_budget_is_bounded_on_the_command_line(value, message, c
     assert message in capsys.readouterr().err
     args = build_parser().parse_args(["eval", "--benchmark", "bamboogle", "--gold", "x", "--max-new-tokens", "32768"])
     assert args.max_new_tokens == 32768
+
+
+@pytest.mark.parametrize("category, message", [
+    ("{}", "category '{}' is not available"),  # round 4, L3: stored, then a failure at the first evaluation
+    ("level-9", "category 'level-9' is not available"),
+])
+def test_a_held_out_category_the_data_lacks_is_refused_before_the_run_folder(category, message, tmp_path, capsys):
+    from genenv_lab.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", "--preset", "tiny", "--loop.eval_every", "1", "--loop.eval_benchmark", "bamboogle",
+                 "--loop.eval_data_dir", str(BENCH / "bamboogle"), "--loop.eval_category", category,
+                 "--out", str(out)]) == 1
+    assert not out.exists()
+    printed = " ".join(capsys.readouterr().out.split())
+    assert message in printed and "available: [" in printed
+
+
+def test_a_category_for_the_domains_own_held_out_set_is_refused():
+    from genenv_lab.config import ConfigError, preset
+
+    with pytest.raises(ConfigError, match="eval_category.*has no categories"):
+        preset("tiny").replace(loop={"eval_benchmark": "domain", "eval_category": "simple"})

@@ -75,3 +75,25 @@ def test_cli_offline_teacher_with_a_missing_teacher_leaves_no_folder(tmp_path, c
                  f"env.teacher_model={tmp_path / 'no-teacher'}", "--out", str(out)]) == 1
     assert not out.exists()
     assert "no such model folder" in capsys.readouterr().out
+
+
+def test_lora_targets_the_model_lacks_leave_no_folder(tmp_path, capsys):
+    """Round 4, L3: ``--model.target_modules no_such_module`` failed only after the model loaded, leaving a
+    ``failed`` run folder; the model's layout (meta device, from its config) is checked before anything is written."""
+    out = tmp_path / "run"
+    assert main(["run", "--preset", "tiny", "--model.target_modules", "no_such_module", "--out", str(out)]) == 1
+    assert not out.exists()
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "none of the LoRA target modules ['no_such_module'] exist in this model" in printed and "q_proj" in printed
+
+
+def test_target_modules_are_checked_against_a_model_folders_own_layout(tmp_path):
+    from transformers import GPT2Config
+
+    from genenv_lab.models.loading import check_target_modules
+
+    GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=16).save_pretrained(tmp_path / "gpt2")
+    check_target_modules(str(tmp_path / "gpt2"), ("c_attn", "q_proj"))  # GPT-2 has c_attn: the rest is dropped
+    with pytest.raises(ValueError, match=r"none of the LoRA target modules \['q_proj', 'v_proj'\].*c_attn"):
+        check_target_modules(str(tmp_path / "gpt2"), ("q_proj", "v_proj"))
+    check_target_modules("genenv-lab-tests/not-cached", ("anything",))  # no config at hand: checked when it loads

@@ -58,7 +58,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import RunConfig
-from ..models.loading import ADAPTERS, resolve_model_dir
+from ..models.loading import ADAPTERS, lora_targets, resolve_model_dir
 from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
 from ..distributed import processes
@@ -298,10 +298,7 @@ class UnslothBackend(HFBackend):
             from ..models.tiny import CHATML_TEMPLATE
 
             self.tokenizer.chat_template = CHATML_TEMPLATE
-        present = {name.rsplit(".", 1)[-1] for name, _ in base.named_modules()}
-        targets = [t for t in m.target_modules if t in present]
-        if not targets:
-            raise ValueError(f"none of the LoRA target modules {list(m.target_modules)} exist in this model")
+        targets = lora_targets(base, m.target_modules)
         self.model = FastLanguageModel.get_peft_model(
             base, r=m.lora_r, lora_alpha=m.lora_alpha, lora_dropout=m.lora_dropout, target_modules=targets,
             bias="none", use_gradient_checkpointing="unsloth", random_state=cfg.loop.seed,

@@ -83,7 +83,10 @@ def read_predictions(path: str | os.PathLike) -> dict[str, str]:
     return out
 
 
-def _categories(spec: BenchmarkSpec, data_dir: Path, category: str | list[str] | None) -> list[str]:
+def chosen_categories(spec: BenchmarkSpec, data_dir: Path, category: str | list[str] | None) -> list[str]:
+    """The categories an evaluation scores: ``category`` (one or several), each checked against those whose files
+    ``data_dir`` holds (:class:`ValueError` naming them), or with ``None`` every available one not named only
+    explicitly."""
     available = spec.categories(data_dir)
     if category is None:
         return [c for c in available if c not in spec.explicit_only]
@@ -99,7 +102,8 @@ def load_items(benchmark: str, data_dir: str | os.PathLike | None = None, catego
     """``{category: items}`` of a benchmark (each item has an ``id``), e.g. to build prompts for a model."""
     spec = get_benchmark(benchmark)
     root = resolve_data_dir(spec, data_dir)
-    return {c: spec.load(root, c)[:limit] if limit else spec.load(root, c) for c in _categories(spec, root, category)}
+    return {c: spec.load(root, c)[:limit] if limit else spec.load(root, c)
+            for c in chosen_categories(spec, root, category)}
 
 
 def score_safely(spec: BenchmarkSpec, item: Any, category: str, prediction: str,
@@ -124,7 +128,7 @@ def score_predictions(benchmark: str, predictions_path: str | os.PathLike, data_
     spec.scorer(scoring, protocol)  # an unknown name fails before any work
     root = resolve_data_dir(spec, data_dir)
     predictions = read_predictions(predictions_path)
-    cats = _categories(spec, root, category)
+    cats = chosen_categories(spec, root, category)
 
     loaded = {c: spec.load(root, c) for c in cats}
     if category is None:

@@ -166,6 +166,56 @@ def load_base(name_or_path: str, *, dtype: str = "float32", seed: int = 0, forma
     return model, tokenizer
 
 
+def module_kinds(model) -> set[str]:
+    """The last component of every module name in ``model`` (``q_proj``, ``down_proj``, …): what LoRA's
+    ``target_modules`` are matched against."""
+    return {name.rsplit(".", 1)[-1] for name, _ in model.named_modules() if name}
+
+
+def lora_targets(model, target_modules: Sequence[str]) -> list[str]:
+    """Those of ``target_modules`` that ``model`` has; :class:`ValueError` naming what it does have when none is."""
+    present = module_kinds(model)
+    targets = [t for t in target_modules if t in present]
+    if not targets:
+        raise ValueError(f"none of the LoRA target modules {list(target_modules)} exist in this model; "
+                         f"set model.target_modules to some of {sorted(present)[:20]}")
+    return targets
+
+
+def _config_without_loading(name_or_path: str):
+    """The model's transformers config when it can be had without building or downloading anything (``tiny`` and
+    ``tiny-world`` are small Qwen2s; a local folder; a hub id in the local cache; SmolLM2 once converted), else
+    ``None``."""
+    from transformers import AutoConfig, Qwen2Config
+
+    if name_or_path in (WORLD_MODEL, "tiny"):  # module names depend on the architecture only, not on the sizes
+        return Qwen2Config(vocab_size=16, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                           num_attention_heads=2, num_key_value_heads=1)
+    folder = cache_dir() / "SmolLM2-135M-Instruct" if name_or_path in SMOLLM2_ALIASES else Path(name_or_path)
+    if (folder.expanduser() / "config.json").is_file():
+        return AutoConfig.from_pretrained(folder.expanduser())
+    if name_or_path in SMOLLM2_ALIASES or not _HUB_ID.match(name_or_path):
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(name_or_path, "config.json")
+    return AutoConfig.from_pretrained(Path(cached).parent) if isinstance(cached, str) else None
+
+
+def check_target_modules(name_or_path: str, target_modules: Sequence[str]) -> None:
+    """Refuse, before a run folder exists or a weight loads, LoRA ``target_modules`` of which the model has none:
+    the model is laid out on the meta device from its config (no memory, well under a second). A model whose config
+    is not at hand is checked when it loads (:func:`lora_targets`)."""
+    config = _config_without_loading(name_or_path)
+    if config is None:
+        return
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        skeleton = AutoModelForCausalLM.from_config(config)
+    lora_targets(skeleton, target_modules)
+
+
 def attach_adapters(model, *, r: int, alpha: int, dropout: float, target_modules: Sequence[str],
                     separate: bool = True):
     """Wrap ``model`` in a PeftModel with LoRA adapters ``agent`` (active) and ``env``; the base is frozen.
@@ -174,11 +224,7 @@ def attach_adapters(model, *, r: int, alpha: int, dropout: float, target_modules
     """
     from peft import LoraConfig, get_peft_model
 
-    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
-    targets = [t for t in target_modules if t in present]
-    if not targets:
-        raise ValueError(f"none of the LoRA target modules {list(target_modules)} exist in this model; "
-                         f"set ModelConfig.target_modules to some of {sorted(present)[:20]}")
+    targets = lora_targets(model, target_modules)
     lora = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, task_type="CAUSAL_LM")
     peft_model = get_peft_model(model, lora, adapter_name="agent")
     if separate:
