@@ -343,7 +343,14 @@ class RunWriter:
             if partial.exists():
                 shutil.rmtree(partial)
             partial.mkdir(parents=True)
-            save_adapters(partial)
+            try:
+                save_adapters(partial)
+            except Exception as exc:  # noqa: BLE001 - safetensors' own error type is not an OSError
+                shutil.rmtree(partial, ignore_errors=True)  # give back what the cut-short save took
+                raise RuntimeError(
+                    f"saving the adapters of epoch {record.epoch} failed ({type(exc).__name__}: {exc}); epochs up to "
+                    f"{self.last_epoch} are committed. A full disk is the usual cause: free space under {self.dir} "
+                    "and continue with --resume") from exc
             if final.exists():
                 shutil.rmtree(final)
             os.replace(partial, final)

@@ -421,3 +421,30 @@ def test_read_table_joins_epochs_whose_column_types_differ(tmp_path):
     pd.DataFrame({"task_id": ["c"], "p_hat": ["high"], "reject_reason": [None]}).to_parquet(
         folder / "epoch_003.parquet")
     assert read_table(tmp_path, "tasks")["p_hat"].tolist() == [0.5, 1.0, "high"]
+
+
+def test_a_full_disk_during_the_adapter_save_is_one_line_and_loses_no_epoch(cfg, tmp_path):
+    """Round 4, L1: a disk that filled while safetensors wrote the adapters gave a ``SafetensorError`` traceback.
+    It is one line naming the committed epochs and how to continue; the cut-short save is removed, the epochs before
+    it stay, and ``--resume`` finishes the run."""
+    from safetensors import SafetensorError
+
+    class DiskFillsAtEpoch2(ScriptedBackend):
+        saves = 0
+
+        def save_adapters(self, directory):
+            self.saves += 1
+            if self.saves == 2:
+                (directory / "agent").mkdir()
+                raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+            super().save_adapters(directory)
+
+    out = tmp_path / "r"
+    with pytest.raises(RuntimeError, match=r"saving the adapters of epoch 2 failed \(SafetensorError: .*No space "
+                                           r"left.*epochs up to 1 are committed.*--resume") as info:
+        list(run(cfg.replace(loop={"epochs": 3}), out, backend=DiskFillsAtEpoch2(), progress=False))
+    assert "\n" not in str(info.value)
+    assert [r["epoch"] for r in read_epochs(out)] == [1] and read_state(out)["last_complete_epoch"] == 1
+    assert sorted(p.name for p in (out / "adapters").iterdir()) == ["epoch_001"]
+    records = list(run(cfg.replace(loop={"epochs": 3}), out, backend=ScriptedBackend(), resume=True, progress=False))
+    assert [r.epoch for r in records] == [2, 3] and [r["epoch"] for r in read_epochs(out)] == [1, 2, 3]
