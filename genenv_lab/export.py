@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -210,8 +211,24 @@ def check_repo_id(repo_id: str) -> str:
 
 
 HUB_ANSWER_S = 60.0
-"""How long the hub may take to answer ``create_repo`` (a silent endpoint hung ``--push-to-hub`` past 180 s); the
-upload itself has no limit (a large model takes as long as it takes once the hub has answered)."""
+"""How long the hub may take to answer ``create_repo``, and how long any request of the upload may stall (no byte
+sent or received) before it fails (a silent endpoint hung ``--push-to-hub`` past 180 s). The upload as a whole has
+no limit: a large model takes as long as it takes while bytes move."""
+
+
+@contextmanager
+def _stall_limit(stall_s: float):
+    """huggingface_hub's shared HTTP session (``get_session``, whose timeout is ``None``: wait for ever) with
+    ``stall_s`` as its connect/read/write/pool timeout for the duration, then as it was."""
+    from huggingface_hub import get_session
+
+    session = get_session()
+    before = session.timeout
+    session.timeout = type(before)(stall_s)  # the session's own Timeout class (httpx's, whichever build)
+    try:
+        yield
+    finally:
+        session.timeout = before
 
 
 def _answered(call, timeout_s: float, what: str):
@@ -240,7 +257,8 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, api:
                 answer_s: float = HUB_ANSWER_S) -> str:
     """Publish an exported folder as the hub model ``repo_id`` (created if absent); its URL. ``api``: an
     ``huggingface_hub.HfApi`` (default: one with the token of ``hf auth login`` or ``$HF_TOKEN``). Any hub
-    failure (no network, no token, no rights) is a ``RuntimeError`` of one line; the folder stays as it is."""
+    failure (no network, no token, no rights, an answer or an upload stalled ``answer_s``) is a ``RuntimeError`` of
+    one line; the folder stays as it is."""
     folder = Path(folder)
     check_repo_id(repo_id)
     if not (folder / "README.md").is_file():
@@ -251,7 +269,8 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, api:
         api = HfApi()
     try:
         url = _answered(lambda: api.create_repo(repo_id, private=private, exist_ok=True), answer_s, "create_repo")
-        api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message="genenv_lab: export the agent")
+        with _stall_limit(answer_s):
+            api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message="genenv_lab: export the agent")
     except Exception as exc:  # noqa: BLE001 - requests/hub errors of every kind: one line, the export is kept
         raise RuntimeError(f"could not push {folder} to {repo_id}: {type(exc).__name__}: {str(exc)[:200]} "
                            f"(the exported folder is kept; retry with hf upload {repo_id} "

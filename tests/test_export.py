@@ -167,6 +167,56 @@ def test_a_hub_that_never_answers_is_one_line_not_a_hang(trained, tmp_path):
     assert (out / "README.md").is_file()
 
 
+def test_an_upload_that_stalls_after_the_repo_is_created_is_one_line_not_a_hang(trained, tmp_path):
+    """Round 4, failure 15 (the rest): only ``create_repo`` had a limit, so a hub that answered it and then went
+    silent hung the upload for ever. The real ``HfApi`` against a local server that creates the repo and never
+    answers anything after fails in one line after the stall limit; the folder stays, the session's timeout is put
+    back."""
+    import json
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from huggingface_hub import HfApi, get_session
+
+    from genenv_lab import export
+
+    class CreatesThenFallsSilent(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            if self.path != "/api/repos/create":
+                time.sleep(60)  # the upload's first request: never answered within the test
+                return
+            body = json.dumps({"url": f"http://127.0.0.1:{self.server.server_address[1]}/you/agent"}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_PUT = do_POST
+
+        def log_message(self, *args):
+            pass
+
+    out = tmp_path / "agent"
+    assert main(["export", "--run", str(trained), "--out", str(out)]) == 0
+    server = ThreadingHTTPServer(("127.0.0.1", 0), CreatesThenFallsSilent)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    before = get_session().timeout
+    try:
+        api = HfApi(endpoint=f"http://127.0.0.1:{server.server_address[1]}", token="hf_not_a_real_token")
+        start = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"could not push .* (Read)?Timeout.*folder is kept"):
+            export.push_to_hub(out, "you/agent", api=api, answer_s=1)
+        assert time.monotonic() - start < 30
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert get_session().timeout == before and (out / "README.md").is_file()
+
+
 @pytest.mark.parametrize("repo", ["no-owner", "a/b/c", "you/bad name", "_x/y", "you/x.."])
 def test_a_bad_hub_id_is_refused_before_any_model_loads(trained, tmp_path, repo, capsys):
     assert main(["export", "--run", str(trained), "--out", str(tmp_path / "o"), "--push-to-hub", repo]) == 1
