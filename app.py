@@ -34,11 +34,12 @@ import pandas as pd
 
 from genenv_lab.lab import comparisons, figures, launcher, views
 from genenv_lab.lab.glance import glance_figure
+from genenv_lab.lab.origin import SameOriginWrites
 from genenv_lab.lab.widgets import Table
 from genenv_lab.lab.comparisons import (ComparisonData, comparison_dirs, comparison_fingerprint,
                                         comparisons_fingerprint, load_comparison, resolve_comparison)
 from genenv_lab.lab.runs import (LabError, RunData, discover_runs, fingerprint, folder_fingerprint, is_comparison,
-                                 load_run, resolve_run, with_attempts)
+                                 load_run, resolve_run, shown_name, with_attempts)
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_RUNS = ROOT / "runs"
@@ -80,8 +81,8 @@ class Lab:
             return None
         try:
             path = resolve_run(self.root, name)
-        except LabError as exc:
-            return RunData(name=str(name), path=self.root, status="missing", problems=(str(exc),))
+        except LabError as exc:  # the card's heading shows the name escaped (no newline, no bidi override)
+            return RunData(name=shown_name(name), path=self.root, status="missing", problems=(str(exc),))
         if is_comparison(path):
             return RunData(name=str(name), path=path, status="missing", problems=(
                 f"{name!r} is a comparison, not a run: open it in the “Comparisons” tab.",))
@@ -94,7 +95,7 @@ class Lab:
         try:
             path = resolve_comparison(self.root, name)
         except LabError as exc:
-            return ComparisonData(name=str(name), path=self.root, status="missing", problems=(str(exc),))
+            return ComparisonData(name=shown_name(name), path=self.root, status="missing", problems=(str(exc),))
         return load_comparison(path, str(name))
 
     def cmp_key_of(self, name: Any) -> tuple:
@@ -476,10 +477,15 @@ def wire_launcher(ui: SimpleNamespace, lab: Lab) -> None:
 
 def launch(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int | None = 7860, share: bool = False,
            **kwargs: Any):
-    """Launch ``demo`` with the lab's theme and CSS (Gradio 6 takes them at launch)."""
+    """Launch ``demo`` with the lab's theme and CSS (Gradio 6 takes them at launch), refusing cross-site writes
+    (:mod:`genenv_lab.lab.origin`: a page on another site could otherwise start runs through a visitor's browser)."""
+    from starlette.middleware import Middleware
+
+    app_kwargs = {"middleware": [Middleware(SameOriginWrites, share=share)], **kwargs.pop("app_kwargs", {})}
     # the lab has no upload component: Gradio's upload route still takes files, so bound it (round 4, failure 16)
     return demo.launch(server_name=host, server_port=port, share=share, theme=theme(), css=CSS,
-                       ssr_mode=False, footer_links=["api"], max_file_size=MAX_UPLOAD, **kwargs)
+                       ssr_mode=False, footer_links=["api"], max_file_size=MAX_UPLOAD, app_kwargs=app_kwargs,
+                       **kwargs)
 
 
 def exposed(host: str) -> bool:

@@ -104,6 +104,28 @@ def test_uploads_are_bounded_and_an_exposed_address_is_named_with_a_warning(lab,
     assert app.served_url("http://localhost:7860/", "127.0.0.1") == "http://localhost:7860/"
 
 
+def test_a_write_from_another_sites_page_is_refused_and_the_labs_own_page_is_served(lab):
+    """Round 4, L6: a POST carrying ``Origin: http://evil.example`` was processed, so a page on any site could act
+    on the lab (start runs) through a visitor's browser. It is refused with 403 and one sentence; the lab's own
+    origin, a loopback alias of it and a client that sends no ``Origin`` (gradio_client, curl) go through."""
+    import httpx
+
+    url, _ = lab
+    port = url.rstrip("/").rsplit(":", 1)[1]
+    upload = url + "gradio_api/upload"
+
+    def post(origin):
+        headers = {"Origin": origin} if origin else {}
+        return httpx.post(upload, files={"files": ("a.txt", b"x")}, headers=headers, timeout=30)
+
+    refused = post("http://evil.example")
+    assert refused.status_code == 403 and "cross-site request refused" in refused.text
+    assert post(f"http://localhost:{int(port) + 1}").status_code == 403  # another server on this machine
+    for origin in (f"http://127.0.0.1:{port}", f"http://localhost:{port}", None):
+        assert post(origin).status_code == 200, origin
+    assert httpx.get(url, headers={"Origin": "http://evil.example"}, timeout=30).status_code == 200  # reads pass
+
+
 def test_a_file_named_like_the_start_notes_folder_is_one_refusal(tmp_path):
     """Round 4, failure 16: a plain file ``.lab-launches`` in the runs folder made every Start fail with a
     FileExistsError traceback."""
@@ -178,3 +200,19 @@ def test_one_slow_view_does_not_hold_every_users_view(tmp_path):
     fns = demo.fns.values() if isinstance(demo.fns, dict) else demo.fns
     limits = {f.concurrency_id: f.concurrency_limit for f in fns if f.concurrency_id in ("view", "comparison")}
     assert limits == {"view": app.VIEW_SLOTS, "comparison": app.VIEW_SLOTS} and app.VIEW_SLOTS > 1
+
+
+def test_cards_of_refused_or_missing_names_escape_the_name_and_name_no_server_path(tmp_path):
+    """Round 4, L6: a name with a newline or U+202E was echoed into the card's heading; a plain file was said to
+    "not exist (deleted or renamed?)"; the messages named absolute server paths."""
+    runs = tmp_path / "runs"
+    make_run(runs / "syn")
+    (runs / "plainfile").write_text("not a run")
+    lab = load_app_module().Lab(runs.resolve())
+    card = lab.run_summary("a\nb\u202e")
+    heading = card.splitlines()[0]
+    assert "\u202e" not in card and "a\\nb\\u202e" in heading and "not allowed" in card
+    assert "is a file, not a folder" in lab.run_summary("plainfile")
+    assert "does not exist (deleted or renamed?)" in lab.run_summary("gone")
+    for name in ("plainfile", "gone", "a\nb"):
+        assert str(tmp_path) not in lab.run_summary(name)

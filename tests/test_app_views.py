@@ -563,6 +563,8 @@ def test_hostile_run_files_are_refused_without_opening_them(tmp_path):
                "zero": (STATE, lambda p: p.symlink_to("/dev/zero"), "outside the run folder"),
                "escape": (CONFIG, lambda p: p.symlink_to(outside), "outside the run folder"),
                "huge": (CONFIG, lambda p: os.truncate(p, 5 << 20), "above the lab's"),
+               # round 4, L6: a hard link showed a file from outside the run folder in the events pane
+               "hardlink": (EVENTS, lambda p: os.link(outside, p), "hard links"),
                "table_fifo": ("tasks/epoch_001.parquet", lambda p: os.mkfifo(p), "not a regular file"),
                "table_escape": ("attempts", lambda p: p.symlink_to(tmp_path, target_is_directory=True),
                                 "outside the run folder"),

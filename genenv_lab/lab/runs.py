@@ -74,6 +74,20 @@ def validate_run_name(name: Any) -> str:
     return name
 
 
+def shown_name(name: Any) -> str:
+    """``name`` as a card's heading may show it: an acceptable run name as it is, anything else escaped
+    (``ascii``: no newline, no right-to-left override), at most 120 characters.
+
+    >>> shown_name("tiny_genenv-s0")
+    'tiny_genenv-s0'
+    >>> shown_name("a\\nb\\u202e")
+    "'a\\\\nb\\\\u202e'"
+    """
+    if isinstance(name, str) and RUN_NAME.fullmatch(name):
+        return name
+    return ascii(str(name))[:120]
+
+
 def resolve_run(runs_root: str | Path, name: Any) -> Path:
     """The directory of run ``name`` under ``runs_root``, all symlinks resolved, or :class:`LabError` when the
     name is not allowed or the path it leads to is not directly inside ``runs_root``."""
@@ -84,7 +98,7 @@ def resolve_run(runs_root: str | Path, name: Any) -> Path:
     except (RuntimeError, OSError) as exc:
         raise LabError(f"run {name!r} cannot be resolved ({exc}); refused") from None
     if path.parent != root:
-        raise LabError(f"run {name!r} leads outside the runs folder {root}; refused")
+        raise LabError(f"run {name!r} leads outside the runs folder; refused")
     return path
 
 
@@ -198,6 +212,10 @@ def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> l
             out.append(f"{table}/ cannot be listed ({exc}).")
     for name, limit in checks:
         info, problem = _examine(run_dir / name, name, base)
+        if not problem and info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            # a hard link would show a file from outside the run folder (events.log's text) as the run's own
+            problem = (f"{name} has {info.st_nlink} hard links (its contents are another path's too); the lab "
+                       "does not open it.")
         out += [problem] if problem else _file_problems(name, info, None if name == EVENTS else limit)
     return out
 
@@ -209,6 +227,7 @@ def _file_problems(name: str, info: os.stat_result | None, limit: int | None) ->
         return []
     if not stat.S_ISREG(info.st_mode):
         return [f"{name} is not a regular file (a FIFO, device, socket or folder); the lab does not open it."]
+
     if limit is not None and info.st_size > limit:
         return [f"{name} is {info.st_size / MB:.0f} MB, above the lab's {limit // MB} MB limit; not read."]
     return []
@@ -452,8 +471,8 @@ def folder_of(cls, path: str | Path, name: str | None) -> tuple[Path, str, Any]:
     name = name or path.name
     if path.is_dir():
         return path, name, None
-    return path, name, cls(name=name, path=path, status="missing",
-                           problems=(f"{path} does not exist (deleted or renamed?).",))
+    said = "is a file, not a folder" if path.exists() else "does not exist (deleted or renamed?)"
+    return path, name, cls(name=name, path=path, status="missing", problems=(f"{name!r} {said}.",))
 
 
 def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = True) -> RunData:
@@ -466,7 +485,8 @@ def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = T
     try:
         entries = [p.name for p in path.iterdir()]
     except OSError as exc:
-        return RunData(name=name, path=path, status="unreadable", problems=(f"{path} cannot be listed ({exc}).",))
+        return RunData(name=name, path=path, status="unreadable",
+                       problems=(f"{name!r} cannot be listed ({exc.strerror or type(exc).__name__}).",))
     if not entries:
         return RunData(name=name, path=path, status="empty", problems=(
             "Empty directory: no config.json, state.json or epochs.jsonl yet. A run that was just started writes "
