@@ -32,7 +32,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Collection, Iterable
+from typing import Any, Collection, Iterable, Sequence
 
 import pandas as pd
 
@@ -518,22 +518,36 @@ def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     try:
-        lines = read_text(path, EPOCHS, 256 * MB).splitlines()
+        text = read_text(path, EPOCHS, EPOCHS_LIMIT)
+        lines = text.split("\n")  # JSON Lines ends a line at \n only (a JSON string may hold U+2028 raw)
     except ValueError as exc:  # not UTF-8, not a regular file, too large
         raise RunDirError(f"{path} cannot be read ({exc}); the run directory is corrupt") from None
+    return parse_epoch_lines(lines[:-1] if lines[-1] == "" else lines, path)
+
+
+EPOCHS_LIMIT = 256 * MB
+"""The most ``epochs.jsonl`` may hold for any reader (about a million epochs)."""
+
+
+def parse_epoch_lines(lines: Sequence[str], path: Path, first_line: int = 1,
+                      last_may_be_torn: bool = True) -> list[dict[str, Any]]:
+    """The epoch records of ``lines`` of ``path`` (line numbers from ``first_line``, for the messages): blank lines
+    skipped; with ``last_may_be_torn`` an unparsable last line is skipped (a run killed mid-write), any other bad
+    line a :class:`RunDirError`."""
     out = []
     for i, line in enumerate(lines):
         if not line.strip():
             continue
+        where = f"{path}:{first_line + i}"
         try:
             record = loads_json(line)
         except ValueError as exc:  # bad syntax, nesting past the stack, an integer past the digit limit
-            if i == len(lines) - 1:
+            if last_may_be_torn and i == len(lines) - 1:
                 continue
-            raise RunDirError(f"{path}:{i + 1} is not valid JSON ({exc}); the run directory is corrupt") from None
+            raise RunDirError(f"{where} is not valid JSON ({exc}); the run directory is corrupt") from None
         epoch = record.get("epoch") if isinstance(record, dict) else None
         if not isinstance(epoch, int) or isinstance(epoch, bool) or not 1 <= epoch <= 10**9:
-            raise RunDirError(f"{path}:{i + 1} is not an epoch record (a JSON object with a whole-number epoch); "
+            raise RunDirError(f"{where} is not an epoch record (a JSON object with a whole-number epoch); "
                               "the run directory is corrupt")
         out.append(record)
     return out

@@ -35,8 +35,9 @@ from typing import Any
 import pandas as pd
 
 from ..safe_io import MB, loads_json, read_regular
+from .tailing import read_epochs_appended
 from ..runlog import (ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, STATE, TABLES, TASKS, RunDirError,
-                      read_baseline, read_epochs, read_state, read_table)
+                      read_baseline, read_state, read_table)
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """What a run name may be: a single path component that is neither hidden nor ``.``/``..``."""
@@ -310,8 +311,8 @@ def _lenient_epochs(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_records(run_dir: Path, problems: list[str]) -> list[dict[str, Any]]:
-    try:
-        records = read_epochs(run_dir)
+    try:  # a live run: only the lines appended since the last read are parsed
+        records = read_epochs_appended(run_dir)
     except (RunDirError, OSError, UnicodeDecodeError) as exc:
         problems.append(f"{exc} Showing the readable lines only.")
         records = _lenient_epochs(run_dir / EPOCHS)
