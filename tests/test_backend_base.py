@@ -42,3 +42,38 @@ def test_alphabet_keeps_tokens_spelt_with_it_and_the_end_of_sequence():
     assert alphabet_token_ids(vocab, "0123456789 *", vocab_size=20) == [0, 1, 2, 5]
     with pytest.raises(ValueError, match="no token"):
         alphabet_token_ids(_Vocab(["ab"], eos=None), "0", vocab_size=1)
+
+
+def _protocol_methods():
+    import inspect
+
+    from genenv_lab.backends.base import Backend
+
+    return {name: inspect.signature(getattr(Backend, name)) for name in dir(Backend)
+            if not name.startswith("_") and callable(getattr(Backend, name))}
+
+
+@pytest.mark.parametrize("where, name", [("fakes", "ScriptedBackend"), ("fakes", "ScriptedCounter"),
+                                         ("genenv_lab.backends.hf", "HFBackend"),
+                                         ("genenv_lab.backends.unsloth_engine", "UnslothBackend")])
+def test_the_scripted_fakes_and_the_engines_take_the_backend_protocols_calls(where, name):
+    """The loop runs on the scripted fake as on a real engine only if the fake answers the same calls: every method
+    of :class:`~genenv_lab.backends.base.Backend` is there, and takes the protocol's parameters by the same names
+    and kinds (a fake that drifted from the interface would test a loop no engine runs)."""
+    import importlib
+    import inspect
+
+    from genenv_lab.backends.base import Backend
+
+    cls = getattr(importlib.import_module(where), name)
+    for method, wanted in _protocol_methods().items():
+        assert hasattr(cls, method), f"{name} lacks {method}"
+        have = inspect.signature(getattr(cls, method)).parameters
+        for param in list(wanted.parameters.values())[1:]:  # past self
+            assert param.name in have, f"{name}.{method} takes no {param.name!r}"
+            assert have[param.name].kind == param.kind, f"{name}.{method}: {param.name!r} is {have[param.name].kind}"
+            if param.default is not inspect.Parameter.empty:
+                assert have[param.name].default is not inspect.Parameter.empty, \
+                    f"{name}.{method}: {param.name!r} has no default"
+    if where == "fakes":
+        assert isinstance(cls(), Backend)

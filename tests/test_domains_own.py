@@ -188,3 +188,10 @@ def test_an_installed_package_registers_a_domain_by_name(add_domain, monkeypatch
     (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nbroken = add_domain:Nope\n")
     with pytest.raises(ValueError, match="could not be loaded"):
         domain_class("broken")
+
+
+@pytest.mark.parametrize("name", sorted(__import__("genenv_lab.domains", fromlist=["DOMAINS"]).DOMAINS))
+def test_every_shipped_domain_passes_the_checks_a_users_domain_must(name):
+    """``check-domain`` is what a user's domain must pass; each domain the project ships passes it too (its seeds
+    parse back to themselves, a seed task commits as a run would, its scorer is fast, its held-out set loads)."""
+    assert check_domain(get_domain(name)) == [], name

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 Messages = list[dict[str, str]]
 
@@ -77,7 +77,11 @@ def alphabet_token_ids(tokenizer: Any, alphabet: str, vocab_size: int) -> list[i
     return allowed
 
 
+@runtime_checkable
 class Backend(Protocol):
+    """What an engine does for the loop (``isinstance(x, Backend)`` checks the methods are there; the tests check
+    their signatures too)."""
+
     def generate(self, adapter: str, prompts: Sequence[Messages], *, n: int, max_new_tokens: int,
                  temperature: float, top_p: float = 1.0, stop: Sequence[str] = (),
                  alphabet: str = "") -> list[list[str]]:
