@@ -352,7 +352,7 @@ def _cumulative_from_attempts(attempts: pd.DataFrame) -> dict[int, tuple[int, in
 def test_records_count_training_rollouts_tokens_and_distinct_tasks(cfg, tmp_path, variant):
     """cumulative/* counts the GRPO pass's completions and nothing the run only measures with: the counterfactual
     reference rollouts and the held-out evaluation (both on here) are left out."""
-    from genenv_lab.compare import _tasks_consumed
+    from genenv_lab.compare import tasks_consumed_by_epoch
 
     cfg = cfg.replace(loop={"variant": variant, "epochs": 3, "reference_tasks": 5, "eval_every": 1,
                             "eval_benchmark": "domain", "eval_limit": 4})
@@ -360,7 +360,7 @@ def test_records_count_training_rollouts_tokens_and_distinct_tasks(cfg, tmp_path
     on_disk = read_epochs(tmp_path / "r")
     attempts = read_table(tmp_path / "r", "attempts")
     expected = _cumulative_from_attempts(attempts)
-    consumed = _tasks_consumed(attempts)
+    consumed = tasks_consumed_by_epoch(attempts)
     for rec, disk in zip(records, on_disk):
         e = rec.extra
         assert "p_hat_reference" in e and "eval/domain" in e  # measured, and not counted below

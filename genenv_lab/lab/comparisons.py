@@ -147,7 +147,7 @@ def _band_of(config: dict[str, Any]) -> tuple[float, float]:
 def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problems: list[str]) -> list[dict]:
     """The rows :func:`genenv_lab.compare.collect` makes for one run, read leniently: committed epochs only, a
     corrupt file becomes a sentence in ``problems``."""
-    from ..compare import _attempt_rollouts, _tasks_consumed, table_rows
+    from ..compare import attempt_rollouts_by_epoch, tasks_consumed_by_epoch, table_rows
 
     own: list[str] = []
     unsafe = unsafe_files(run_dir)
@@ -161,7 +161,7 @@ def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problem
         records = [r for r in records if r["epoch"] <= last]
     attempts = _read_frame(run_dir, "attempts", ATTEMPT_COLUMNS, own, last=last)
     try:
-        consumed, rollouts = _tasks_consumed(attempts), _attempt_rollouts(attempts)
+        consumed, rollouts = tasks_consumed_by_epoch(attempts), attempt_rollouts_by_epoch(attempts)
     except Exception as exc:  # noqa: BLE001 - a table with odd values only loses these columns
         own.append(f"tasks consumed unknown ({type(exc).__name__}: {exc}).")
         consumed, rollouts = {}, {}

@@ -1,0 +1,62 @@
+"""Baselines, ablations and sweeps side by side: run a grid of configurations over seeds, then compare.
+
+The package's modules, where its jobs split: :mod:`.grid` runs the comparison, :mod:`.table` reads its runs back
+into one table, :mod:`.stats` computes what the table says (paired by seed), :mod:`.verdicts` writes the closing
+sentences and :mod:`.report` the files and the figure. Everything public is importable from here.
+
+
+``compare_grid`` runs every (label, config) entry for every seed into ``<out>/runs/<label>-s<seed>`` (finished runs
+are skipped, interrupted ones resumed, so a killed comparison continues where it stopped), with the domain's
+held-out evaluation every epoch and the counterfactual reference set switched on. ``collect`` reads the run
+directories back into one table (one row per label, seed, epoch); ``summarise`` gives mean and spread over seeds;
+``report_figure`` draws the comparison; ``write_report`` saves ``comparison.csv``, ``comparison.parquet``,
+``summary.csv``, ``band_residence.csv`` (per label and seed: first epoch with p̂ on generated tasks inside the
+label's own band [α−k_min, α+k_min], whether it stayed, epochs in band), ``rollouts_to_reach.csv`` (per baseline:
+the agent rollouts GenEnv needs to reach its final held-out score, :func:`rollouts_to_reach_table`),
+``efficiency.csv`` (per baseline, paired by seed with GenEnv: the area under the held-out curve against cumulative
+agent rollouts over the common range ÷ that range, and the rollouts to reach the baseline's own final score, with
+95 % intervals: :func:`efficiency_table`), ``dry_run.csv`` (per label, the second-half epochs that ran dry:
+:func:`dry_run_table`) and ``report.html`` (a self-contained plotly page the lab also shows); :func:`verdict`
+writes the paragraph that ends ``genenv-lab compare``: genenv's final held-out score against each baseline's, the
+rollouts it needed to reach them, whether the curriculum paid against the fixed set (``static``), the data
+efficiency paired by seed, and how often the fixed set ran dry. :func:`late_averages` gives each run's in-band
+share over its second half and p̂ over its last third, :func:`paired_differences` genenv's final score minus each
+baseline's paired by seed (``benchmarks/seed_table.py`` prints both for a comparison folder).
+
+Columns of the comparison table: ``label, variant, seed, epoch`` (0: the untrained agent, held-out score and
+``tasks_consumed`` = ``agent_rollouts`` = ``agent_tokens`` = 0 only), ``heldout`` (``eval/domain``, or the first
+``eval/<benchmark>`` score), ``p_hat_mean``, ``in_band_frac``, ``p_hat_reference`` (the same epoch's agent on the
+untrained simulator's tasks), ``valid_frac``, ``agent_reward_mean``, ``tasks_consumed`` (distinct non-seed tasks
+the agent has trained on so far), ``agent_rollouts`` and ``agent_tokens`` (agent completions sampled for training
+so far, screening included, and their completion tokens: the records' ``cumulative/*``; a run written before those
+keys counts its attempts rows as rollouts and has no tokens), ``wall_s``; then the dry-run instrument
+(:func:`dry_columns`): ``informative_frac``, ``dry_step_frac``, ``frontier_informative``, ``level_mean``,
+"""
+
+from __future__ import annotations
+
+from .table import (
+    arm_of, attempt_rollouts_by_epoch, band_residence, bands_of, collect, COLUMNS, dry_columns, heldout_of, METRICS,
+    REACH_COLUMNS, REFERENCE_VARIANT, RESIDENCE_COLUMNS, run_dir_for, summarise, table_rows, tasks_consumed_by_epoch)
+from .stats import (
+    DRY_COLUMNS, dry_run_table, EFFICIENCY_COLUMNS, efficiency_table, final_scores, FinalScore, FIXED_SET_VARIANT,
+    late_averages, LATE_COLUMNS, MEASURES, PAIRED_COLUMNS, paired_differences, paired_row_text, read_study,
+    rollouts_to_reach_table, SEED_DIFFERENCE_COLUMNS, seed_differences, seed_finals)
+from .verdicts import (
+    spread_lines, verdict)
+from .report import (
+    EFFICIENCY_CELL, efficiency_figure_table, EFFICIENCY_TITLE, REACH_CELL, REACH_TITLE, report_figure,
+    REPORT_PANELS, write_report, X_TITLES)
+from .grid import (
+    compare_grid, COMPARE_LOCK, sweep_entries, variant_entries)
+
+__all__ = [
+    'arm_of', 'attempt_rollouts_by_epoch', 'band_residence', 'bands_of', 'collect', 'COLUMNS', 'compare_grid',
+    'COMPARE_LOCK', 'dry_columns', 'DRY_COLUMNS', 'dry_run_table', 'EFFICIENCY_CELL', 'EFFICIENCY_COLUMNS',
+    'efficiency_figure_table', 'efficiency_table', 'EFFICIENCY_TITLE', 'final_scores', 'FinalScore',
+    'FIXED_SET_VARIANT', 'heldout_of', 'late_averages', 'LATE_COLUMNS', 'MEASURES', 'METRICS', 'PAIRED_COLUMNS',
+    'paired_differences', 'paired_row_text', 'REACH_CELL', 'REACH_COLUMNS', 'REACH_TITLE', 'read_study',
+    'REFERENCE_VARIANT', 'report_figure', 'REPORT_PANELS', 'RESIDENCE_COLUMNS', 'rollouts_to_reach_table',
+    'run_dir_for', 'SEED_DIFFERENCE_COLUMNS', 'seed_differences', 'seed_finals', 'spread_lines', 'summarise',
+    'sweep_entries', 'table_rows', 'tasks_consumed_by_epoch', 'variant_entries', 'verdict', 'write_report',
+    'X_TITLES']

@@ -1,0 +1,173 @@
+"""Running a comparison: the grid of (label, config) entries over seeds, each run into ``<out>/runs/<label>-s<seed>``
+(finished runs skipped, interrupted ones resumed), under one lock per ``--out`` and a manifest written only once
+it is held."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ..config import RunConfig, for_domain, preset
+from ..runlog import RunDirError, atomic_write_json
+from .report import write_report
+from .table import bands_of, collect, run_dir_for
+
+COMPARE_LOCK = ".compare.lock"
+"""The file a running comparison holds an exclusive lock on (one comparison per ``--out`` at a time)."""
+
+
+def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: int | None = None,
+                    domain: str | None = None, teacher: str | None = None,
+                    teacher_multipliers: Sequence[float] = (1.8, 3.3), reference_tasks: int | None = None,
+                    eval_limit: int | None = None, data_dir: str = "") -> list[tuple[str, RunConfig]]:
+    """(label, config) for each preset × variant; ``offline_teacher`` expands to one entry per data multiplier."""
+    out = []
+    for name, variant in itertools.product(presets, variants):
+        base = preset(name)
+        if domain:
+            base = for_domain(base, domain)
+        loop = {"variant": variant, **_measurement(base, reference_tasks, eval_limit, data_dir)}
+        if epochs:
+            loop["epochs"] = epochs
+        if variant == "offline_teacher":
+            if not teacher:
+                raise ValueError("the offline_teacher variant needs a teacher model (--teacher ID or directory)")
+            for m in teacher_multipliers:
+                cfg = base.replace(loop=loop, env={"teacher_model": teacher, "teacher_data_multiplier": m})
+                out.append((f"{name}:offline_teacher_x{m:g}", cfg))
+        else:
+            out.append((f"{name}:{variant}", base.replace(loop=loop)))
+    return out
+
+
+def sweep_entries(preset_name: str, *, alphas: Sequence[float] = (0.5,), shapes: Sequence[str] = ("gaussian",),
+                  epochs: int | None = None, domain: str | None = None, reference_tasks: int | None = None,
+                  eval_limit: int | None = None, data_dir: str = "") -> list[tuple[str, RunConfig]]:
+    """(label, config) for each α × reward shape of the full method (the sweep helper)."""
+    base = preset(preset_name)
+    if domain:
+        base = for_domain(base, domain)
+    loop = _measurement(base, reference_tasks, eval_limit, data_dir)
+    if epochs:
+        loop["epochs"] = epochs
+    return [(f"{preset_name}:alpha={a:g}:{s}", base.replace(loop=loop, curriculum={"alpha": a, "shape": s}))
+            for a, s in itertools.product(alphas, shapes)]
+
+
+def _measurement(base: RunConfig, reference_tasks: int | None, eval_limit: int | None,
+                 data_dir: str) -> dict:
+    """Loop settings every run of a comparison measures with: held-out score after every epoch, and the
+    counterfactual set. ``None`` keeps the preset's own choice where it makes one (``cpu-demo``: 32 reference
+    tasks, the whole held-out set), else 8 reference tasks and 20 held-out items."""
+    lp = base.loop
+    if reference_tasks is None:
+        reference_tasks = lp.reference_tasks or 8
+    if eval_limit is None:
+        eval_limit = lp.eval_limit if lp.eval_every else 20
+    return {"eval_every": 1, **_heldout(lp.domain, data_dir), "eval_limit": eval_limit,
+            "reference_tasks": reference_tasks}
+
+
+def _heldout(domain: str, data_dir: str = "") -> dict[str, str]:
+    """Loop settings of the held-out evaluation: the domain's own held-out set, else its benchmark (read from
+    ``data_dir``, else ``$GENENV_LAB_DATA`` or the cache)."""
+    from ..domains import get_domain
+
+    dom = get_domain(domain)
+    if dom.heldout_tasks():
+        return {"eval_benchmark": "domain"}
+    benchmark, category = dom.heldout_benchmark
+    return {"eval_benchmark": benchmark, "eval_category": category, "eval_data_dir": str(data_dir or "")}
+
+
+def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence[int], out: str | Path, *,
+                 progress: bool = True, backend_factory=None) -> pd.DataFrame:
+    """Run (or resume, or skip when finished) every entry for every seed, then write and return the comparison.
+
+    ``backend_factory(cfg)`` builds the backend of each run (default: the engine of its config).
+    """
+    from ..heldout import check_eval_data
+    from ..loop import run
+    from ..runlog import read_state
+
+    for _, cfg in entries:  # missing benchmark data fails here, before any folder or model
+        check_eval_data(cfg)
+    out = Path(out)
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    manifest = {"entries": [{"label": lab, "config": cfg.to_dict()} for lab, cfg in entries], "seeds": seed_list}
+    out.mkdir(parents=True, exist_ok=True)
+    lock = _lock_comparison(out)  # before anything of the folder is written: a second compare is refused untouched
+    try:
+        for (label, cfg), seed in itertools.product(entries, seed_list):
+            _check_reusable(run_dir_for(out, label, seed), cfg.replace(loop={"seed": seed}))
+        atomic_write_json(out / "manifest.json", manifest)
+        for (label, cfg), seed in itertools.product(entries, seed_list):
+            _run_one(out, label, cfg.replace(loop={"seed": seed}), seed, progress, backend_factory, run, read_state)
+        table = collect(out)
+        write_report(table, out, bands_of(entries))
+    finally:
+        os.close(lock)
+    return table
+
+
+def _lock_comparison(out: Path) -> int:
+    """An exclusive ``flock`` on ``out/.compare.lock`` for the comparison's whole run (released when it ends, a kill
+    included), or a RunDirError in one line when another comparison holds it."""
+    import fcntl
+
+    fd = os.open(out / COMPARE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RunDirError(f"{out} is being written by another comparison; wait for it to finish or stop it, then "
+                          "run this one again (nothing was changed)") from None
+    return fd
+
+
+def _check_reusable(run_dir: Path, cfg_s: RunConfig) -> None:
+    """A run folder the comparison will reuse (skip when finished, resume otherwise) must have been started with this
+    arm's configuration, epochs aside, and must not hold more epochs than asked (the report would say otherwise than
+    the manifest): else a RunDirError in one line, before the manifest is written."""
+    from ..runlog import read_state
+
+    if not (run_dir / "config.json").is_file():
+        return
+    try:
+        saved = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text())).to_dict()
+    except Exception as exc:  # noqa: BLE001 - ConfigError, JSON errors: the run writer says the same on resume
+        raise RunDirError(f"{run_dir / 'config.json'} cannot be read ({exc}); move that run away or choose a new "
+                          "--out (nothing was changed)") from None
+    mine = cfg_s.to_dict()
+    for section in (saved, mine):
+        section["loop"].pop("epochs", None)
+    if json.loads(json.dumps(saved)) != json.loads(json.dumps(mine)):
+        raise RunDirError(f"{run_dir} was run with another configuration than this comparison's (see its config.json); "
+                          "pass the same options or choose a new --out (nothing was changed)")
+    if (run_dir / "state.json").is_file():
+        done = read_state(run_dir).get("last_complete_epoch", 0)
+        if isinstance(done, int) and done > cfg_s.loop.epochs:
+            raise RunDirError(f"{run_dir} holds {done} epochs, more than the {cfg_s.loop.epochs} asked; pass --epochs "
+                              f"{done} or choose a new --out (nothing was changed)")
+
+
+def _run_one(out: Path, label: str, cfg_s: RunConfig, seed: int, progress: bool, backend_factory, run,
+             read_state) -> None:
+    """Run, resume or (when finished) skip one arm's seed. An existing folder is always resumed, never cleared: the
+    run writer continues from what it committed, or refuses in one line (a folder without state.json that holds
+    committed epochs included)."""
+    run_dir = run_dir_for(out, label, seed)
+    resume = run_dir.exists()
+    state = read_state(run_dir) if (run_dir / "state.json").is_file() else {}
+    if state.get("status") == "finished" and state.get("last_complete_epoch", 0) >= cfg_s.loop.epochs:
+        return
+    backend = backend_factory(cfg_s) if backend_factory else None
+    if progress:
+        print(f"== {label} seed {seed} → {run_dir}")
+    for _ in run(cfg_s, run_dir, resume=resume, backend=backend, progress=progress):
+        pass

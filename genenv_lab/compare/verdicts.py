@@ -1,0 +1,183 @@
+"""The sentences that end ``genenv-lab compare``: the verdict per preset, and the spread line beside a committed
+study."""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import pandas as pd
+
+from ..dryrun import RAN_DRY_STEP_FRAC
+from .stats import (FIXED_SET_VARIANT, FinalScore, dry_run_table, efficiency_table, final_scores, paired_row_text,
+                    rollouts_to_reach_table, seed_differences)
+from .table import REFERENCE_VARIANT, arm_of
+
+def spread_lines(table: pd.DataFrame, study: pd.DataFrame, where: str) -> str:
+    """For each baseline label of ``table`` that the study (:func:`seed_differences` rows of a committed comparison)
+    also has: this comparison's mean paired difference beside the study's per-seed ones
+    (:func:`genenv_lab.paired.spread_text`); "" when they share no label."""
+    from ..paired import spread_text
+
+    here = seed_differences(table).groupby("label")["difference"].mean()
+    lines = []
+    for label, part in study.groupby("label", sort=False):
+        if label in here.index:
+            seeds = sorted(int(v) for v in part["seed"].unique())
+            span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]}"
+            lines.append(spread_text(part["difference"], float(here[label]), baseline=arm_of(label),
+                                     reference=arm_of(part["reference"].iloc[0]), where=f"{span} of {where}"))
+    return "\n".join(line for line in lines if line)
+
+
+
+def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
+            fixed_variant: str = FIXED_SET_VARIANT, tol: float = 1e-9) -> str:
+    """What a comparison found, in a paragraph per preset (pure: the numbers are the table's): the reference arm's
+    (genenv's) held-out score at its final epoch against each baseline's (mean ± std over seeds when there are
+    several) and the difference; the agent rollouts genenv needed to reach each baseline's final score, as the
+    ratio of :func:`rollouts_to_reach_table`; and whether the curriculum paid against the fixed set
+    (``static``): it paid when genenv's final mean is above static's (by more than ``tol``), it did not pay
+    otherwise. A win smaller than the spread over seeds, or measured on one seed, is said to be so. Then the data
+    efficiency paired by seed (:func:`efficiency_table`: the mean held-out score over the common rollout range and
+    the rollouts to reach each baseline's own final score, genenv − baseline with a 95 % interval), and, where the
+    runs carry the dry-run instrument, one line on how often the fixed set ran dry over the second half
+    (:func:`dry_run_table`; nothing for runs written before it).
+
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": 0, "epoch": e, "heldout": h, "agent_rollouts": r}
+    ...         for v, curve in {"genenv": [(0, 0.2), (100, 0.5), (200, 0.6)],
+    ...                          "static": [(0, 0.2), (100, 0.3), (200, 0.5)]}.items()
+    ...         for e, (r, h) in enumerate(curve)]
+    >>> print(verdict(pd.DataFrame(rows, columns=list(COLUMNS))))
+    p: held-out score at the final epoch (one seed, so no spread): genenv 0.600 (epoch 2); static 0.500
+    (epoch 2), genenv +0.100. Agent rollouts genenv needed to reach each baseline's final score (ratio: the
+    baseline's rollouts ÷ genenv's; above 1, genenv needed fewer): static 2.00 (genenv: 100 by epoch 1; static:
+    200 by epoch 2). Against the fixed set (static) the curriculum paid: genenv ends 0.100 above it, on one seed
+    (more seeds say whether it holds). Paired by seed (genenv − baseline): mean held-out score over 0–200 agent
+    rollouts (the area under the held-out curve ÷ the range every run covers) genenv 0.450; static 0.325, +0.125
+    (one seed, no interval). Rollouts to reach each baseline's own final score on the same seed: static: genenv
+    got there on 1 of 1 seeds, -100 rollouts (one seed, no interval), where static needed 200.
+    """
+    if table.empty:
+        return "No run has finished an epoch yet: no verdict."
+    scores = final_scores(table)
+    variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
+    reach = {row.label: row for row in rollouts_to_reach_table(table, reference_variant).itertuples()}
+    presets = list(dict.fromkeys(str(label).split(":", 1)[0] for label in variants))
+    efficiency, dry = efficiency_table(table, reference_variant), dry_run_table(table)
+    paragraphs = [_preset_verdict(p, variants, scores, reach, reference_variant, fixed_variant, tol)
+                  for p in presets]
+    found = [text + _efficiency_text(efficiency, p, reference_variant)
+             + _dry_line(dry, p, reference_variant, fixed_variant) for p, text in zip(presets, paragraphs) if text]
+    return "\n\n".join(found) if found else (
+        f"No {reference_variant} arm with a baseline beside it (a sweep, or {reference_variant} alone): no verdict.")
+
+
+def _efficiency_text(efficiency: pd.DataFrame, preset_name: str, reference_variant: str) -> str:
+    """The verdict's sentences on data efficiency of one preset (:func:`efficiency_table`), or "" without rows."""
+    part = efficiency[efficiency["reference"] == f"{preset_name}:{reference_variant}"]
+    auc = [r for r in part.itertuples() if r.measure == "heldout_auc" and math.isfinite(r.baseline_mean)]
+    reach = [r for r in part.itertuples() if r.measure == "rollouts_to_reach" and r.seeds > 0]
+    text = ""
+    if auc:
+        text += (f" Paired by seed ({reference_variant} − baseline): mean held-out score over "
+                 f"{auc[0].range_low:,.0f}–{auc[0].range_high:,.0f} agent rollouts (the area under the held-out "
+                 f"curve ÷ the range every run covers) {reference_variant} {auc[0].reference_mean:.3f}; "
+                 + "; ".join(f"{arm_of(r.label)} {r.baseline_mean:.3f}, {paired_row_text(r, int(r.seeds))}"
+                             for r in auc)
+                 + ".")
+    if reach:
+        text += (" Rollouts to reach each baseline's own final score on the same seed: "
+                 + "; ".join(f"{arm_of(r.label)}: {reference_variant} got there on {int(r.reached)} of {int(r.seeds)} "
+                             f"seeds" + (f", {paired_row_text(r, int(r.reached), 0, ' rollouts')}, where "
+                                         f"{arm_of(r.label)} needed {r.baseline_mean:,.0f}" if r.reached else "")
+                             for r in reach) + ".")
+    return text
+
+
+
+
+def _dry_line(dry: pd.DataFrame, preset_name: str, reference_variant: str, fixed_variant: str) -> str:
+    """The verdict's dry-run line of one preset: in how many second-half epochs the fixed set (and genenv) ran dry
+    (:func:`dry_run_table`); "" when its fixed-set arm has no reading (no such arm, or runs older than the keys)."""
+    rows = {str(r.variant): r for r in dry.itertuples() if str(r.label).split(":", 1)[0] == preset_name}
+    fixed = rows.get(fixed_variant)
+    if fixed is None:
+        return ""
+    seeds = f" over {fixed.seeds} seeds" if fixed.seeds > 1 else ""
+    line = (f"\nDry run: {fixed_variant} ran dry in {fixed.dry_epochs} of {fixed.epochs} second-half epochs{seeds} "
+            f"(an epoch runs dry when at least {RAN_DRY_STEP_FRAC * 100:.0f} % of its GRPO steps have no "
+            f"informative group; informative groups {fixed.informative_frac:.2f} of all")
+    ref = rows.get(reference_variant)
+    if ref is not None:
+        line += (f"), {reference_variant} in {ref.dry_epochs} of {ref.epochs} (informative groups "
+                 f"{ref.informative_frac:.2f}")
+    return line + ")."
+
+
+def _preset_verdict(preset_name: str, variants: Mapping[str, str], scores: Mapping[str, FinalScore],
+                    reach: Mapping, reference_variant: str, fixed_variant: str, tol: float) -> str:
+    ref_label = f"{preset_name}:{reference_variant}"
+    if ref_label not in variants:
+        return ""
+    baselines = [label for label in variants
+                 if str(label).split(":", 1)[0] == preset_name and label != ref_label]
+    if not baselines:
+        return ""
+    ref = scores.get(ref_label)
+    if ref is None:
+        return f"{preset_name}: {reference_variant} has no held-out score yet: no verdict."
+    counts = sorted({ref.seeds} | {scores[b].seeds for b in baselines if b in scores})
+    spread = ("one seed, so no spread" if counts == [1] else
+              f"mean ± std over {counts[0]} seeds" if len(counts) == 1 else
+              f"mean ± std over {counts[0]}–{counts[-1]} seeds")
+    parts = [f"{arm_of(b)} {scores[b].text()} (epoch {scores[b].epoch}), {reference_variant} "
+             f"{ref.mean - scores[b].mean:+.3f}" for b in baselines if b in scores]
+    text = (f"{preset_name}: held-out score at the final epoch ({spread}): {reference_variant} {ref.text()} "
+            f"(epoch {ref.epoch})")
+    text += ("; " + "; ".join(parts) + ".") if parts else "; no baseline has a held-out score yet."
+    clauses = [_reach_clause(arm_of(b), reach[b], reference_variant) for b in baselines if b in reach]
+    if clauses:
+        text += (f" Agent rollouts {reference_variant} needed to reach each baseline's final score (ratio: the "
+                 f"baseline's rollouts ÷ {reference_variant}'s; above 1, {reference_variant} needed fewer): "
+                 + "; ".join(clauses) + ".")
+    fixed = next((b for b in baselines if variants[b] == fixed_variant), None)
+    if fixed is None:
+        return text + (f" No {fixed_variant} arm beside it, so nothing is said about the fixed set: add "
+                       f"--variants {reference_variant} {fixed_variant} to judge the curriculum against it.")
+    if fixed not in scores:
+        return text + f" {fixed_variant} has no held-out score yet: nothing to say about the fixed set."
+    return text + " " + _paid(ref, scores[fixed], reach.get(fixed), reference_variant, arm_of(fixed), tol)
+
+
+def _reach_clause(name: str, row, reference_variant: str) -> str:
+    ratio = float(row.ratio)
+    if math.isnan(ratio):
+        return f"{name} not reached ({reference_variant}'s mean never scores {row.target_heldout:.3f})"
+    if math.isinf(ratio):
+        return f"{name} reached before training (the untrained agent already scores {row.target_heldout:.3f})"
+    return (f"{name} {ratio:.2f} ({reference_variant}: {row.reference_rollouts:,.0f} by epoch "
+            f"{int(row.reached_at_epoch)}; {name}: {row.baseline_rollouts:,.0f} by epoch {int(row.baseline_epoch)})")
+
+
+def _paid(ref: FinalScore, fixed: FinalScore, reach_row, reference_variant: str, fixed_name: str,
+          tol: float) -> str:
+    diff = ref.mean - fixed.mean
+    head = f"Against the fixed set ({fixed_name}) the curriculum"
+    if ref.epoch != fixed.epoch:  # a comparison still running: say which epochs are compared
+        head = (f"Comparing {reference_variant}'s epoch {ref.epoch} with {fixed_name}'s epoch {fixed.epoch} (not the "
+                f"same length of training yet), against the fixed set the curriculum")
+    if diff > tol:
+        if min(ref.seeds, fixed.seeds) < 2:
+            caveat = ", on one seed (more seeds say whether it holds)"
+        else:
+            spread = max(ref.std, fixed.std)
+            caveat = (f", less than the spread over seeds (std up to {spread:.3f}): not a clear difference"
+                      if diff <= spread else "")
+        return f"{head} paid: {reference_variant} ends {diff:.3f} above it{caveat}."
+    where = "level with it" if diff >= -tol else f"{-diff:.3f} below it"
+    text = f"{head} did not pay: {reference_variant} ends {where}"
+    ratio = float(reach_row.ratio) if reach_row is not None else math.nan
+    if math.isfinite(ratio) and ratio > 1:
+        text += f", though it reached {fixed_name}'s final score with {ratio:.2f}× fewer agent rollouts"
+    return text + "."
