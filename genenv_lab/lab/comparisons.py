@@ -18,12 +18,25 @@ import plotly.graph_objects as go
 
 from ..runlog import STATE
 from ..safe_io import MB
-from .runs import (ATTEMPT_COLUMNS, MANIFEST, LabError, _folders, _last_committed, _lenient_baseline, _read_frame,
-                   _read_json_dict, _read_records, fingerprint, folder_of, is_comparison, resolve_run, summarize,
-                   unsafe_files)
 from .figures import FONT, message_figure
+from .runs import (
+    ATTEMPT_COLUMNS,
+    MANIFEST,
+    LabError,
+    _folders,
+    _last_committed,
+    _lenient_baseline,
+    _read_frame,
+    _read_json_dict,
+    _read_records,
+    fingerprint,
+    folder_of,
+    is_comparison,
+    resolve_run,
+    summarize,
+    unsafe_files,
+)
 from .views import STATUS_BADGE
-
 
 # ------------------------------------------------------------------------------------------------------ reading
 
@@ -147,7 +160,7 @@ def _band_of(config: dict[str, Any]) -> tuple[float, float]:
 def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problems: list[str]) -> list[dict]:
     """The rows :func:`genenv_lab.compare.collect` makes for one run, read leniently: committed epochs only, a
     corrupt file becomes a sentence in ``problems``."""
-    from ..compare import attempt_rollouts_by_epoch, tasks_consumed_by_epoch, table_rows
+    from ..compare import attempt_rollouts_by_epoch, table_rows, tasks_consumed_by_epoch
 
     own: list[str] = []
     unsafe = unsafe_files(run_dir)

@@ -20,7 +20,6 @@ from plotly.subplots import make_subplots
 from .. import curriculum as cur
 from .runs import RunData
 
-
 RUN_COLORS = ("#4263eb", "#f76707", "#0ca678", "#ae3ec9", "#e03131", "#1098ad", "#74b816", "#f59f00")
 
 

@@ -1,9 +1,8 @@
 """Run directories as the lab sees them: discovery, safe names, status, and a loader that never raises.
 
-A run name comes from the browser, so it is checked twice before any file is opened: it must match
-:data:`RUN_NAME` (letters, digits, ``.``, ``_``, ``-``, starting with a letter or digit: no separators, no ``..``,
-no hidden names), and the path it names, with every symlink resolved, must sit directly in the runs folder
-(:func:`resolve_run`).
+A run name comes from the browser, so it is checked twice before any file is opened (:mod:`.names`); a run's files
+are opened only when :mod:`.safety` allows it; its status and fingerprint are :mod:`.status`'s. Their public names
+are importable from here too.
 
 Reading a run while it is written: each file is replaced atomically except ``epochs.jsonl``, which is appended
 (``runlog.read_epochs`` skips a torn last line). An epoch's tables are committed before its record and
@@ -24,23 +23,28 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import re
-import stat
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ..runlog import (
+    BASELINE,
+    CONFIG,
+    EPOCHS,
+    EVENTS,
+    STATE,
+    RunDirError,
+    read_baseline,
+    read_state,
+    read_table,
+)
 from ..safe_io import MB, loads_json, read_regular
+from .names import RUN_NAME, LabError, resolve_run, shown_name, validate_run_name  # noqa: F401 - re-exported
+from .safety import EVENTS_TAIL, FILE_LIMITS, TABLE_FILE_LIMIT, tail_text, unsafe_files  # noqa: F401 - re-exported
+from .status import fingerprint, killed_note, pid_alive, status_of  # noqa: F401 - re-exported
 from .tailing import read_epochs_appended
-from ..runlog import (ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, STATE, TABLES, TASKS, RunDirError,
-                      read_baseline, read_state, read_table)
-
-RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-"""What a run name may be: a single path component that is neither hidden nor ``.``/``..``."""
 
 STATUSES = ("running", "finished", "killed", "interrupted", "failed", "starting", "empty", "unreadable", "missing")
 """``killed``: ``state.json`` says running but its writer's pid is not alive (on this machine).
@@ -50,233 +54,6 @@ STATUSES = ("running", "finished", "killed", "interrupted", "failed", "starting"
 TASK_COLUMNS = ("task_id", "epoch", "env_version", "parent_id", "root_id", "context", "raw", "valid",
                 "reject_reason", "question", "answer", "text", "features", "p_hat", "env_reward", "in_band", "weight")
 ATTEMPT_COLUMNS = ("task_id", "epoch", "source", "prompt", "completion", "reward", "success", "advantage")
-
-
-class LabError(ValueError):
-    """A request the lab refuses (a bad run name, a path outside the runs folder, an unknown preset); the message
-    says what is accepted."""
-
-
-# --------------------------------------------------------------------------------------------------------- names
-
-def validate_run_name(name: Any) -> str:
-    """``name`` if it is an acceptable run name, else :class:`LabError`.
-
-    >>> validate_run_name("tiny-2024.01_a")
-    'tiny-2024.01_a'
-    >>> validate_run_name("../etc")
-    Traceback (most recent call last):
-    ...
-    genenv_lab.lab.runs.LabError: run name '../etc' is not allowed: use 1-100 letters, digits, ...
-    """
-    if not isinstance(name, str) or not RUN_NAME.fullmatch(name):
-        raise LabError(f"run name {name!r} is not allowed: use 1-100 letters, digits, '.', '_' or '-', "
-                       "starting with a letter or digit")
-    return name
-
-
-def shown_name(name: Any) -> str:
-    """``name`` as a card's heading may show it: an acceptable run name as it is, anything else escaped
-    (``ascii``: no newline, no right-to-left override), at most 120 characters.
-
-    >>> shown_name("tiny_genenv-s0")
-    'tiny_genenv-s0'
-    >>> shown_name("a\\nb\\u202e")
-    "'a\\\\nb\\\\u202e'"
-    """
-    if isinstance(name, str) and RUN_NAME.fullmatch(name):
-        return name
-    return ascii(str(name))[:120]
-
-
-def resolve_run(runs_root: str | Path, name: Any) -> Path:
-    """The directory of run ``name`` under ``runs_root``, all symlinks resolved, or :class:`LabError` when the
-    name is not allowed or the path it leads to is not directly inside ``runs_root``."""
-    validate_run_name(name)
-    try:  # a symlink loop (or a link too deep to follow) is one refused name, not the whole lab's failure
-        root = Path(runs_root).expanduser().resolve()
-        path = (root / name).resolve()
-    except (RuntimeError, OSError) as exc:
-        raise LabError(f"run {name!r} cannot be resolved ({exc}); refused") from None
-    if path.parent != root:
-        raise LabError(f"run {name!r} leads outside the runs folder; refused")
-    return path
-
-
-# --------------------------------------------------------------------------------------------------------- status
-
-def pid_alive(pid: Any) -> bool:
-    """Whether process ``pid`` exists on this machine and is not a zombie (any other value, an integer past what
-    the system's pid type holds included, is no live process)."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid < 2**31:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    except OSError:
-        return False
-    try:  # Linux: a zombie (exited, not yet reaped) is not a running writer
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def status_of(state: dict[str, Any]) -> str:
-    """``state.json``'s status, with ``running`` turned into ``killed`` when its writer is gone."""
-    status = state.get("status")
-    if status == "running" and not pid_alive(state.get("pid")):
-        return "killed"
-    return status if isinstance(status, str) and status else "unreadable"
-
-
-def killed_note(state: dict[str, Any], path: Path, preset: str = "P") -> str:
-    """A sentence explaining a ``killed`` status (empty for any other status)."""
-    if status_of(state) != "killed":
-        return ""
-    try:
-        age = time.time() - max((path / n).stat().st_mtime for n in (STATE, EPOCHS, EVENTS) if (path / n).exists())
-        when = f"last write {_age(age)} ago"
-    except ValueError:
-        when = "no write seen"
-    return (f"state.json says running but its writer (pid {state.get('pid')}) is not alive on this machine "
-            f"({when}): the run was killed, or it runs on another machine or container. Continue a killed run "
-            f"with `genenv-lab run --preset {preset} --out {path} --resume`.")
-
-
-def _age(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def fingerprint(path: str | Path) -> tuple:
-    """What changes when a run directory changes (file sizes and times, and whether its writer is alive); the
-    lab redraws a run only when this changes."""
-    path = Path(path)
-    parts: list[Any] = []
-    for name in (CONFIG, STATE, EPOCHS, TASKS, ATTEMPTS, f"{TASKS}.parquet", f"{ATTEMPTS}.parquet", EVENTS):
-        try:
-            st = (path / name).stat()
-            parts.append((name, st.st_mtime_ns, st.st_size))
-        except OSError:
-            parts.append((name, None, None))
-    unsafe = unsafe_files(path)
-    try:
-        parts.append(None if unsafe else status_of(loads_json(read_regular(path / STATE, FILE_LIMITS[STATE]))))
-    except (OSError, ValueError, AttributeError):
-        parts.append(None)
-    return tuple(parts + [len(unsafe)])
-
-
-# ------------------------------------------------------------------------------------------------ safe files
-
-FILE_LIMITS = {CONFIG: 4 * MB, STATE: 4 * MB, BASELINE: 4 * MB, EPOCHS: 256 * MB, EVENTS: 256 * MB,
-               f"{TASKS}.parquet": 2048 * MB, f"{ATTEMPTS}.parquet": 2048 * MB, "reference_tasks.parquet": 256 * MB}
-"""The run files the lab opens and the most it reads of each (``events.log``: only its last
-:data:`EVENTS_TAIL` bytes are read, whatever its size; ``tasks.parquet``/``attempts.parquet``: the single-file
-layout of older runs)."""
-TABLE_FILE_LIMIT = 512 * MB
-"""The most the lab reads of one per-epoch table file (``tasks/epoch_NNN.parquet``)."""
-EVENTS_TAIL = 64 * 1024
-
-
-def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> list[str]:
-    """One sentence per run file the lab must not open: not a regular file (a FIFO would block the reader, a device
-    such as ``/dev/zero`` never ends), a symlink whose target leaves the run folder, or larger than its
-    :data:`FILE_LIMITS` entry (or ``limits``); by default also the table folders and every file in them
-    (:data:`TABLE_FILE_LIMIT`). Examined with ``lstat``/``stat`` only: nothing is opened. Absent files are fine."""
-    run_dir = Path(run_dir)
-    out = []
-    try:
-        base = run_dir.resolve()
-    except (OSError, RuntimeError) as exc:
-        return [f"{run_dir} cannot be resolved ({exc})."]
-    checks = list((FILE_LIMITS if limits is None else limits).items())
-    for table in TABLES if limits is None else ():
-        info, problem = _examine(run_dir / table, table, base)
-        if problem or info is None:
-            out += [problem] if problem else []
-            continue
-        if not stat.S_ISDIR(info.st_mode):
-            out.append(f"{table} is not a folder of per-epoch tables; the lab does not open it.")
-            continue
-        try:
-            out += _unsafe_entries(run_dir / table, table, base)
-        except OSError as exc:
-            out.append(f"{table}/ cannot be listed ({exc}).")
-    for name, limit in checks:
-        info, problem = _examine(run_dir / name, name, base)
-        if not problem and info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-            # a hard link would show a file from outside the run folder (events.log's text) as the run's own
-            problem = (f"{name} has {info.st_nlink} hard links (its contents are another path's too); the lab "
-                       "does not open it.")
-        out += [problem] if problem else _file_problems(name, info, None if name == EVENTS else limit)
-    return out
-
-
-def _file_problems(name: str, info: os.stat_result | None, limit: int | None) -> list[str]:
-    """The sentence for a file the lab must not open, from its stat (none when absent): not a regular file, or above
-    ``limit`` bytes (None: no limit, the file is read from its tail)."""
-    if info is None:
-        return []
-    if not stat.S_ISREG(info.st_mode):
-        return [f"{name} is not a regular file (a FIFO, device, socket or folder); the lab does not open it."]
-
-    if limit is not None and info.st_size > limit:
-        return [f"{name} is {info.st_size / MB:.0f} MB, above the lab's {limit // MB} MB limit; not read."]
-    return []
-
-
-def _unsafe_entries(folder: Path, table: str, base: Path) -> list[str]:
-    """:func:`unsafe_files`'s sentences for the files of one table folder. One ``scandir`` pass whose entries carry
-    their type and (one ``lstat`` each) their size: a 10,000-epoch run's 20,000 files in a fraction of a second;
-    links take :func:`_examine`'s path (resolved, kept inside the run folder)."""
-    out = []
-    with os.scandir(folder) as it:
-        for entry in sorted(it, key=lambda e: e.name):
-            if entry.name.startswith("."):
-                continue
-            name = f"{table}/{entry.name}"
-            if entry.is_symlink():
-                info, problem = _examine(Path(entry.path), name, base)
-            else:
-                info, problem = entry.stat(follow_symlinks=False), None
-            out += [problem] if problem else _file_problems(name, info, TABLE_FILE_LIMIT)
-    return out
-
-
-def _examine(path: Path, name: str, base: Path) -> tuple[os.stat_result | None, str | None]:
-    """``(stat of path or of its link's target, problem)``: (None, None) when absent; a link leaving ``base``
-    or a path that cannot be examined is a problem."""
-    try:
-        info = path.lstat()
-        if stat.S_ISLNK(info.st_mode):
-            target = path.resolve()
-            if base not in target.parents:
-                return None, f"{name} is a link to {target}, outside the run folder; the lab does not follow it."
-            info = target.stat()
-    except FileNotFoundError:
-        return None, None
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on older Pythons
-        return None, f"{name} cannot be examined ({exc})."
-    return info, None
-
-
-def _tail_text(path: Path, n_bytes: int = EVENTS_TAIL) -> str:
-    """The last ``n_bytes`` of a text file (from its first whole line), decoded leniently."""
-    with path.open("rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        f.seek(max(0, size - n_bytes))
-        data = f.read(n_bytes)
-    text = data.decode("utf-8", errors="replace")
-    return text.split("\n", 1)[1] if size > n_bytes and "\n" in text else text
 
 
 def _refused(name: str, path: Path, unsafe: list[str]) -> "RunData":
@@ -532,7 +309,7 @@ def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = T
             problems.append(f"the tasks table (tasks/) is missing although {len(records)} epoch(s) are recorded.")
     events = ""
     try:
-        events = "\n".join(_tail_text(path / EVENTS).splitlines()[-40:])
+        events = "\n".join(tail_text(path / EVENTS).splitlines()[-40:])
     except OSError:
         pass
     seeds: dict[str, str] = {}

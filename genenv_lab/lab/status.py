@@ -1,0 +1,83 @@
+"""A run's status as the lab shows it: whether its writer is alive, what ``state.json`` says it is, how a killed run
+continues, and the fingerprint that changes when any of its files does (the lab redraws only then)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from ..runlog import ATTEMPTS, CONFIG, EPOCHS, EVENTS, STATE, TASKS
+from ..safe_io import loads_json, read_regular
+from .safety import FILE_LIMITS, unsafe_files
+
+
+def pid_alive(pid: Any) -> bool:
+    """Whether process ``pid`` exists on this machine and is not a zombie (any other value, an integer past what
+    the system's pid type holds included, is no live process)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid < 2**31:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    except OSError:
+        return False
+    try:  # Linux: a zombie (exited, not yet reaped) is not a running writer
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def status_of(state: dict[str, Any]) -> str:
+    """``state.json``'s status, with ``running`` turned into ``killed`` when its writer is gone."""
+    status = state.get("status")
+    if status == "running" and not pid_alive(state.get("pid")):
+        return "killed"
+    return status if isinstance(status, str) and status else "unreadable"
+
+
+def killed_note(state: dict[str, Any], path: Path, preset: str = "P") -> str:
+    """A sentence explaining a ``killed`` status (empty for any other status)."""
+    if status_of(state) != "killed":
+        return ""
+    try:
+        age = time.time() - max((path / n).stat().st_mtime for n in (STATE, EPOCHS, EVENTS) if (path / n).exists())
+        when = f"last write {_age(age)} ago"
+    except ValueError:
+        when = "no write seen"
+    return (f"state.json says running but its writer (pid {state.get('pid')}) is not alive on this machine "
+            f"({when}): the run was killed, or it runs on another machine or container. Continue a killed run "
+            f"with `genenv-lab run --preset {preset} --out {path} --resume`.")
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def fingerprint(path: str | Path) -> tuple:
+    """What changes when a run directory changes (file sizes and times, and whether its writer is alive); the
+    lab redraws a run only when this changes."""
+    path = Path(path)
+    parts: list[Any] = []
+    for name in (CONFIG, STATE, EPOCHS, TASKS, ATTEMPTS, f"{TASKS}.parquet", f"{ATTEMPTS}.parquet", EVENTS):
+        try:
+            st = (path / name).stat()
+            parts.append((name, st.st_mtime_ns, st.st_size))
+        except OSError:
+            parts.append((name, None, None))
+    unsafe = unsafe_files(path)
+    try:
+        parts.append(None if unsafe else status_of(loads_json(read_regular(path / STATE, FILE_LIMITS[STATE]))))
+    except (OSError, ValueError, AttributeError):
+        parts.append(None)
+    return tuple(parts + [len(unsafe)])
