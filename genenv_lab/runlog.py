@@ -27,93 +27,21 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import shutil
-import tempfile
 import time
 from pathlib import Path
-from typing import Any, Collection, Iterable, Sequence
+from typing import Any, Iterable
 
 import pandas as pd
 
-from .config import RunConfig, load_config
-from .safe_io import MB, loads_json, read_regular, read_text
+from .config import RunConfig
 from .types import Attempt, EpochRecord, GeneratedTask
-
-CONFIG = "config.json"
-STATE = "state.json"
-EPOCHS = "epochs.jsonl"
-TASKS = "tasks"
-ATTEMPTS = "attempts"
-TABLES = (TASKS, ATTEMPTS)
-"""Folders of one parquet file per epoch (``epoch_NNN.parquet``)."""
-REFERENCE = "reference_tasks.parquet"
-LOCK = ".writer.lock"
-ADAPTERS = "adapters"
-EVENTS = "events.log"
-BASELINE = "baseline.json"
-
-
-def _leftover(path: Path) -> bool:
-    """A file that a writer killed before committing anything may leave: its lock, or a temp file of an atomic
-    write (``.<name>.<random>.tmp``)."""
-    return path.is_file() and (path.name == LOCK or (path.name.startswith(".") and path.name.endswith(".tmp")))
-
-
-class RunDirError(RuntimeError):
-    """The run directory is missing, corrupt or belongs to another configuration; the message says what to do."""
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    _atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n").encode())
-
-
-def _atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def adapter_dir(run_dir: Path, epoch: int) -> Path:
-    return Path(run_dir) / ADAPTERS / f"epoch_{epoch:03d}"
-
-
-_EPOCH_FILE = re.compile(r"epoch_(\d+)\.parquet")
-
-
-def legacy_table(run_dir: str | Path, name: str) -> Path:
-    """Where a run written before the per-epoch layout keeps a whole table (``tasks.parquet``)."""
-    return Path(run_dir) / f"{name}.parquet"
-
-
-def table_files(run_dir: str | Path, name: str) -> list[tuple[int, Path]]:
-    """``(epoch, path)`` of a table's per-epoch files, by epoch (temp files and other names are ignored)."""
-    folder = Path(run_dir) / name
-    if not folder.is_dir():
-        return []
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
-    return sorted(found)
-
+from .runfiles import (ADAPTERS, ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, LOCK, REFERENCE, STATE,  # noqa: F401
+                       TABLES, TASKS, RunDirError, adapter_dir, atomic_write_bytes, atomic_write_json,
+                       atomic_write_parquet, legacy_table, state_count, table_files)
+from .runread import (BASELINE_PREFIXES, EPOCHS_LIMIT, TABLE_FILE_DECODED, TABLE_FILE_ROWS,  # noqa: F401
+                      WHOLE_TABLE_SCALE, committed_epochs, parse_epoch_lines, read_baseline, read_budgeted,
+                      read_config, read_epochs, read_state, read_table)
 
 def commit_problem(row: dict) -> str | None:
     """What stops a tasks-table row (``GeneratedTask.to_row()``) from being committed as an epoch commits it (its
@@ -135,15 +63,10 @@ def _tasks_frame(rows: list[dict]) -> pd.DataFrame:
     return frame
 
 
-def _state_count(state: dict, key: str, run_dir: Path) -> int:
-    """``state[key]`` (0 when absent) as a whole number ≥ 0, or a RunDirError that names the field: a resume must
-    never read ``2.5`` as 2, or ``true`` as 1, and discard what follows."""
-    value = state.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**9:
-        raise RunDirError(f"{run_dir / STATE}: {key} is {json.dumps(value)[:40]}, not a whole number of epochs; "
-                          "nothing was changed. Fix that field (see epochs.jsonl for the committed epochs) or start "
-                          "a new --out")
-    return value
+def _leftover(path: Path) -> bool:
+    """A file that a writer killed before committing anything may leave: its lock, or a temp file of an atomic
+    write (``.<name>.<random>.tmp``)."""
+    return path.is_file() and (path.name == LOCK or (path.name.startswith(".") and path.name.endswith(".tmp")))
 
 
 class RunWriter:
@@ -188,7 +111,7 @@ class RunWriter:
         written its state is marked ``failed``; best effort, since the disk may be what failed. Then the lock goes."""
         try:
             if self._state_before is not None:
-                _atomic_write_bytes(self.dir / STATE, self._state_before)
+                atomic_write_bytes(self.dir / STATE, self._state_before)
             elif self._fresh_state:
                 self._write_state("failed", env_version=0)
         except OSError:
@@ -257,8 +180,8 @@ class RunWriter:
                                   "nothing was changed. Copy the folder and restore its state.json from a backup, or "
                                   "start a new --out")
             state = {}
-        last = _state_count(state, "last_complete_epoch", self.dir)
-        env_version = _state_count(state, "env_version", self.dir)
+        last = state_count(state, "last_complete_epoch", self.dir)
+        env_version = state_count(state, "env_version", self.dir)
         before = state.get("world_size", 1)
         if last and before != self.world_size:
             self.event(f"warning: resumed with {self.world_size} process(es); epochs 1-{last} ran with {before}: the "
@@ -268,7 +191,7 @@ class RunWriter:
         if len(records) != last:
             raise RunDirError(f"{self.dir}: state.json says {last} epochs are complete but epochs.jsonl holds "
                               f"{len(records)} of them; the run directory is corrupt")
-        _atomic_write_bytes(self.dir / EPOCHS, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records).encode())
+        atomic_write_bytes(self.dir / EPOCHS, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records).encode())
         for name in TABLES:
             for epoch, path in table_files(self.dir, name):
                 if epoch > last:
@@ -276,7 +199,7 @@ class RunWriter:
             legacy = legacy_table(self.dir, name)
             if legacy.is_file():
                 frame = pd.read_parquet(legacy)
-                _atomic_write_parquet(legacy, frame[frame["epoch"] <= last])
+                atomic_write_parquet(legacy, frame[frame["epoch"] <= last])
             for leftover in (self.dir / name).glob(".*.tmp") if (self.dir / name).is_dir() else []:
                 leftover.unlink()
         for folder in (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []:
@@ -323,7 +246,7 @@ class RunWriter:
         folder = self.dir / name
         if not folder.is_dir():
             os.mkdir(folder)
-        _atomic_write_parquet(folder / f"epoch_{epoch:03d}.parquet",
+        atomic_write_parquet(folder / f"epoch_{epoch:03d}.parquet",
                               _tasks_frame(rows) if name == TASKS else pd.DataFrame(rows))
 
     def commit_epoch(self, record: EpochRecord, tasks: Iterable[GeneratedTask], attempts: Iterable[Attempt],
@@ -336,7 +259,7 @@ class RunWriter:
         self._write_epoch_rows(ATTEMPTS, record.epoch, [a.to_row() for a in attempts])
         reference = [t.to_row() for t in reference]
         if reference:
-            _atomic_write_parquet(self.dir / REFERENCE, _tasks_frame(reference))
+            atomic_write_parquet(self.dir / REFERENCE, _tasks_frame(reference))
         if save_adapters is not None:
             final = adapter_dir(self.dir, record.epoch)
             partial = final.with_name(final.name + ".partial")
@@ -385,7 +308,7 @@ class RunWriter:
         was (a finished run stays finished); otherwise the status becomes ``failed``. The error goes to
         ``events.log``."""
         if self._state_before is not None:
-            _atomic_write_bytes(self.dir / STATE, self._state_before)
+            atomic_write_bytes(self.dir / STATE, self._state_before)
         else:
             self._write_state("failed", env_version=env_version)
         self.event(f"failed: {type(exc).__name__}: {exc}")
@@ -453,12 +376,6 @@ def fmt_num(x: Any, digits: int = 3) -> str:
 
 
 
-# ------------------------------------------------------------------------------------------------------ readers
-
-BASELINE_PREFIXES = ("eval/", "heldout/")
-"""The keys ``baseline.json`` holds: held-out scores (``eval/*``) and what the same evaluation read off them
-(``heldout/frontier_level``)."""
-
 
 def write_baseline(run_dir: str | Path, scores: dict[str, float]) -> None:
     """Write ``baseline.json``: ``{"epoch": 0, "eval/...": score, ...}`` (atomic)."""
@@ -469,156 +386,3 @@ def write_baseline(run_dir: str | Path, scores: dict[str, float]) -> None:
     atomic_write_json(Path(run_dir) / BASELINE, {"epoch": 0, **{k: float(v) for k, v in scores.items()}})
 
 
-def read_baseline(run_dir: str | Path, prefixes: tuple[str, ...] = ("eval/",)) -> dict[str, float]:
-    """The ``eval/*`` scores of ``baseline.json`` (the keys starting with one of ``prefixes``), or {} when the run
-    has none (evaluation off, or an older run)."""
-    path = Path(run_dir) / BASELINE
-    if not path.is_file():
-        return {}
-    try:  # bounded, and every JSON failure (syntax, nesting, digits past the limit) one line
-        data = loads_json(read_regular(path, MB, BASELINE))
-    except ValueError as exc:
-        raise RunDirError(f"{path} is corrupt ({exc}); delete it to drop the epoch-0 point") from None
-    if not isinstance(data, dict):
-        raise RunDirError(f"{path} is not a JSON object; delete it to drop the epoch-0 point")
-    return {k: v for k, v in data.items() if k.startswith(prefixes) and isinstance(v, (int, float))}
-
-
-def read_state(run_dir: str | Path) -> dict[str, Any]:
-    path = Path(run_dir) / STATE
-    if not path.is_file():
-        raise RunDirError(f"{run_dir} has no {STATE}: not a run directory or not started")
-    try:  # a regular file of at most 1 MB (a state.json is ~200 bytes), every JSON failure one ValueError
-        state = loads_json(read_regular(path, MB, STATE))
-    except ValueError as exc:
-        raise RunDirError(f"{path} is corrupt ({exc})") from None
-    if not isinstance(state, dict):
-        raise RunDirError(f"{path} is corrupt (a JSON {type(state).__name__}, not an object)")
-    return state
-
-
-def committed_epochs(run_dir: str | Path) -> int:
-    """How many epochs of the run are committed (``state.json``'s ``last_complete_epoch``): a whole number, or a
-    RunDirError in one line when state.json is missing, corrupt or says ``2.9``, ``"4"``, ``true``."""
-    state = read_state(run_dir)
-    if state.get("last_complete_epoch") is None:
-        raise RunDirError(f"{Path(run_dir) / STATE} does not say how many epochs are complete (no "
-                          "last_complete_epoch)")
-    return _state_count(state, "last_complete_epoch", Path(run_dir))
-
-
-def read_config(run_dir: str | Path) -> RunConfig:
-    """The run's configuration (:func:`genenv_lab.config.load_config` of its ``config.json``)."""
-    return load_config(Path(run_dir) / CONFIG)
-
-
-def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Records of ``epochs.jsonl``; a torn last line (a run killed mid-write) is skipped, any other bad line raises."""
-    path = Path(run_dir) / EPOCHS
-    if not path.is_file():
-        return []
-    try:
-        text = read_text(path, EPOCHS, EPOCHS_LIMIT)
-        lines = text.split("\n")  # JSON Lines ends a line at \n only (a JSON string may hold U+2028 raw)
-    except ValueError as exc:  # not UTF-8, not a regular file, too large
-        raise RunDirError(f"{path} cannot be read ({exc}); the run directory is corrupt") from None
-    return parse_epoch_lines(lines[:-1] if lines[-1] == "" else lines, path)
-
-
-EPOCHS_LIMIT = 256 * MB
-"""The most ``epochs.jsonl`` may hold for any reader (about a million epochs)."""
-
-
-def parse_epoch_lines(lines: Sequence[str], path: Path, first_line: int = 1,
-                      last_may_be_torn: bool = True) -> list[dict[str, Any]]:
-    """The epoch records of ``lines`` of ``path`` (line numbers from ``first_line``, for the messages): blank lines
-    skipped; with ``last_may_be_torn`` an unparsable last line is skipped (a run killed mid-write), any other bad
-    line a :class:`RunDirError`."""
-    out = []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        where = f"{path}:{first_line + i}"
-        try:
-            record = loads_json(line)
-        except ValueError as exc:  # bad syntax, nesting past the stack, an integer past the digit limit
-            if last_may_be_torn and i == len(lines) - 1:
-                continue
-            raise RunDirError(f"{where} is not valid JSON ({exc}); the run directory is corrupt") from None
-        epoch = record.get("epoch") if isinstance(record, dict) else None
-        if not isinstance(epoch, int) or isinstance(epoch, bool) or not 1 <= epoch <= 10**9:
-            raise RunDirError(f"{where} is not an epoch record (a JSON object with a whole-number epoch); "
-                              "the run directory is corrupt")
-        out.append(record)
-    return out
-
-
-TABLE_FILE_ROWS = 100_000
-"""The most rows one per-epoch table file may hold (an epoch's attempts are its batch × G: a few thousand in every
-preset)."""
-TABLE_FILE_DECODED = 256 * MB
-"""The most one per-epoch table file may decode to, as its own metadata states."""
-WHOLE_TABLE_SCALE = 50
-"""A whole-run table file (the single-file layout of older runs) may hold this many times the per-epoch budget."""
-
-
-def read_budgeted(path: Path, scale: int = 1):
-    """The pyarrow table in ``path``, refused when its metadata (read first, a few kB) states more than ``scale`` ×
-    :data:`TABLE_FILE_ROWS` rows or ``scale`` × :data:`TABLE_FILE_DECODED` bytes decoded: a small file can hold a
-    huge table (a 64 kB parquet of 200,000 rows), and nothing is decoded before this check. The file is opened once;
-    a refusal is a :class:`RunDirError` with one sentence."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    rows, size = scale * TABLE_FILE_ROWS, scale * TABLE_FILE_DECODED
-    name = f"{path.parent.name}/{path.name}"
-    meta = pq.ParquetFile(path).metadata
-    stated = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    if meta.num_rows > rows or stated > size:
-        raise RunDirError(f"{name} holds {meta.num_rows:,} rows ({stated / MB:.0f} MB stated in its metadata), "
-                          f"above the budget of {rows:,} rows and {size // MB} MB per table file; not read")
-    # Text columns are read dictionary-encoded (as they are stored: the dictionary once, an index per row), so the
-    # size they would decode to is measured before anything is expanded: a 270 kB file of one 10 kB string repeated
-    # 100,000 times states 1 MB in its metadata and decodes to 1 GB.
-    schema = pq.read_schema(path)
-    texts = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_binary(f.type)
-             or pa.types.is_large_string(f.type)]
-    table = pq.ParquetFile(path, read_dictionary=texts).read()
-    decoded = 0
-    for column in table.columns:
-        for chunk in column.chunks:
-            if pa.types.is_dictionary(chunk.type):
-                lengths = pc.binary_length(chunk.dictionary)
-                decoded += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0) + chunk.indices.nbytes
-            else:
-                decoded += chunk.nbytes
-    if decoded > size:
-        raise RunDirError(f"{name} holds {meta.num_rows:,} rows that decode to {decoded / MB:.0f} MB, above the "
-                          f"budget of {size // MB} MB per table file; not read")
-    return table.cast(schema) if texts else table
-
-
-def read_table(run_dir: str | Path, name: str, epochs: Collection[int] | None = None) -> pd.DataFrame:
-    """``tasks``, ``attempts`` (every epoch file, in epoch order, as one frame; with ``epochs``, only those epochs'
-    rows) or ``reference_tasks`` as a DataFrame (empty when absent). The one reader of the run tables: the loop's
-    resume, the lab and the tools; each file is checked against its row and size budget before it is decoded
-    (:func:`read_budgeted`)."""
-    import pyarrow as pa
-
-    wanted = None if epochs is None else set(epochs)
-    whole = legacy_table(run_dir, name)  # reference_tasks, or a table of a run written before per-epoch files
-    per_epoch = table_files(run_dir, name) if name in TABLES else []
-    paths = [p for p in [whole] + [p for e, p in per_epoch if wanted is None or e in wanted] if p.is_file()]
-    tables = [read_budgeted(p, WHOLE_TABLE_SCALE if p == whole else 1) for p in paths]
-    if not tables:
-        return pd.DataFrame()
-    try:  # one conversion to pandas for all epochs: 2.5x faster than a DataFrame per file at 2,000 epochs
-        frame = (pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]).to_pandas()
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):  # epochs whose column types disagree
-        frame = pd.concat([t.to_pandas() for t in tables], ignore_index=True)
-    if wanted is not None and whole.is_file() and "epoch" in frame:  # a whole-run table: keep the epochs asked for
-        frame = frame[frame["epoch"].isin(wanted)].reset_index(drop=True)
-    if name in ("tasks", "reference_tasks") and "features" in frame:
-        frame["features"] = frame["features"].map(json.loads)
-    return frame

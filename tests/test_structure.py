@@ -89,7 +89,8 @@ LAYERS = [
     # 4. the configuration: it names the pieces above (domain, world, benchmark) and asks their registries
     ["genenv_lab.config"],
     # 5. the run directory and what is computed from a run's numbers
-    ["genenv_lab.runlog", "genenv_lab.epoch_stats", "genenv_lab.diagnostics"],
+    ["genenv_lab.runfiles", "genenv_lab.runread", "genenv_lab.runlog", "genenv_lab.epoch_stats",
+     "genenv_lab.diagnostics"],
     # 6. the loop's state and the engines
     ["genenv_lab.state", "genenv_lab.backends"],
     # 7. the loop's steps that need an engine: the simulator's side of an epoch, held-out evaluation of a model

@@ -96,7 +96,7 @@ def _run_ops(run, ops):
 def test_a_live_runs_long_epochs_file_is_parsed_only_where_it_grew(tmp_path, monkeypatch):
     """Round 4, failure 9 (the rest): a run being written with a long epochs.jsonl was re-parsed whole whenever it
     changed (70 MB: 12 s per refresh). After the first read, a refresh parses the appended line alone."""
-    import genenv_lab.runlog as runlog
+    import genenv_lab.runread as runread
     from genenv_lab.lab.runs import discover_runs, load_run
 
     run = tmp_path / "runs" / "live"
@@ -107,8 +107,8 @@ def test_a_live_runs_long_epochs_file_is_parsed_only_where_it_grew(tmp_path, mon
             f.write(json.dumps({"epoch": epoch, "p_hat_mean": 0.5}) + "\n")
     assert discover_runs(tmp_path / "runs")[0].epochs_done == 20000
     parsed = []
-    real = runlog.loads_json
-    monkeypatch.setattr(runlog, "loads_json",  # the epoch lines parsed (state.json goes through it too)
+    real = runread.loads_json
+    monkeypatch.setattr(runread, "loads_json",  # the epoch lines parsed (state.json goes through it too)
                         lambda text: (parsed.append(text) if str(text).startswith('{"epoch"') else None, real(text))[1])
     with (run / EPOCHS).open("a") as f:
         f.write(json.dumps({"epoch": 20001, "p_hat_mean": 0.6}) + "\n")

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runlog import EPOCHS, EPOCHS_LIMIT, RunDirError, parse_epoch_lines
+from ..runfiles import EPOCHS, RunDirError
+from ..runread import EPOCHS_LIMIT, parse_epoch_lines
 from ..safe_io import MB
 
 HEAD = 4096
