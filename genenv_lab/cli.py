@@ -3,167 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
 
-from .config import MAX_SEED, PRESETS, VARIANTS, ConfigError, RunConfig, for_domain, load_config, preset
+from .config import MAX_SEED, PRESETS, VARIANTS, ConfigError
 from .domains import known_domains
 from .trackers import TRACKERS
+from .flags import (FIELD_DEST, apply_settings, boolean_type, config_arguments, count_type,  # noqa: F401
+                    nonempty_type, parse_setting, run_config_from)
+from .run_summary import consumption_line, run_summary  # noqa: F401 - re-exported
 
-
-def _run_config(args: argparse.Namespace) -> RunConfig:
-    """The run's configuration: the preset, then every field the command line sets. A field may be written three
-    ways (``--epochs 5``, ``--loop.epochs 5``, ``--set loop.epochs=5``); giving one field two different values is
-    refused in one line instead of one spelling silently winning. A domain, however it is written, brings its
-    recommended settings (:func:`for_domain`). Naming a held-out benchmark, category or protocol without
-    ``--eval-every`` evaluates every epoch where the preset evaluates never."""
-    given: dict[tuple[str, str], list[tuple[str, object]]] = {}
-
-    def give(section: str, field: str, value: object, spelling: str) -> None:
-        given.setdefault((section, field), []).append((spelling, value))
-
-    if args.model:
-        give("model", "name_or_path", args.model, "--model")
-    if args.engine:
-        give("model", "engine", args.engine, "--engine")
-    if args.domain:
-        give("loop", "domain", args.domain, "--domain")
-    for key in ("epochs", "seed", "variant", "eval_every", "eval_benchmark", "eval_category", "eval_limit",
-                "eval_data_dir", "eval_protocol", "report_to"):
-        value = getattr(args, key, None)
-        if value is not None:
-            give("loop", key, value, f"--{key.replace('_', '-')}")
-    for item in getattr(args, "set", None) or []:
-        section, field, value = parse_setting(item)
-        give(section, field, value, f"--set {section}.{field}")
-    for key, value in vars(args).items():  # --section.field VALUE (config_arguments)
-        if key.startswith(FIELD_DEST) and value is not None:
-            section, field = key[len(FIELD_DEST):].split(".", 1)
-            give(section, field, value, f"--{section}.{field}")
-    changes: dict[str, dict] = {}
-    for (section, field), values in given.items():
-        if len({repr(v) for _, v in values}) > 1:
-            said = ", ".join(f"{spelling} {value!r}" for spelling, value in values)
-            raise ConfigError(f"{section}.{field} is given different values ({said}); give it once")
-        changes.setdefault(section, {})[field] = values[-1][1]
-    cfg = _base_config(args)
-    domain = changes.get("loop", {}).pop("domain", None)
-    if domain is not None:
-        cfg = for_domain(cfg, domain)
-    loop = changes.get("loop", {})
-    if "eval_every" not in loop and cfg.loop.eval_every == 0 and any(
-            k in loop for k in ("eval_benchmark", "eval_category", "eval_protocol")):
-        loop["eval_every"] = 1  # naming what to evaluate on asks for an evaluation: every epoch unless told
-    changes = {section: fields for section, fields in changes.items() if fields}
-    return cfg.replace(**changes) if changes else cfg
-
-
-def _base_config(args: argparse.Namespace) -> RunConfig:
-    """What the command line's options change: ``--config FILE``, else ``--preset``, else (``--resume`` of an
-    existing run) the run's own ``config.json``, else the ``tiny`` preset."""
-    if getattr(args, "config", None) and getattr(args, "preset", None):
-        raise ConfigError("give --config FILE or --preset NAME, not both")
-    if getattr(args, "config", None):
-        return load_config(args.config)
-    if getattr(args, "preset", None):
-        return preset(args.preset)
-    if getattr(args, "resume", False) and args.out and (Path(args.out) / "config.json").is_file():
-        return load_config(Path(args.out) / "config.json")
-    return preset("tiny")
-
-
-FIELD_DEST = "config:"
 MAX_GRID_SEEDS = 10_000  # seeds per configuration of one comparison
-
-
-def _boolean(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def _parser_for(kind: type):
-    if kind is bool:
-        return _boolean
-    if kind in (int, float):
-        return kind
-    if kind is str:
-        return str
-    return lambda text: tuple(part.strip() for part in text.split(",") if part.strip())  # tuple[str, ...]
-
-
-def config_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--section.field VALUE`` for every field of the run configuration, generated from the config dataclasses:
-    the help is the field's docstring, the choices its constants; values are validated by the config itself
-    (ranges next to the fields), after the preset and before any model loads."""
-    from .config import config_fields, field_choices
-
-    choices = field_choices()
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for section, name, kind, doc in config_fields():
-        if section not in groups:
-            groups[section] = parser.add_argument_group(
-                f"{section} settings", f"every field of config.json's {section!r} section (default: the preset's)")
-        metavar = {bool: "true|false", int: "N", float: "X", str: "TEXT"}.get(kind, "LIST")
-        options = choices.get((section, name))
-        groups[section].add_argument(
-            f"--{section}.{name}", dest=f"{FIELD_DEST}{section}.{name}", type=_parser_for(kind), choices=options,
-            metavar=None if options else metavar, help=doc.replace("``", "").replace("%", "%%") or None)
-
-
-def parse_setting(item: str) -> tuple[str, str, object]:
-    """``SECTION.FIELD=VALUE`` of ``--set`` → (section, field, value), the value read as the field's type, exactly as
-    ``--SECTION.FIELD VALUE`` reads it (``false`` is a boolean, ``3`` an int, ``a,b`` a list); an unknown section or
-    field, or a value of the wrong type, is a :class:`ConfigError` in one line. Ranges are checked by the config.
-
-    >>> parse_setting("curriculum.alpha=0.3"), parse_setting("model.separate_adapters=False")
-    (('curriculum', 'alpha', 0.3), ('model', 'separate_adapters', False))
-    """
-    import json
-
-    from .config import config_fields
-
-    key, sep, raw = item.partition("=")
-    section, dot, field = key.strip().partition(".")
-    section, field = section.strip(), field.strip()
-    kinds = {(s, f): kind for s, f, kind, _ in config_fields()}
-    sections = sorted({s for s, _ in kinds})
-    if not sep or not dot or not section or not field:
-        raise ConfigError(f"--set {item!r}: write SECTION.FIELD=VALUE, e.g. --set curriculum.alpha=0.3 or --set "
-                          f"env.kl_coef=1.0 (sections: {', '.join(sections)})")
-    if section not in sections:
-        raise ConfigError(f"--set {item!r}: no config section {section!r}; sections: {', '.join(sections)}")
-    if (section, field) not in kinds:
-        accepted = sorted(f for s, f in kinds if s == section)
-        raise ConfigError(f"--set {item!r}: {section} has no field {field!r}; accepted: {', '.join(accepted)}")
-    kind = kinds[section, field]
-    text = raw.strip()
-    if kind not in (bool, int, float, str) and text.startswith("["):  # a list may also be written as JSON
-        try:
-            return section, field, tuple(str(v) for v in json.loads(text))
-        except (ValueError, TypeError):
-            pass
-    try:
-        value = _parser_for(kind)(text if kind is not str else raw)
-    except (ValueError, argparse.ArgumentTypeError):
-        name = {bool: "true or false", int: "a whole number", float: "a number"}.get(kind, str(kind))
-        raise ConfigError(f"--set {item!r}: {section}.{field} takes {name}, not {raw!r}") from None
-    return section, field, value
-
-
-def apply_settings(cfg: RunConfig, items) -> RunConfig:
-    """``cfg`` with each ``SECTION.FIELD=VALUE`` of ``items`` applied (:func:`parse_setting`), validated again: the
-    ``--set`` of the benchmark scripts."""
-    changes: dict[str, dict] = {}
-    for item in items:
-        section, field, value = parse_setting(item)
-        changes.setdefault(section, {})[field] = value
-    return cfg.replace(**changes) if changes else cfg
 
 
 def _console(quiet: bool = False):
@@ -181,7 +32,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     procs = distributed.processes()
     console = _console(quiet=not procs.is_main)  # several processes: the main one speaks
     try:
-        cfg = _run_config(args)  # validated before any model loads
+        cfg = run_config_from(args)  # validated before any model loads
         from .domains import domain_of
 
         domain = domain_of(cfg)  # the domain's seed and held-out files parse, before any folder or model
@@ -196,7 +47,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:  # every process of a job must name the same folder: the main process's clock decides
         out = Path(procs.broadcast(str(Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}")))
     from .loop import run
-    from .runlog import RunDirError
+    from .runlog import RunDirError, fmt_num
 
     _interruptible()
     console.print(f"[bold]GenEnv co-evolution[/bold]: preset {cfg.preset}, model {cfg.model.name_or_path}, "
@@ -213,9 +64,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         table.add_column(col, justify="right")
     try:
         for r in run(cfg, out, resume=args.resume):
-            table.add_row(str(r.epoch), f"{r.n_valid}/{r.n_generated}", _f(r.p_hat_mean), _f(r.in_band_frac),
-                          _f(r.env_reward_mean), _f(r.agent_reward_mean), _f(r.frac_zero_std), _f(r.env_kl, 4),
-                          f"{r.wall_s:.1f}")
+            table.add_row(str(r.epoch), f"{r.n_valid}/{r.n_generated}",
+                          *(fmt_num(x, 2) for x in (r.p_hat_mean, r.in_band_frac, r.env_reward_mean,
+                                                    r.agent_reward_mean, r.frac_zero_std)),
+                          fmt_num(r.env_kl, 4), f"{r.wall_s:.1f}")
     except (RunDirError, RuntimeError, FileNotFoundError, ConfigError) as exc:
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         if not procs.is_main:  # the main process's console speaks for the run; this error is ours
@@ -232,72 +84,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                   f"the p̂ histogram per epoch against the shaded α band)")
     distributed.close()
     return 0
-
-
-def run_summary(out: Path, cfg) -> list[str]:
-    """Where p̂ went: first and last epoch on the simulator's tasks, on the untrained simulator's tasks, and the
-    held-out score from epoch 0, against the run's band."""
-    from .runlog import read_baseline, read_epochs
-
-    records = read_epochs(out)
-    if not records:
-        return []
-    c = cfg.curriculum
-    first, last = records[0], records[-1]
-    fx, lx = first.get("extra") or {}, last.get("extra") or {}
-    lines = [f"α = {c.alpha:.2f}, band [{c.alpha - c.k_min:.3f}, {c.alpha + c.k_min:.3f}]: p̂ on the simulator's "
-             f"tasks {_f(first['p_hat_mean'])} (epoch {first['epoch']}) → {_f(last['p_hat_mean'])} "
-             f"(epoch {last['epoch']}); in band {_f(first['in_band_frac'])} → {_f(last['in_band_frac'])}"]
-    if "p_hat_reference" in lx:
-        lines.append(f"p̂ of the same agent on the untrained simulator's tasks: "
-                     f"{_f(fx.get('p_hat_reference'))} → {_f(lx.get('p_hat_reference'))}")
-    key = next((k for k in lx if k.startswith("eval/")), None)
-    if key:
-        base = (read_baseline(out) or {}).get(key)
-        lines.append(f"held-out {key[5:]}: {_f(base)} (untrained agent) → {_f(lx[key])} (epoch {last['epoch']})")
-    consumed = consumption_line(lx)
-    if consumed:
-        lines.append(consumed)
-    lines.append(_verdict(records, c.alpha, c.k_min))
-    return lines
-
-
-def consumption_line(extra: dict) -> str:
-    """What the agent's training consumed by the last record (its ``cumulative/*``), or "" for a run written
-    before those keys.
-
-    >>> consumption_line({"cumulative/agent_rollouts": 640, "cumulative/agent_tokens": None,
-    ...                   "cumulative/distinct_tasks": 40, "cumulative/distinct_questions": 38})
-    'consumed for training: 640 agent rollouts (tokens not counted), 40 distinct tasks (38 distinct questions)'
-    """
-    rollouts = extra.get("cumulative/agent_rollouts")
-    if rollouts is None:
-        return ""
-    tokens = extra.get("cumulative/agent_tokens")
-    tokens_text = "tokens not counted" if tokens is None else f"{tokens:,} completion tokens"
-    return (f"consumed for training: {rollouts:,} agent rollouts ({tokens_text}), "
-            f"{extra.get('cumulative/distinct_tasks', 0):,} distinct tasks "
-            f"({extra.get('cumulative/distinct_questions', 0):,} distinct questions)")
-
-
-def _verdict(records: list[dict], alpha: float, k_min: float) -> str:
-    """One sentence on what happened: p̂ over the last third of the epochs against α and against epoch 1, and in
-    how many epochs the simulator was updated (RWR ran on in-band tasks)."""
-    from .curriculum import in_band
-
-    n = len(records)
-    late = [r["p_hat_mean"] for r in records[n - max(1, n // 3):] if r.get("p_hat_mean") is not None
-            and not math.isnan(r["p_hat_mean"])]
-    start = records[0].get("p_hat_mean")
-    updated = sum(1 for r in records if (r.get("n_env_steps") or 0) > 0)
-    rwr = f"The simulator was updated (RWR on in-band tasks) in {updated} of {n} epochs."
-    if not late or start is None or math.isnan(start):
-        return "No p̂ was measured on the simulator's tasks (no valid task). " + rwr
-    mean_late = sum(late) / len(late)
-    where = "inside" if in_band(mean_late, alpha, k_min) else "outside"
-    moved = "toward" if abs(mean_late - alpha) < abs(start - alpha) else "away from"
-    return (f"So p̂ moved {moved} α: {start:.2f} in epoch 1, {mean_late:.2f} on average over the last "
-            f"{len(late)} epochs, {where} the band. " + rwr)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -509,36 +295,6 @@ def _interruptible() -> None:
         signal.signal(signal.SIGHUP, _stop)
 
 
-def _f(x, digits: int = 2) -> str:
-    from .runlog import fmt_num
-
-    return fmt_num(x, digits)
-
-
-def _count(minimum: int, maximum: int | None = None):
-    """argparse type: an integer ≥ ``minimum`` (and ≤ ``maximum`` when given; a value that cannot be right is
-    refused, not ignored)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
-        if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"{value} is above {maximum}")
-        return value
-    parse.__name__ = f"integer ≥ {minimum}" if maximum is None else f"integer {minimum}-{maximum}"
-    return parse
-
-
-def _nonempty(text: str) -> str:
-    """argparse type: a non-blank string (``--model ""`` is refused)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty value names nothing")
-    return text
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="genenv-lab",
@@ -560,14 +316,14 @@ def _add_run(sub) -> None:
     """``genenv-lab run``."""
     p = sub.add_parser("run", help="run GenEnv co-evolution and write a run directory")
     p.add_argument("--preset", choices=sorted(PRESETS), help="configuration preset (default tiny)")
-    p.add_argument("--config", type=_nonempty, metavar="FILE",
+    p.add_argument("--config", type=nonempty_type, metavar="FILE",
                    help="start from a configuration file instead of a preset: JSON (a run's own config.json works) "
                         "or YAML, the sections of config.json; the other options override it")
-    p.add_argument("--model", type=_nonempty,
+    p.add_argument("--model", type=nonempty_type,
                    help="override the base model: a Hugging Face id, a local directory, 'tiny' or "
                                    "'smollm2-135m'")
     p.add_argument("--engine", choices=["hf", "unsloth", "vllm"], help="override the engine")
-    p.add_argument("--domain", type=_nonempty, metavar="NAME|package.module:Class",
+    p.add_argument("--domain", type=nonempty_type, metavar="NAME|package.module:Class",
                    help=f"task domain: one of {', '.join(known_domains())}, or your own class (docs/domains.md); "
                         "default: the preset's (count for cpu-demo, times for cpu-times, times99 for cpu-smollm2, "
                         "else arith)")
@@ -577,7 +333,7 @@ def _add_run(sub) -> None:
                    help="genenv (default) or a baseline of docs/method.md (Baselines): random_env, static, "
                         "filter_only, offline_teacher, online_filter (static's fixed set screened online for "
                         "0 < p̂ < 1, as DAPO's dynamic sampling; --loop.screen_factor caps the screening)")
-    p.add_argument("--out", type=_nonempty, help="run directory (default runs/<preset>-<time>)")
+    p.add_argument("--out", type=nonempty_type, help="run directory (default runs/<preset>-<time>)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last complete epoch")
     p.add_argument("--report-to", choices=TRACKERS,
                    help="also log each epoch's record to a tracker (= --loop.report_to; genenv_lab/trackers.py)")
@@ -602,13 +358,13 @@ def _add_eval(sub) -> None:
     e = sub.add_parser("eval", help="score a model or a predictions file on a benchmark (official metric)")
     e.add_argument("--benchmark", required=True, choices=sorted(BENCHMARKS) + ["api_bank"])
     src = e.add_mutually_exclusive_group()
-    src.add_argument("--model", type=_nonempty,
+    src.add_argument("--model", type=nonempty_type,
                      help="a Hugging Face id, a local model directory, 'tiny', 'smollm2-135m', or a run "
                           "directory (its last epoch's agent adapter)")
     src.add_argument("--predictions", help="JSONL of {\"id\": ..., \"prediction\": \"<raw output>\"} to score")
     src.add_argument("--gold", metavar="OUT.jsonl", help="write the answer keys as predictions (sanity check)")
     e.add_argument("--category", action="append", help="benchmark category (repeatable; default: all covered)")
-    e.add_argument("--limit", type=_count(1), help="first N items of each category")
+    e.add_argument("--limit", type=count_type(1), help="first N items of each category")
     scorings = ["official"] + sorted({name for spec in BENCHMARKS.values() for name, _ in spec.other_scorings})
     e.add_argument("--scoring", default="official", choices=scorings,
                    help="official (default): the benchmark's own verdict; lenient (bfcl only): calls are also read "
@@ -618,32 +374,32 @@ def _add_eval(sub) -> None:
                         "right only if every turn is) or per-turn (the paper's reading: each turn from the answer "
                         "key's state, the share of turns right; not BFCL's leaderboard metric)")
     e.add_argument("--data-dir", help="benchmark data folder (default: $GENENV_LAB_DATA/<name> or the cache)")
-    e.add_argument("--max-new-tokens", type=_count(1, 32768), default=128,
+    e.add_argument("--max-new-tokens", type=count_type(1, 32768), default=128,
                    help="generation budget per item, at most 32768 as loop.eval_max_new_tokens (--model; per step "
                         "for BFCL multi-turn)")
-    e.add_argument("--out", type=_nonempty, help="output folder (default runs/eval/<benchmark>-<time>)")
+    e.add_argument("--out", type=nonempty_type, help="output folder (default runs/eval/<benchmark>-<time>)")
     e.set_defaults(func=cmd_eval)
 
 
 def _grid_options(q: argparse.ArgumentParser) -> None:
-    q.add_argument("--seeds", type=_count(1, MAX_GRID_SEEDS), default=3,
+    q.add_argument("--seeds", type=count_type(1, MAX_GRID_SEEDS), default=3,
                    help=f"seeds per configuration, at most {MAX_GRID_SEEDS} (default 3)")
-    q.add_argument("--first-seed", type=_count(0, MAX_SEED), default=0, metavar="N",
+    q.add_argument("--first-seed", type=count_type(0, MAX_SEED), default=0, metavar="N",
                    help="the first seed: the runs use seeds N .. N+seeds-1 (default 0). To report on seeds no "
                         "choice was made on, start past the seeds any setting was tuned on (e.g. --first-seed 3 "
                         "after looking at seeds 0-2)")
-    q.add_argument("--epochs", type=_count(1), help="epochs per run (default: the preset's)")
-    q.add_argument("--domain", type=_nonempty, metavar="NAME|package.module:Class",
+    q.add_argument("--epochs", type=count_type(1), help="epochs per run (default: the preset's)")
+    q.add_argument("--domain", type=nonempty_type, metavar="NAME|package.module:Class",
                    help=f"task domain: one of {', '.join(known_domains())}, or your own class "
                         "(docs/domains.md); default: the preset's")
-    q.add_argument("--reference-tasks", type=_count(0),
+    q.add_argument("--reference-tasks", type=count_type(0),
                    help="tasks of the untrained simulator measured every epoch (the counterfactual; default: "
                         "the preset's, else 8)")
-    q.add_argument("--eval-limit", type=_count(0),
+    q.add_argument("--eval-limit", type=count_type(0),
                    help="held-out items per evaluation (default: the preset's, else 20; 0: all)")
     q.add_argument("--data-dir", help="benchmark data of the held-out score when the domain ships no held-out "
                                       "set (tools: BFCL; default $GENENV_LAB_DATA/<name> or the cache)")
-    q.add_argument("--out", required=True, type=_nonempty,
+    q.add_argument("--out", required=True, type=nonempty_type,
                    help="comparison folder (runs/, comparison.csv, report.html)")
     q.set_defaults(func=cmd_compare)
 
@@ -674,14 +430,14 @@ def _add_grids(sub) -> None:
 def _add_agent_commands(sub) -> None:
     """``genenv-lab generate`` and ``genenv-lab export``: a run's trained agent."""
     g = sub.add_parser("generate", help="answer a task with a run's trained agent (the domain's prompt, greedy)")
-    g.add_argument("--run", required=True, type=_nonempty, help="run directory")
-    g.add_argument("--epoch", type=_count(0), help="the agent after this epoch (default: the last; 0: untrained)")
+    g.add_argument("--run", required=True, type=nonempty_type, help="run directory")
+    g.add_argument("--epoch", type=count_type(0), help="the agent after this epoch (default: the last; 0: untrained)")
     g.add_argument("task", help='a task as the simulator writes it, e.g. "Task: 7 * 8"')
     g.set_defaults(func=cmd_generate)
     x = sub.add_parser("export", help="export a run's agent for transformers + peft (adapter, or merged)")
-    x.add_argument("--run", required=True, type=_nonempty, help="run directory")
-    x.add_argument("--epoch", type=_count(1), help="the agent after this epoch (default: the last)")
-    x.add_argument("--out", required=True, type=_nonempty, help="a new folder")
+    x.add_argument("--run", required=True, type=nonempty_type, help="run directory")
+    x.add_argument("--epoch", type=count_type(1), help="the agent after this epoch (default: the last)")
+    x.add_argument("--out", required=True, type=nonempty_type, help="a new folder")
     x.add_argument("--merge", action="store_true", help="merge the adapter into the base: one standalone model")
     x.add_argument("--push-to-hub", metavar="OWNER/NAME", default="",
                    help="then publish the folder as this hub model (needs hf auth login or $HF_TOKEN)")
@@ -692,7 +448,7 @@ def _add_agent_commands(sub) -> None:
 def _add_check_domain(sub) -> None:
     """``genenv-lab check-domain``."""
     d = sub.add_parser("check-domain", help="check that a domain (yours too) keeps what the loop relies on")
-    d.add_argument("domain", type=_nonempty, metavar="NAME|package.module:Class")
+    d.add_argument("domain", type=nonempty_type, metavar="NAME|package.module:Class")
     d.add_argument("--seeds", default="", help="JSONL of {\"id\", \"text\"} seed tasks (default: the domain's)")
     d.add_argument("--heldout", default="", help="JSONL of held-out tasks (default: the domain's, if any)")
     d.set_defaults(func=cmd_check_domain)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from genenv_lab.cli import build_parser, _run_config
+from genenv_lab.cli import build_parser, run_config_from
 from genenv_lab.config import SECTIONS, config_fields, preset
 
 
@@ -26,7 +26,7 @@ def test_flags_reach_the_config_with_their_types():
     args = build_parser().parse_args(["run", "--curriculum.alpha", "0.3", "--curriculum.k_min", "0.125",
                                       "--agent.num_generations", "8", "--loop.save_adapters", "false",
                                       "--model.target_modules", "q_proj, v_proj", "--loop.variant", "static"])
-    cfg = _run_config(args)
+    cfg = run_config_from(args)
     assert (cfg.curriculum.alpha, cfg.curriculum.k_min, cfg.agent.num_generations) == (0.3, 0.125, 8)
     assert cfg.loop.save_adapters is False and cfg.model.target_modules == ("q_proj", "v_proj")
     assert cfg.loop.variant == "static"

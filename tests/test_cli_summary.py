@@ -1,6 +1,6 @@
 """The sentence that ends `genenv-lab run`: where p̂ went against α, and how often the simulator was updated."""
 
-from genenv_lab.cli import _verdict
+from genenv_lab.run_summary import curriculum_verdict as _verdict
 
 
 def _records(p_hats, env_steps):

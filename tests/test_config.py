@@ -85,10 +85,10 @@ def test_for_domain_applies_recommendations_without_shrinking():
 
 
 def test_cli_set_reaches_any_field_and_is_validated():
-    from genenv_lab.cli import _run_config, build_parser
+    from genenv_lab.cli import run_config_from, build_parser
 
     parse = build_parser().parse_args
-    cfg = _run_config(parse(["run", "--preset", "cpu-demo", "--set", "curriculum.alpha=0.3", "--set",
+    cfg = run_config_from(parse(["run", "--preset", "cpu-demo", "--set", "curriculum.alpha=0.3", "--set",
                              "env.kl_coef=2", "--set", "model.target_modules=[\"q_proj\"]", "--epochs", "4"]))
     assert (cfg.curriculum.alpha, cfg.env.kl_coef, cfg.model.target_modules, cfg.loop.epochs) == \
         (0.3, 2, ("q_proj",), 4)
@@ -97,10 +97,10 @@ def test_cli_set_reaches_any_field_and_is_validated():
                          ("loop.epochs=2.5", "whole number"), ("model.separate_adapters=maybe", "true or false"),
                          ("curriculum.alpha=high", "a number")):
         with pytest.raises(ConfigError, match=message):
-            _run_config(parse(["run", "--set", bad]))
+            run_config_from(parse(["run", "--set", bad]))
     # a boolean is a boolean however it is spelt ("False" used to be stored as the text, and run as true)
     for spelling, expected in (("False", False), ("false", False), ("0", False), ("True", True), ("on", True)):
-        cfg = _run_config(parse(["run", "--preset", "tiny", "--set", f"model.separate_adapters={spelling}"]))
+        cfg = run_config_from(parse(["run", "--preset", "tiny", "--set", f"model.separate_adapters={spelling}"]))
         assert cfg.model.separate_adapters is expected
 
 
@@ -142,45 +142,45 @@ def test_compare_refuses_a_run_folder_as_its_out(tmp_path, capsys):
 def test_one_field_two_spellings_two_values_is_refused_and_a_domain_is_a_domain_however_written():
     """``--epochs 2 --loop.epochs 5 --set loop.epochs=7`` used to run 5 epochs; ``--loop.domain tools`` skipped the
     domain's recommended settings that ``--domain tools`` applies."""
-    from genenv_lab.cli import _run_config, build_parser
+    from genenv_lab.cli import run_config_from, build_parser
 
     parse = build_parser().parse_args
     with pytest.raises(ConfigError, match=r"loop.epochs is given different values .*--epochs 2.*give it once"):
-        _run_config(parse(["run", "--epochs", "2", "--loop.epochs", "5", "--set", "loop.epochs=7"]))
-    assert _run_config(parse(["run", "--epochs", "3", "--loop.epochs", "3"])).loop.epochs == 3  # agreeing: fine
-    by_flag = _run_config(parse(["run", "--domain", "tools"]))
-    assert _run_config(parse(["run", "--loop.domain", "tools"])) == by_flag
-    assert _run_config(parse(["run", "--set", "loop.domain=tools"])) == by_flag
+        run_config_from(parse(["run", "--epochs", "2", "--loop.epochs", "5", "--set", "loop.epochs=7"]))
+    assert run_config_from(parse(["run", "--epochs", "3", "--loop.epochs", "3"])).loop.epochs == 3  # agreeing: fine
+    by_flag = run_config_from(parse(["run", "--domain", "tools"]))
+    assert run_config_from(parse(["run", "--loop.domain", "tools"])) == by_flag
+    assert run_config_from(parse(["run", "--set", "loop.domain=tools"])) == by_flag
     assert by_flag.env.max_new_tokens > preset("tiny").env.max_new_tokens  # the domain's recommendation applied
-    explicit = _run_config(parse(["run", "--domain", "tools", "--agent.max_completion_length", "200"]))
+    explicit = run_config_from(parse(["run", "--domain", "tools", "--agent.max_completion_length", "200"]))
     assert explicit.agent.max_completion_length == 200  # an explicit field still wins over the recommendation
 
 
 def test_a_config_file_starts_a_run_and_resume_alone_continues_one(tmp_path, capsys):
     """``--config runs/X/config.json`` reproduces X's configuration (flags still override it); ``--resume`` with
     only ``--out`` continues a run with its own configuration, whatever preset it came from."""
-    from genenv_lab.cli import _run_config, build_parser, main
+    from genenv_lab.cli import run_config_from, build_parser, main
 
     parse = build_parser().parse_args
     first = tmp_path / "x"
     assert main(["run", "--preset", "tiny", "--epochs", "1", "--set", "curriculum.alpha=0.4",
                  "--out", str(first)]) == 0
     saved = json.loads((first / "config.json").read_text())
-    assert json.loads(_run_config(parse(["run", "--config", str(first / "config.json")])).to_json()) == saved
-    again = _run_config(parse(["run", "--config", str(first / "config.json"), "--epochs", "3"]))
+    assert json.loads(run_config_from(parse(["run", "--config", str(first / "config.json")])).to_json()) == saved
+    again = run_config_from(parse(["run", "--config", str(first / "config.json"), "--epochs", "3"]))
     assert again.loop.epochs == 3 and again.curriculum.alpha == 0.4
     assert main(["run", "--out", str(first), "--resume", "--epochs", "2"]) == 0
     assert len((first / "epochs.jsonl").read_text().splitlines()) == 2
     (tmp_path / "c.yaml").write_text("preset: mine\nloop:\n  epochs: 2\ncurriculum:\n  alpha: 0.3\n")
-    from_yaml = _run_config(parse(["run", "--config", str(tmp_path / "c.yaml")]))
+    from_yaml = run_config_from(parse(["run", "--config", str(tmp_path / "c.yaml")]))
     assert (from_yaml.preset, from_yaml.loop.epochs, from_yaml.curriculum.alpha) == ("mine", 2, 0.3)
     for bad, message in (("[1, 2]", "not a configuration"), ('{"loop": {"nope": 1}}', "no field"),
                          ("{not json", "cannot be read")):
         (tmp_path / "bad.json").write_text(bad)
         with pytest.raises(ConfigError, match=message):
-            _run_config(parse(["run", "--config", str(tmp_path / "bad.json")]))
+            run_config_from(parse(["run", "--config", str(tmp_path / "bad.json")]))
     with pytest.raises(ConfigError, match="not both"):
-        _run_config(parse(["run", "--config", str(first / "config.json"), "--preset", "tiny"]))
+        run_config_from(parse(["run", "--config", str(first / "config.json"), "--preset", "tiny"]))
 
 
 @pytest.mark.parametrize("text, message", [

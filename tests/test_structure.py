@@ -100,7 +100,7 @@ LAYERS = [
     # 9. comparisons of runs
     ["genenv_lab.compare"],
     # 10. what users drive: the lab's readers and views, the command line
-    ["genenv_lab.lab", "genenv_lab.cli"],
+    ["genenv_lab.lab", "genenv_lab.flags", "genenv_lab.run_summary", "genenv_lab.cli"],
 ]
 """The package's floors, lowest first. A module may import from its own floor or any floor below it, never above:
 a scorer does not load a model, a domain does not read a run, the loop does not know the lab."""

@@ -1,0 +1,74 @@
+"""The lines ``genenv-lab run`` ends with: what the run consumed and what its curriculum did, read back from the run
+directory."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+def run_summary(out: Path, cfg) -> list[str]:
+    """Where p̂ went: first and last epoch on the simulator's tasks, on the untrained simulator's tasks, and the
+    held-out score from epoch 0, against the run's band."""
+    from .runlog import fmt_num, read_baseline, read_epochs  # pandas: only when a run has ended
+
+    records = read_epochs(out)
+    if not records:
+        return []
+    c = cfg.curriculum
+    first, last = records[0], records[-1]
+    fx, lx = first.get("extra") or {}, last.get("extra") or {}
+    lines = [f"α = {c.alpha:.2f}, band [{c.alpha - c.k_min:.3f}, {c.alpha + c.k_min:.3f}]: p̂ on the simulator's "
+             f"tasks {fmt_num(first['p_hat_mean'], 2)} (epoch {first['epoch']}) → {fmt_num(last['p_hat_mean'], 2)} "
+             f"(epoch {last['epoch']}); in band {fmt_num(first['in_band_frac'], 2)} → "
+             f"{fmt_num(last['in_band_frac'], 2)}"]
+    if "p_hat_reference" in lx:
+        lines.append(f"p̂ of the same agent on the untrained simulator's tasks: "
+                     f"{fmt_num(fx.get('p_hat_reference'), 2)} → {fmt_num(lx.get('p_hat_reference'), 2)}")
+    key = next((k for k in lx if k.startswith("eval/")), None)
+    if key:
+        base = (read_baseline(out) or {}).get(key)
+        lines.append(f"held-out {key[5:]}: {fmt_num(base, 2)} (untrained agent) → {fmt_num(lx[key], 2)} "
+                     f"(epoch {last['epoch']})")
+    consumed = consumption_line(lx)
+    if consumed:
+        lines.append(consumed)
+    lines.append(curriculum_verdict(records, c.alpha, c.k_min))
+    return lines
+
+
+def consumption_line(extra: dict) -> str:
+    """What the agent's training consumed by the last record (its ``cumulative/*``), or "" for a run written
+    before those keys.
+
+    >>> consumption_line({"cumulative/agent_rollouts": 640, "cumulative/agent_tokens": None,
+    ...                   "cumulative/distinct_tasks": 40, "cumulative/distinct_questions": 38})
+    'consumed for training: 640 agent rollouts (tokens not counted), 40 distinct tasks (38 distinct questions)'
+    """
+    rollouts = extra.get("cumulative/agent_rollouts")
+    if rollouts is None:
+        return ""
+    tokens = extra.get("cumulative/agent_tokens")
+    tokens_text = "tokens not counted" if tokens is None else f"{tokens:,} completion tokens"
+    return (f"consumed for training: {rollouts:,} agent rollouts ({tokens_text}), "
+            f"{extra.get('cumulative/distinct_tasks', 0):,} distinct tasks "
+            f"({extra.get('cumulative/distinct_questions', 0):,} distinct questions)")
+
+
+def curriculum_verdict(records: list[dict], alpha: float, k_min: float) -> str:
+    """One sentence on what happened: p̂ over the last third of the epochs against α and against epoch 1, and in
+    how many epochs the simulator was updated (RWR ran on in-band tasks)."""
+    from .curriculum import in_band
+
+    n = len(records)
+    late = [r["p_hat_mean"] for r in records[n - max(1, n // 3):] if r.get("p_hat_mean") is not None
+            and not math.isnan(r["p_hat_mean"])]
+    start = records[0].get("p_hat_mean")
+    updated = sum(1 for r in records if (r.get("n_env_steps") or 0) > 0)
+    rwr = f"The simulator was updated (RWR on in-band tasks) in {updated} of {n} epochs."
+    if not late or start is None or math.isnan(start):
+        return "No p̂ was measured on the simulator's tasks (no valid task). " + rwr
+    mean_late = sum(late) / len(late)
+    where = "inside" if in_band(mean_late, alpha, k_min) else "outside"
+    moved = "toward" if abs(mean_late - alpha) < abs(start - alpha) else "away from"
+    return (f"So p̂ moved {moved} α: {start:.2f} in epoch 1, {mean_late:.2f} on average over the last "
+            f"{len(late)} epochs, {where} the band. " + rwr)
