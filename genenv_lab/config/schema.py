@@ -1,0 +1,430 @@
+"""The configuration's schema: one frozen dataclass per component, each field typed, documented and validated at
+construction (:class:`ConfigError` naming the field, the value and what is accepted), the baselines as a table
+(:data:`VARIANT_TABLE`), and the fields listed for the command line."""
+
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..curriculum import ENV_REWARD_SHAPES
+from ..trackers import TRACKERS
+from .checks import ConfigError, build, in_range, replace_fields, require
+from .variants import VARIANT_TABLE, VARIANTS, Variant
+
+
+ENGINES = ("hf", "unsloth", "vllm")
+LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+"""TRL's GRPO loss formulations (``GRPOConfig.loss_type``; TRL's default ``dapo`` first)."""
+IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
+REWARD_SCALINGS = ("group", "batch", "none")
+
+
+DTYPES = ("float32", "bfloat16", "float16", "auto")
+MAX_SEED = 2**32 - 1  # numpy and torch take seeds below 2**32
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The base model and the two LoRA adapters (``agent`` and ``env``) on it."""
+
+    name_or_path: str = "tiny"
+    """``tiny`` (random tiny Qwen2 built locally), ``smollm2-135m`` (packaged GGUF), a hub id or a local directory."""
+    engine: str = "hf"
+    """``hf`` (transformers + peft + TRL, CPU or GPU), ``unsloth`` or ``vllm`` (GPU)."""
+    dtype: str = "float32"
+    """Floating-point type of the base model's weights (``auto``: what the checkpoint says)."""
+    lora_r: int = 8
+    """LoRA rank of each adapter."""
+    lora_alpha: int = 16
+    """LoRA scaling α (the update is scaled by lora_alpha / lora_r)."""
+    lora_dropout: float = 0.0
+    """Dropout on the LoRA input."""
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    """Module names that get LoRA (comma-separated on the command line)."""
+    load_in_4bit: bool = False
+    """Load the base in 4 bits (bitsandbytes / Unsloth; GPU only)."""
+    max_seq_length: int = 512
+    """Longest prompt + completion, in tokens."""
+    gpu_memory_utilization: float = 0.5
+    """Share of GPU memory vLLM may take (GPU engines only)."""
+    shared_prefix: bool = True
+    """``hf`` engine: encode each distinct prompt once, in generation (a prompt's n samples share its cache) and in
+    the GRPO update's log-prob forwards (a task's G completions run against one encoding of its prompt); same
+    numbers as the full rows, faster (docs/prefix_sharing.md). False: every row encodes its prompt (TRL's path).
+    ``epochs.jsonl`` records the path taken as ``extra.agent/prefix_path``."""
+    separate_adapters: bool = True
+    """True: two LoRA adapters (``agent``, ``env``). False: one shared adapter plays both roles (an ablation, and
+    the single-adapter reference of the memory benchmark)."""
+    tiny_warmup_steps: int = 300
+    """``tiny`` only: steps of format warm-up on the domain's seed texts, so a random model writes parseable tasks."""
+    world_steps: int = 450
+    """``tiny-world`` only: pre-training steps of the agent role on the domain's world (genenv_lab.models.world)."""
+    world_env_steps: int = 200
+    """``tiny-world`` only: then rounds of one simulator batch and one agent batch."""
+    world_hidden_size: int = 128
+    """``tiny-world`` only: hidden size of the model built for the world."""
+    world_layers: int = 3
+    """``tiny-world`` only: number of its decoder layers."""
+    world_anchor: str = "newest"
+    """``tiny-world`` only: where the world's teacher starts the simulator's next task in the pre-training corpus:
+    ``newest`` (the newest recent task's level; the seed's when the context has none), ``seed`` (always the seed
+    task's level, the hint only moving it) or ``task`` (as ``seed``, keeping the rest of the seed task where the
+    world can: a count keeps its start), genenv_lab/domains/worlds.py."""
+    world_seed: int = 0
+    """``tiny-world`` only: seed of the world corpus and the model's initialisation (one model serves every loop
+    seed, so a comparison's seeds differ in the loop only)."""
+
+    def __post_init__(self) -> None:
+        w = "ModelConfig"
+        require(isinstance(self.name_or_path, str) and self.name_or_path.strip() != "", w, "name_or_path",
+                 self.name_or_path,
+                 "'tiny', 'tiny-world', 'smollm2-135m', a Hugging Face model id or a local directory")
+        require(self.engine in ENGINES, w, "engine", self.engine, f"one of {ENGINES}")
+        require(self.dtype in DTYPES, w, "dtype", self.dtype, f"one of {DTYPES}")
+        in_range(w, "lora_r", self.lora_r, 1, 1024, integer=True)
+        in_range(w, "lora_alpha", self.lora_alpha, 1, 4096, integer=True)
+        in_range(w, "lora_dropout", self.lora_dropout, 0.0, 0.9)
+        require(isinstance(self.shared_prefix, bool), w, "shared_prefix", self.shared_prefix, "true or false")
+        require(len(self.target_modules) > 0, w, "target_modules", self.target_modules, "at least one module name")
+        in_range(w, "max_seq_length", self.max_seq_length, 64, 131072, integer=True)
+        in_range(w, "gpu_memory_utilization", self.gpu_memory_utilization, 0.05, 0.95)
+        in_range(w, "tiny_warmup_steps", self.tiny_warmup_steps, 0, 100000, integer=True)
+        in_range(w, "world_steps", self.world_steps, 1, 10**6, integer=True)
+        in_range(w, "world_env_steps", self.world_env_steps, 0, 10**6, integer=True)
+        in_range(w, "world_hidden_size", self.world_hidden_size, 16, 4096, integer=True)
+        require(self.world_hidden_size % 4 == 0, w, "world_hidden_size", self.world_hidden_size,
+                 "a multiple of 4 (4 attention heads)")
+        in_range(w, "world_layers", self.world_layers, 1, 64, integer=True)
+        in_range(w, "world_seed", self.world_seed, 0, MAX_SEED, integer=True)
+        require(self.world_anchor in ("newest", "seed", "task"), w, "world_anchor", self.world_anchor,
+                 "'newest', 'seed' or 'task'")
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """The environment simulator π_env: generation and its RWR update."""
+
+    seeds_per_epoch: int = 4
+    """Seed tasks the simulator varies each epoch."""
+    n_variations: int = 4
+    """Variations generated per seed (method.md default 4)."""
+    max_new_tokens: int = 64
+    """Most tokens of one simulator generation."""
+    temperature: float = 1.0
+    """Sampling temperature of the simulator."""
+    top_p: float = 1.0
+    """Nucleus sampling of the simulator (1.0: off)."""
+    lr: float = 1e-4
+    """RWR learning rate of the ``env`` adapter (LoRA on a small model needs more than the paper's 5e-7)."""
+    batch_size: int = 8
+    """Examples per RWR optimiser step."""
+    max_steps: int = 4
+    """Most optimiser steps of the env update per epoch (fewer when the KL cap is reached)."""
+    kl_coef: float = 0.05
+    """Weight of the KL penalty to the initial simulator (the base with the env adapter off)."""
+    kl_cap: float = 0.5
+    """Per-token KL to the initial simulator (nats) at which the epoch's env steps stop."""
+    stats_window: int = 3
+    """Epochs of a lineage's success statistics shown in the env context."""
+    static_variations: int = 5
+    """``static`` baseline: variations per base seed generated once before training (the paper: 5)."""
+    teacher_model: str = ""
+    """``offline_teacher`` baseline: the stronger model that writes the variations once (hub id or directory)."""
+    teacher_data_multiplier: float = 1.0
+    """``offline_teacher``: its fixed set holds this many times the tasks GenEnv generates over the run
+    (the paper compares 1.8× and 3.3×)."""
+
+    def __post_init__(self) -> None:
+        w = "EnvConfig"
+        in_range(w, "seeds_per_epoch", self.seeds_per_epoch, 1, 10000, integer=True)
+        in_range(w, "n_variations", self.n_variations, 1, 64, integer=True)
+        in_range(w, "max_new_tokens", self.max_new_tokens, 8, 8192, integer=True)
+        in_range(w, "temperature", self.temperature, 0.0, 2.0, lo_open=True)
+        in_range(w, "top_p", self.top_p, 0.0, 1.0, lo_open=True)
+        in_range(w, "lr", self.lr, 0.0, 1.0, lo_open=True)
+        in_range(w, "batch_size", self.batch_size, 1, 4096, integer=True)
+        in_range(w, "max_steps", self.max_steps, 0, 10000, integer=True)
+        in_range(w, "kl_coef", self.kl_coef, 0.0, 100.0)
+        in_range(w, "kl_cap", self.kl_cap, 0.0, 100.0, lo_open=True)
+        in_range(w, "stats_window", self.stats_window, 1, 1000, integer=True)
+        in_range(w, "static_variations", self.static_variations, 1, 1000, integer=True)
+        in_range(w, "teacher_data_multiplier", self.teacher_data_multiplier, 0.0, 1000.0, lo_open=True)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The agent π_agent: rollouts and its GRPO update through TRL's GRPOTrainer."""
+
+    num_generations: int = 5
+    """G, rollouts per task. G=5 keeps p̂ ∈ {0.4, 0.6} in the default band (G=8 keeps only 0.5)."""
+    max_completion_length: int = 32
+    """Most tokens of one agent completion."""
+    temperature: float = 1.0
+    """Sampling temperature of the agent's G rollouts."""
+    lr: float = 5e-5
+    """Learning rate of the agent's GRPO steps."""
+    prompts_per_step: int = 2
+    """Tasks per GRPO optimiser step (each with G completions)."""
+    kl_beta: float = 0.0
+    """GRPO KL coefficient to the base (adapter off); TRL's default 0.0 skips the reference pass."""
+    replay_size: int = 2
+    """Tasks replayed from the pool (earlier epochs' valid tasks) in each epoch's GRPO batch."""
+    base_seeds: int = 1
+    """Base seed tasks mixed into each epoch's GRPO batch."""
+    success_threshold: float = 1.0
+    """Reward at or above which a rollout counts as a success (1.0 for exact-match domains)."""
+    loss_type: str = "dapo"
+    """The RL objective (TRL's ``loss_type``): dapo (TRL's default: token-level, normalised over the batch), grpo
+    (per-sequence length normalisation), dr_grpo (Dr. GRPO: a constant normaliser), bnpo, cispo, sapo, luspo, vespo."""
+    importance_sampling_level: str = "token"
+    """``token``: one importance ratio per token (GRPO); ``sequence``: one per completion (GSPO)."""
+    scale_rewards: str = "group"
+    """Advantages divided by the reward std of the ``group`` (GRPO), of the ``batch``, or ``none`` (Dr. GRPO)."""
+    epsilon: float = 0.2
+    """Lower clipping bound of the importance ratio (1 − ε)."""
+    epsilon_high: float = 0.0
+    """Upper clipping bound (1 + ε_high); 0 means the same as ``epsilon`` (DAPO recommends 0.28)."""
+    num_iterations: int = 1
+    """μ: optimiser passes over each batch of rollouts (more learning per rollout; ratios are then clipped)."""
+    mask_truncated_completions: bool = False
+    """Leave completions cut at ``max_completion_length`` out of the loss (DAPO)."""
+
+    def __post_init__(self) -> None:
+        w = "AgentConfig"
+        require(self.loss_type in LOSS_TYPES, w, "loss_type", self.loss_type, f"one of {LOSS_TYPES}")
+        require(self.importance_sampling_level in IMPORTANCE_SAMPLING_LEVELS, w, "importance_sampling_level",
+                 self.importance_sampling_level, f"one of {IMPORTANCE_SAMPLING_LEVELS}")
+        require(self.scale_rewards in REWARD_SCALINGS, w, "scale_rewards", self.scale_rewards,
+                 f"one of {REWARD_SCALINGS}")
+        in_range(w, "epsilon", self.epsilon, 0.0, 1.0, lo_open=True)
+        in_range(w, "epsilon_high", self.epsilon_high, 0.0, 10.0)
+        in_range(w, "num_iterations", self.num_iterations, 1, 64, integer=True)
+        require(isinstance(self.mask_truncated_completions, bool), w, "mask_truncated_completions",
+                 self.mask_truncated_completions, "true or false")
+        in_range(w, "num_generations", self.num_generations, 2, 256, integer=True)
+        in_range(w, "max_completion_length", self.max_completion_length, 4, 32768, integer=True)
+        in_range(w, "temperature", self.temperature, 0.0, 2.0, lo_open=True)
+        in_range(w, "lr", self.lr, 0.0, 1.0, lo_open=True)
+        in_range(w, "prompts_per_step", self.prompts_per_step, 1, 4096, integer=True)
+        in_range(w, "kl_beta", self.kl_beta, 0.0, 10.0)
+        in_range(w, "replay_size", self.replay_size, 0, 100000, integer=True)
+        in_range(w, "base_seeds", self.base_seeds, 0, 100000, integer=True)
+        in_range(w, "success_threshold", self.success_threshold, 0.0, 1.0, lo_open=True)
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """The α-Curriculum Reward, the band filter and the RWR weights."""
+
+    alpha: float = 0.5
+    """Target success rate α: the α-Curriculum Reward peaks when the agent solves a task this often."""
+    beta: float = 2.0
+    """Sharpness of exp(-β (p̂-α)²); the paper never states it, method.md's default is 2."""
+    k_min: float = 0.1
+    """Band half-width: generations with |p̂-α| > k_min are left out of the env update."""
+    shape: str = "gaussian"
+    """Env reward shape: ``gaussian`` (the paper's exp(-β(p̂-α)²)), ``learnability`` (p̂(1-p̂)), ``min`` or
+    ``azr``."""
+    rwr_lambda: float = 1.0
+    """Temperature λ of the RWR weights ∝ exp(λ·R_env) (normalised to mean 1)."""
+
+    def __post_init__(self) -> None:
+        w = "CurriculumConfig"
+        in_range(w, "alpha", self.alpha, 0.0, 1.0)
+        in_range(w, "beta", self.beta, 0.0, 1000.0)
+        in_range(w, "k_min", self.k_min, 0.0, 1.0)
+        require(self.shape in ENV_REWARD_SHAPES, w, "shape", self.shape, f"one of {ENV_REWARD_SHAPES}")
+        in_range(w, "rwr_lambda", self.rwr_lambda, 0.0, 100.0)
+
+
+def _task_file_exists(value: str) -> bool:
+    """A seed or held-out file given as a path, or as the name of a file in the project's ``data/`` folder, resolved
+    as the domain resolves it (:func:`~genenv_lab.domains.base.task_file`)."""
+    from ..domains.base import task_file
+
+    return Path(task_file(value)).is_file()
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """The co-evolution loop (Algorithm 1)."""
+
+    epochs: int = 3
+    """Co-evolution epochs (Algorithm 1's outer loop)."""
+    domain: str = "arith"
+    """Task domain the simulator writes for and the agent solves: a shipped one (genenv_lab.domains), a class as
+    ``package.module:Class``, or a name an installed package registers (docs/domains.md)."""
+    seeds: str = ""
+    """A JSONL file of ``{"id", "text"}`` seed tasks instead of the domain's shipped seeds (a path, or the name of a
+    file in the project's ``data/`` folder, as ``cpu-dry``'s ``count_easy_seeds.jsonl``)."""
+    heldout: str = ""
+    """A JSONL file of held-out tasks (never trained on) instead of the domain's shipped held-out set (path)."""
+    variant: str = "genenv"
+    """``genenv`` (full method) or a baseline of method.md §7, same agent optimiser and budget:
+    ``random_env`` (the simulator generates every epoch, never updated), ``static`` (variations generated once
+    before training, ``env.static_variations`` per seed), ``filter_only`` (the authors' released behaviour: frozen
+    simulator without statistics, one variation per parent, rank filter, pool of the last epoch only),
+    ``offline_teacher`` (``env.teacher_model`` writes a fixed set once), ``online_filter`` (static's fixed set,
+    each epoch's tasks screened by G agent rollouts and kept only at 0 < p̂ < 1; tasks at p̂ = 1 are used up)."""
+    screen_factor: int = 4
+    """``online_filter``: at most ``screen_factor × budget`` candidate tasks are screened per epoch (G agent
+    rollouts each, no update, counted in ``cumulative/agent_rollouts``). It bounds an epoch's screening cost at
+    ``screen_factor × budget × G`` rollouts when informative tasks are rare; 1 screens no more than the budget."""
+    reference_tasks: int = 0
+    """Counterfactual: tasks written once by the untrained simulator; each epoch's agent is measured on them
+    (``extra["p_hat_reference"]``), next to p̂ on the simulator's current tasks."""
+    seed: int = 0
+    """Seed of everything random in the run (sampling, data order, initialisation of the adapters)."""
+    save_adapters: bool = True
+    """Save both adapters after every epoch under ``adapters/epoch_NNN/``."""
+    report_to: str = "none"
+    """Also log each epoch's record to a tracker: ``tensorboard`` (event files under ``<run>/tensorboard/``),
+    ``wandb`` or ``trackio`` (genenv_lab/trackers.py)."""
+    eval_every: int = 0
+    """Evaluate the agent on ``eval_benchmark`` every this many epochs (0: never); the score is logged in
+    ``epochs.jsonl`` as ``extra["eval/<benchmark>"]``."""
+    eval_benchmark: str = "bamboogle"
+    """A benchmark name, or ``domain``: the domain's held-out set (``data/<domain>_heldout.jsonl``), greedy."""
+    eval_category: str = ""
+    """Benchmark category (empty: all covered ones)."""
+    eval_limit: int = 20
+    """Items per category in each evaluation (0: all)."""
+    eval_data_dir: str = ""
+    """Benchmark data folder (empty: ``$GENENV_LAB_DATA`` or the cache; see genenv_lab.evaluation)."""
+    eval_max_new_tokens: int = 64
+    """Generation budget per item of the held-out evaluation (per model step, for BFCL multi-turn)."""
+    eval_protocol: str = "per-turn"
+    """BFCL multi-turn categories only: ``per-turn`` (each turn from the answer key's state, the paper's reading;
+    the share of turns right) or ``official`` (BFCL's: the model's own history, an entry right only if every turn
+    is). See genenv_lab/evaluation/bfcl_multi_turn.py."""
+
+    def __post_init__(self) -> None:
+        w = "LoopConfig"
+        require(self.eval_protocol in ("official", "per-turn"), w, "eval_protocol", self.eval_protocol,
+                 "'official' or 'per-turn'")
+        in_range(w, "eval_every", self.eval_every, 0, 100000, integer=True)
+        in_range(w, "eval_limit", self.eval_limit, 0, 10**7, integer=True)
+        in_range(w, "eval_max_new_tokens", self.eval_max_new_tokens, 1, 32768, integer=True)
+        if self.eval_every and self.eval_benchmark != "domain":
+            from ..evaluation.runner import BENCHMARKS, get_benchmark
+
+            try:
+                get_benchmark(self.eval_benchmark)
+            except ValueError:
+                require(False, w, "eval_benchmark", self.eval_benchmark,
+                         f"'domain' (the domain's held-out set) or one of {sorted(BENCHMARKS)}")
+        require(not self.eval_category or self.eval_benchmark != "domain", w, "eval_category", self.eval_category,
+                 "empty with eval_benchmark='domain' (the domain's held-out set has no categories)")
+        in_range(w, "epochs", self.epochs, 1, 100000, integer=True)
+        require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
+        for name in ("seeds", "heldout"):
+            value = getattr(self, name)
+            require(isinstance(value, str) and (not value or _task_file_exists(value)), w, name, value,
+                     "the path of an existing JSONL file of {\"id\", \"text\"} tasks, the name of one in the "
+                     "project's data/ folder (e.g. count_easy_seeds.jsonl), or empty: the domain's own")
+        require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
+        require(self.report_to in TRACKERS, w, "report_to", self.report_to, f"one of {TRACKERS}")
+        in_range(w, "seed", self.seed, 0, MAX_SEED, integer=True)
+        in_range(w, "reference_tasks", self.reference_tasks, 0, 100000, integer=True)
+        in_range(w, "screen_factor", self.screen_factor, 1, 1000, integer=True)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a run needs; written resolved to ``config.json``."""
+
+    preset: str = "custom"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)
+
+    def __post_init__(self) -> None:
+        from ..domains import domain_class  # late import: domains import config-free modules only
+
+        try:
+            domain_class(self.loop.domain)
+        except ValueError as exc:
+            raise ConfigError(f"LoopConfig.domain={self.loop.domain!r} is invalid: {exc}") from None
+        # vLLM cannot serve the tiny models (head size 16); Unsloth loads them as any local directory
+        require(not (self.model.name_or_path in ("tiny", "tiny-world") and self.model.engine == "vllm"),
+                 "ModelConfig", "engine", self.model.engine,
+                 f"'hf' or 'unsloth' with the locally built model {self.model.name_or_path!r}")
+        if self.model.name_or_path == "tiny-world":
+            from ..models.world import world_class
+
+            try:
+                world_class(self.loop.domain)
+            except ValueError as exc:
+                raise ConfigError(f"ModelConfig.name_or_path='tiny-world' is invalid here: {exc}") from None
+        require(self.loop.variant != "offline_teacher" or bool(self.env.teacher_model), "EnvConfig",
+                 "teacher_model", self.env.teacher_model, "a model id or directory when loop.variant is "
+                 "'offline_teacher'")
+
+    @property
+    def budget(self) -> int:
+        """Tasks the simulator generates per epoch (seeds_per_epoch × n_variations): every variant's per-epoch
+        number of fresh training tasks."""
+        return self.env.seeds_per_epoch * self.env.n_variations
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.model.engine in ("unsloth", "vllm")
+
+    def warnings(self) -> list[str]:
+        """Cross-field checks that do not make the configuration invalid but probably not what was meant (the run
+        logs them as events and Python warnings): the band's resolution for G (``curriculum.band_warning``)."""
+        from ..curriculum import band_warning
+
+        found = band_warning(self.agent.num_generations, self.curriculum.alpha, self.curriculum.k_min)
+        return [found] if found else []
+
+    @property
+    def variant(self) -> Variant:
+        """What ``loop.variant`` changes in the loop (:data:`VARIANT_TABLE`)."""
+        return VARIANT_TABLE[self.loop.variant]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunConfig":
+        """Rebuild a config from ``to_dict`` output (e.g. a run's ``config.json``); unknown keys are errors."""
+        parts = {"model": ModelConfig, "env": EnvConfig, "agent": AgentConfig,
+                 "curriculum": CurriculumConfig, "loop": LoopConfig}
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == "preset":
+                if not isinstance(value, str) or len(value) > 100:
+                    raise ConfigError(f"preset={json.dumps(value, default=str)[:60]} is invalid: accepted a "
+                                      "preset's name (a string of at most 100 characters)")
+                kwargs[key] = value
+            elif key in parts:
+                kwargs[key] = build(parts[key], value)
+            else:
+                raise ConfigError(f"unknown config section {key!r}; accepted: preset, {', '.join(parts)}")
+        return cls(**kwargs)
+
+    def replace(self, **sections: Mapping[str, Any]) -> "RunConfig":
+        """A copy with some fields of some sections changed, validated again: ``cfg.replace(loop={"epochs": 5})``."""
+        kwargs: dict[str, Any] = {}
+        for name, changes in sections.items():
+            if name == "preset":
+                kwargs[name] = changes
+                continue
+            current = getattr(self, name, None)
+            if current is None or not dataclasses.is_dataclass(current):
+                raise ConfigError(f"unknown config section {name!r}")
+            kwargs[name] = replace_fields(current, changes)
+        return dataclasses.replace(self, **kwargs)
+
+

@@ -1,0 +1,43 @@
+"""What each variant (GenEnv and its baselines) changes, as data: :data:`VARIANT_TABLE`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What a baseline changes (method.md §7), read by the loop's named steps; never the agent optimiser or the
+    per-epoch budget of fresh tasks (``RunConfig.budget``)."""
+
+    name: str
+    fixed_set: str | None = None
+    """``untrained``/``teacher``: the whole task set is written in epoch 1 (by the untrained simulator, by a
+    teacher model) and each epoch samples ``budget`` fresh tasks from it; None: new generations every epoch."""
+    trains_env: bool = True
+    """The simulator is updated by RWR on the in-band generations."""
+    shows_statistics: bool = True
+    """The simulator's context holds the lineage's success statistics."""
+    one_variation_each: bool = False
+    """``budget`` parents with one variation each, instead of ``seeds_per_epoch`` × ``n_variations``."""
+    rank_trim: float = 0.0
+    """Share of the epoch's measured tasks dropped at each end of the p̂ ranking before they join the pool."""
+    pool_keeps_last_epoch: bool = False
+    """The pool holds the last epoch's (trimmed) tasks only, instead of every valid task so far."""
+    screens: bool = False
+    """Online difficulty filtering (``genenv_lab.screening``): each epoch's fresh tasks are drawn from the fixed
+    set and screened by G agent rollouts without an update; only tasks at 0 < p̂ < 1 train (topped up to the budget
+    with other screened tasks), and tasks screened at p̂ = 1 leave the pool (``loop.screen_factor`` caps it)."""
+
+
+VARIANT_TABLE = {v.name: v for v in (
+    Variant("genenv"),
+    Variant("random_env", trains_env=False),
+    Variant("static", fixed_set="untrained", trains_env=False),
+    Variant("filter_only", trains_env=False, shows_statistics=False, one_variation_each=True, rank_trim=0.1,
+            pool_keeps_last_epoch=True),  # the authors' release: no simulator update, a 10 % rank filter
+    Variant("offline_teacher", fixed_set="teacher", trains_env=False),
+    # what practitioners use (DAPO's dynamic sampling): static's fixed set, screened online for 0 < p̂ < 1
+    Variant("online_filter", fixed_set="untrained", trains_env=False, screens=True),
+)}
+VARIANTS = tuple(VARIANT_TABLE)
