@@ -4,7 +4,7 @@
     python benchmarks/fuzz_domains.py --n 1000 --domain times
 
 Target (issue "nothing lost, nothing stuck"): 0 uncaught exceptions, every call ≤ 1 s, every rejection with a reason.
-The texts are :func:`genenv_lab.domains.hostile.hostile_cases` and random recombinations of hostile atoms.
+The texts are :func:`tools.hostile.hostile_cases` and random recombinations of hostile atoms.
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ from __future__ import annotations
 import argparse
 import collections
 import random
+import sys
 import time
+from pathlib import Path
 
-from genenv_lab.domains import DOMAINS
-from genenv_lab.domains.hostile import hostile_cases, random_hostile
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's tools/ (not installed)
+
+from genenv_lab.domains import DOMAINS  # noqa: E402 - after the path
+from tools.hostile import hostile_cases, random_hostile  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

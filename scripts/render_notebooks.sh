@@ -24,5 +24,5 @@ done
 # so the published pages name no folder of the machine that rendered them
 sed -i -e "s#$PWD/\.venv/lib/python[0-9.]*/site-packages/#site-packages/#g" -e "s#$PWD/##g" docs/notebooks/*.html
 # pages that render offline: plotly.js from docs/notebooks/plotly.min.js (one copy), formulas as MathML, no CDN
-python -m genenv_lab.offline_html docs/notebooks/*.html >/dev/null
+python -m tools.offline_html docs/notebooks/*.html >/dev/null
 echo "HTML in docs/notebooks/ (preset $preset), readable offline"

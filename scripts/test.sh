@@ -13,7 +13,7 @@ if [ "${1:-}" = --quick ]; then quick=1; shift; fi
 bash scripts/setup.sh dev,notebooks
 if [ "$quick" = 1 ]; then
   . .venv/bin/activate
-  python -m ruff check genenv_lab tests app.py benchmarks scripts
+  python -m ruff check genenv_lab tests tools app.py benchmarks scripts
   echo "quick tier: skipping the vLLM-CPU, Unsloth-CPU, BFCL-official, browser, notebook, multi-process and SmolLM2 tests"
   # the tiers are markers (tests/conftest.py: TIERS); the quick tier is conftest's QUICK expression
   exec python -m pytest --durations=15 -m "not (browser or notebooks or engines or slow or gpu)" "$@"
@@ -42,5 +42,5 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
 fi
 . .venv/bin/activate
 # lint first (configured in pyproject.toml: pyflakes, pycodestyle, bugbear): a finding fails the run like a test
-python -m ruff check genenv_lab tests app.py benchmarks scripts
+python -m ruff check genenv_lab tests tools app.py benchmarks scripts
 python -m pytest --durations=15 "$@"

@@ -5,7 +5,7 @@ The page is opened first, on an empty runs folder; then the run is made beside i
 rendered plotly figures (``js-plotly-plot`` elements holding the figures' titles), and saves a screenshot
 (``lab.png`` in the test's tmp dir, path printed).
 
-Chromium is driven over the DevTools protocol (``genenv_lab.lab.browser``): the test waits in real time until the
+Chromium is driven over the DevTools protocol (``tools.browser``): the test waits in real time until the
 page is complete, then reads the DOM and takes the screenshot. (``--dump-dom`` with ``--virtual-time-budget`` also
 finds the figure, but its virtual clock does not wait for the server, so a screenshot taken that way can show the
 page before the data arrived.)
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from genenv_lab.lab.browser import CHROMIUM, Chromium
-from genenv_lab.lab.snapshots import free_port, served_lab, wait_http
+from tools.browser import CHROMIUM, Chromium
+from tools.snapshots import free_port, served_lab, wait_http
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="the browser test needs Debian's headless chromium "
                                                             "at /usr/bin/chromium (apt-get install -y chromium)")
@@ -95,12 +95,12 @@ def test_the_lab_shows_a_tiny_run_live_in_chromium(tmp_path):
 
 
 def test_snapshots_of_a_comparison_report_and_of_the_lab(tmp_path):
-    """``python -m genenv_lab.lab.snapshots`` (the docs' figures): the report's figure and the lab's difficulty
+    """``python -m tools.snapshots`` (the docs' figures): the report's figure and the lab's difficulty
     histogram and curves of one run, as PNGs of what Chromium shows, on a comparison made with the scripted fake."""
     from PIL import Image
 
     from genenv_lab.compare import compare_grid, variant_entries
-    from genenv_lab.lab.snapshots import main
+    from tools.snapshots import main
 
     from fakes import ScriptedBackend
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from genenv_lab.domains import DOMAINS
 from genenv_lab.domains.base import ParseResult
-from genenv_lab.domains.hostile import hostile_cases, random_hostile
+from tools.hostile import hostile_cases, random_hostile
 
 NAMES = sorted(DOMAINS)
 

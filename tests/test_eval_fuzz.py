@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from genenv_lab.domains.hostile import hostile_cases, random_hostile
+from tools.hostile import hostile_cases, random_hostile
 from genenv_lab.evaluation.common import ItemResult
 from genenv_lab.evaluation.runner import BENCHMARKS, get_benchmark, load_items, score_safely
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.skipif(importlib.util.find_spec("jupyterlab") is None,
                     reason="JupyterLab is not installed (scripts/test.sh installs the notebooks extra)")
 def test_notebooks_script_serves_jupyterlab(tmp_path):
-    from genenv_lab.lab.snapshots import free_port
+    from tools.snapshots import free_port
 
     port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg")}

@@ -1,4 +1,4 @@
-"""Rendered notebook pages that work offline (genenv_lab.offline_html): the rewrite itself, and the committed
+"""Rendered notebook pages that work offline (tools.offline_html): the rewrite itself, and the committed
 ``docs/notebooks`` pages opened in headless Chromium on a machine with no network."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from genenv_lab.offline_html import MARKER, PLOTLY_FILE, make_offline, rewrite, typeset
+from tools.offline_html import MARKER, PLOTLY_FILE, make_offline, rewrite, typeset
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = """<html><head><script src="https://cdnjs.cloudflare.com/ajax/libs/require.js/2.1.10/require.min.js"></script>
@@ -65,7 +65,7 @@ def test_committed_pages_are_offline_ones():
 
 
 def test_notebook_06_renders_figures_and_math_offline_in_chromium(tmp_path):
-    from genenv_lab.lab.browser import CHROMIUM, Chromium
+    from tools.browser import CHROMIUM, Chromium
 
     if not CHROMIUM.exists():
         pytest.skip("needs Debian's headless chromium at /usr/bin/chromium (apt-get install -y chromium)")

@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_readme_quotes_the_glance_caption_the_snapshot_script_wrote():
-    """README's caption under the glance figure is the text ``python -m genenv_lab.lab.snapshots`` computed from
+    """README's caption under the glance figure is the text ``python -m tools.snapshots`` computed from
     the run it names (``<run>-glance.md``), word for word."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"<!-- glance-caption: (\S+) -->\n\*(.*?)\*\n<!-- /glance-caption -->", readme, re.S)

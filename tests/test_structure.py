@@ -78,7 +78,7 @@ def test_no_import_cycle_in_the_package():
 LAYERS = [
     # 0. pure modules: types, math, bounded reading, small registries with no package imports
     ["genenv_lab.types", "genenv_lab.efficiency", "genenv_lab.curriculum", "genenv_lab.rwr", "genenv_lab.screening",
-     "genenv_lab.safe_io", "genenv_lab.distributed", "genenv_lab.trackers", "genenv_lab.offline_html",
+     "genenv_lab.safe_io", "genenv_lab.distributed", "genenv_lab.trackers",
      "genenv_lab.plots", "genenv_lab.dryrun", "genenv_lab.paired"],
     # 1. the benchmarks' scorers (pure: predictions in, scores out)
     ["genenv_lab.evaluation"],

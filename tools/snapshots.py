@@ -1,13 +1,13 @@
 """PNG snapshots of what a user sees: a comparison report and the lab's difficulty histogram of one run.
 
-    python -m genenv_lab.lab.snapshots --compare runs/cmp-demo --run cpu-demo_genenv-s0 --out docs/figures
+    python -m tools.snapshots --compare runs/cmp-demo --run cpu-demo_genenv-s0 --out docs/figures
 
 writes ``<out>/<compare>-report.png`` (the whole report) and ``<out>/<run>-glance.png``,
 ``<out>/<run>-difficulty.png`` and ``<out>/<run>-curves.png`` (the lab's "Curriculum at a glance", "Difficulty of
 generated tasks" and "Per-epoch curves" figures, taken from ``app.py`` serving a copy of the run in a temporary runs
 folder), with ``<out>/<run>-glance.md``: the glance figure's caption, its numbers computed from the same run
 (:func:`genenv_lab.lab.glance.caption`; the README quotes it). Both are drawn by headless Chromium
-(:mod:`genenv_lab.lab.browser`), so the PNG is the page a browser shows, not a re-rendering; plotly's own PNG export
+(:mod:`tools.browser`), so the PNG is the page a browser shows, not a re-rendering; plotly's own PNG export
 (kaleido) would need a second browser download. The docs' figures are made this way (docs/curriculum_cpu.md).
 """
 
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Iterator
 
 from .browser import Chromium
-from .glance import GLANCE_TITLE, caption, story_numbers
-from .runs import load_run
+from genenv_lab.lab.glance import GLANCE_TITLE, caption, story_numbers
+from genenv_lab.lab.runs import load_run
 
 APP = Path(__file__).resolve().parent.parent.parent / "app.py"
 

@@ -1,6 +1,6 @@
 """Executed notebooks as HTML pages that render without a network: plotly.js from one local file, math as MathML.
 
-    python -m genenv_lab.offline_html docs/notebooks/*.html
+    python -m tools.offline_html docs/notebooks/*.html
 
 ``jupyter nbconvert --to html`` writes pages that fetch plotly.js, require.js and MathJax from CDNs, so a page opened
 offline (or from a machine that blocks those hosts) shows every figure as a blank block and every formula as raw
@@ -26,7 +26,7 @@ import shutil
 from pathlib import Path
 
 PLOTLY_FILE = "plotly.min.js"
-MARKER = "<!-- genenv_lab.offline_html -->"
+MARKER = "<!-- genenv_lab.offline_html -->"  # the name it had when the committed pages were written
 
 _CDN_SCRIPT = re.compile(
     r"<script\b[^>]*\bsrc=\"https://(?:cdn\.plot\.ly|cdnjs\.cloudflare\.com/ajax/libs/(?:mathjax|require\.js))/"

@@ -1,6 +1,6 @@
 """Headless Chromium driven over the DevTools protocol, for screenshots of the lab and of comparison reports.
 
-Used by the browser test (``tests/test_app_browser.py``) and by :mod:`genenv_lab.lab.snapshots` (the docs'
+Used by the browser test (``tests/test_app_browser.py``) and by :mod:`tools.snapshots` (the docs'
 figures). Chromium is started with ``--remote-debugging-pipe``:
 NUL-terminated JSON messages on file descriptors 3 (commands) and 4 (replies), so no extra package (selenium,
 playwright) is needed. Written by hand because the DevTools client libraries all bring a browser download or an
