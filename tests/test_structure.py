@@ -142,3 +142,40 @@ def test_every_test_file_has_one_tier_and_the_quick_tier_is_its_marker_expressio
     assert all(re.search(rf'"{tier}: ', pyproject) for tier in TIERS)  # every tier a registered marker
     script = (PACKAGE.parent / "scripts" / "test.sh").read_text()
     assert f'-m "{QUICK}"' in script and "--ignore=" not in script
+
+
+def test_docs_architecture_names_every_module_on_its_floor():
+    """docs/architecture.md reads the house floor by floor: every module of the package is named there, with its
+    job, under the floor LAYERS puts it on (a new module, or one that moved floors, needs its line)."""
+    import re
+
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    floors = {int(m.group(1)): m.start() for m in re.finditer(r"^## Floor (\d+)", page, re.M)}
+    assert sorted(floors) == list(range(len(LAYERS))), "one section per floor of LAYERS, in order"
+    bounds = sorted(floors.values()) + [len(page)]
+    section = {n: page[bounds[i]:bounds[i + 1]] for i, n in enumerate(sorted(floors))}
+    modules = sorted(import_graph())
+    missing = [m for m in modules if f"- `{m}`" not in page]
+    assert not missing, f"docs/architecture.md does not name {missing}"
+    misplaced = [f"{m} (floor {layer_of(m)})" for m in modules if m != "genenv_lab"
+                 and f"- `{m}`" not in section[layer_of(m)]]
+    assert not misplaced, f"named under another floor than LAYERS says: {misplaced}"
+    named = set(re.findall(r"^- `(genenv_lab[\w.]*)`", page, re.M))
+    assert named <= set(modules), f"the page names modules that do not exist: {sorted(named - set(modules))}"
+
+
+def test_no_function_over_80_lines_and_no_module_over_500_outside_evaluation():
+    """What a maintainer can hold in view: functions of at most 80 lines anywhere in the package, modules of at most
+    500 lines outside the benchmark scorers (evaluation/, which follow the official checkers' own layout)."""
+    long_functions, long_modules = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        where = path.relative_to(PACKAGE.parent)
+        if "evaluation" not in path.parts and len(text.splitlines()) > 500:
+            long_modules.append(f"{where} ({len(text.splitlines())} lines)")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = node.end_lineno - node.lineno + 1
+                if size > 80:
+                    long_functions.append(f"{where}:{node.lineno} {node.name} ({size} lines)")
+    assert not long_functions and not long_modules, long_functions + long_modules
