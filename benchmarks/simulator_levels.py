@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     temperature = cfg.env.temperature if args.temperature is None else args.temperature
     print(f"{args.preset} ({cfg.loop.domain}), temperature {temperature}: level asked → valid, mean, levels written")
     for lvl in range(world.lowest + 1, world.highest + 1, 2):
-        stats = LineageStats(n_tasks=1, successes=round(alpha * g), rollouts=g, recent_p_hats=(alpha,),
+        stats = LineageStats(successes=round(alpha * g), rollouts=g,
                              recent=((domain.describe({"level": lvl}), alpha),))
         prompts = [domain.env_messages(domain.parse(world.task_at(rng, lvl)).spec, stats, alpha, k_min)
                    for _ in range(args.contexts)]

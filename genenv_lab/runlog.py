@@ -160,8 +160,7 @@ class RunWriter:
         mine = self.cfg.to_dict()
         for section in (saved, mine):  # a resumed run may be given more epochs; everything else must match
             section.get("loop", {}).pop("epochs", None)
-        saved_cmp, mine_cmp = saved, mine
-        if json.loads(json.dumps(saved_cmp)) != json.loads(json.dumps(mine_cmp)):
+        if json.loads(json.dumps(saved)) != json.loads(json.dumps(mine)):
             raise RunDirError(f"{self.dir} was started with another configuration; resume it with the same preset "
                               f"and options (see its {CONFIG}), or start a new --out")
         if (self.dir / STATE).is_file():

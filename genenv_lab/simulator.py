@@ -89,8 +89,7 @@ def lineage_stats(state: LoopState, root_id: str, cfg: RunConfig, domain: Domain
               and not math.isnan(t.p_hat)]
     successes = sum(round(t.p_hat * g) for t in recent)
     shown = tuple((domain.describe(t.spec.features), t.p_hat) for t in recent[-RECENT_SHOWN:]) if domain else ()
-    return LineageStats(n_tasks=len(recent), successes=successes, rollouts=len(recent) * g,
-                        recent_p_hats=tuple(t.p_hat for t in recent), recent=shown)
+    return LineageStats(successes=successes, rollouts=len(recent) * g, recent=shown)
 
 
 RECENT_SHOWN = 3

@@ -78,7 +78,7 @@ def test_messages_and_seeds():
         assert D.score(s.spec, D.reference_solution(s.spec)) == 1.0
         agent = D.agent_messages(s.spec)
         assert agent[1]["content"] == s.spec.question and s.spec.answer not in agent[1]["content"]
-    env = D.env_messages(seeds[0].spec, LineageStats(n_tasks=2, successes=1, rollouts=10), alpha=0.5)
+    env = D.env_messages(seeds[0].spec, LineageStats(successes=1, rollouts=10), alpha=0.5)
     assert seeds[0].spec.text in env[1]["content"] and "easier" in env[1]["content"]
 
 

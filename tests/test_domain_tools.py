@@ -110,7 +110,7 @@ def test_parallel_tasks_are_order_free():
 
 def test_messages():
     seed = D.seed_tasks()[0].spec
-    env = D.env_messages(seed, LineageStats(n_tasks=3, successes=9, rollouts=10), alpha=0.5)
+    env = D.env_messages(seed, LineageStats(successes=9, rollouts=10), alpha=0.5)
     assert env[0]["role"] == "system" and seed.text in env[1]["content"] and "harder" in env[1]["content"]
     agent = D.agent_messages(seed)
     assert seed.question in agent[1]["content"] and "get_" not in agent[0]["content"]

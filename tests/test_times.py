@@ -139,7 +139,7 @@ def test_world_env_levels_follow_the_hint_from_the_newest_recent_task_loosely():
 
 def test_env_context_states_the_runs_band_and_recent_tasks():
     seed = D.seed_tasks()[5].spec
-    stats = LineageStats(n_tasks=2, successes=9, rollouts=16, recent_p_hats=(0.5, 0.62),
+    stats = LineageStats(successes=9, rollouts=16,
                          recent=(("level 7", 0.5), ("level 9", 0.62)))
     user = D.env_messages(seed, stats, alpha=0.5, k_min=0.125)[1]["content"]
     assert "target band 0.38-0.62" in user and "Recent tasks: level 7: 0.50; level 9: 0.62." in user
@@ -190,7 +190,7 @@ def test_the_simulators_hint_and_the_worlds_teacher_use_the_rwr_filters_band(suc
 
     successes = min(successes, rollouts)
     rate = successes / rollouts
-    stats = LineageStats(n_tasks=1, successes=successes, rollouts=rollouts, recent_p_hats=(rate,))
+    stats = LineageStats(successes=successes, rollouts=rollouts)
     user = D.env_messages(D.seed_tasks()[0].spec, stats, alpha, k_min)[1]["content"]
     similar, harder, easier = D.difficulty_hints
     expected = similar if in_band(rate, alpha, k_min) else harder if rate > alpha else easier
@@ -201,5 +201,5 @@ def test_the_simulators_hint_and_the_worlds_teacher_use_the_rwr_filters_band(suc
 
 
 def test_a_rate_on_the_band_edge_in_floating_point_is_in_band_for_the_hint_too():
-    stats = LineageStats(n_tasks=1, successes=4, rollouts=5, recent_p_hats=(0.8,))
+    stats = LineageStats(successes=4, rollouts=5)
     assert D.difficulty_hints[0] in D.env_messages(D.seed_tasks()[0].spec, stats, 0.7, 0.1)[1]["content"]

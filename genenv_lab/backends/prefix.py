@@ -204,12 +204,9 @@ def prefill_shared(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
 
 
 @contextmanager
-def sharing_generate(model: Any, share: bool = True):
+def sharing_generate(model: Any):
     """Within the block, ``model.generate`` encodes each distinct prompt row once (:func:`generate_shared`): for a
     caller that calls ``generate`` itself (TRL's rollouts)."""
-    if not share:
-        yield model
-        return
     original = model.generate
     model.generate = lambda input_ids, attention_mask, **kw: generate_shared(model, input_ids, attention_mask,
                                                                             generate=original, **kw)
@@ -219,14 +216,14 @@ def sharing_generate(model: Any, share: bool = True):
         del model.generate  # the class's method again
 
 
-def generate_shared(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
-                    share: bool = True, generate=None, **generate_kwargs):
-    """``model.generate`` with each distinct prompt row encoded once (``share=False``: plain ``generate``).
+def generate_shared(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, generate=None,
+                    **generate_kwargs):
+    """``model.generate`` with each distinct prompt row encoded once.
 
     Rows must already be expanded (a prompt G times for G samples), as TRL passes them; sampling is whatever
     ``generate_kwargs`` say, unchanged. ``generate``: the method to call (default ``model.generate``)."""
     generate = generate or model.generate
-    cache = prefill_shared(model, input_ids, attention_mask) if share else None
+    cache = prefill_shared(model, input_ids, attention_mask)
     if cache is not None:
         causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
         generate_kwargs[_cache_name(causal_lm)] = cache

@@ -41,10 +41,8 @@ class SeedTask:
 class LineageStats:
     """Recent success statistics of one seed's lineage, shown to the simulator in its context."""
 
-    n_tasks: int = 0
     successes: int = 0
     rollouts: int = 0
-    recent_p_hats: tuple[float, ...] = ()
     recent: tuple[tuple[str, float], ...] = ()
     """(difficulty summary, p̂) of the lineage's most recent measured tasks, newest last (shown to the simulator)."""
 

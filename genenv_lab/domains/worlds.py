@@ -104,8 +104,7 @@ class LevelWorld:
             p_hats = [rng.randint(0, g) / g for _ in range(n)]
             levels = [rng.randint(self.lowest, self.highest) for _ in p_hats]
             recent = tuple((self.domain.describe({"level": lv}), p) for lv, p in zip(levels, p_hats))[-3:]
-            stats = LineageStats(n_tasks=n, successes=int(round(sum(p_hats) * g)), rollouts=n * g,
-                                 recent_p_hats=tuple(p_hats), recent=recent)
+            stats = LineageStats(successes=int(round(sum(p_hats) * g)), rollouts=n * g, recent=recent)
             if self.anchor == "newest":
                 anchor = levels[-1]
         messages = self.domain.env_messages(seed, stats, alpha, k_min)

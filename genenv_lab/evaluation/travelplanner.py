@@ -60,7 +60,6 @@ from ..safe_io import read_text
 SOURCES = ("OSU-NLP-Group/TravelPlanner (database/, train reference info, postprocess/example_evaluation.jsonl, "
            "finetuning_data/std_travelplanner.jsonl); queries with structured fields: HF dataset "
            "'osunlp/TravelPlanner'")
-PLAN_KEYS = ("days", "current_city", "transportation", "breakfast", "attraction", "lunch", "dinner", "accommodation")
 CHECKS = ("within_sandbox", "within_current_city", "diverse_restaurants", "diverse_attractions",
           "non_conflicting_transport", "minimum_nights", "reasonable_city_route", "complete_information")
 STRUCTURED_CHECKS = ("reasonable_city_route", "complete_information")
@@ -294,14 +293,6 @@ def _attractions(value: str) -> list[str]:
 def _days(question: dict | None, plan: list[dict]) -> list[dict]:
     n = question["days"] if question else sum(1 for d in plan if d)
     return [d if isinstance(d, dict) else {} for d in plan[:n]]
-
-
-def _day_cities(day: dict) -> list[str]:
-    cc = str(day.get("current_city", ""))
-    if "from" in cc:
-        a, b = _from_to(cc)
-        return [_before_paren(x) for x in (a, b) if x]
-    return [_before_paren(cc)]
 
 
 def check_within_sandbox(item: TravelItem, days: list[dict], sb: Sandbox) -> tuple[bool, str, int]:
