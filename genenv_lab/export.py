@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .domains.base import HELDOUT_REASON
+from .domains.base import HELDOUT_REASON, reply_prefill
 from .runlog import adapter_dir, committed_epochs, read_config, read_epochs
 
 METHOD = "https://arxiv.org/abs/2512.19682"
@@ -92,7 +92,7 @@ def generate(run_dir: str | Path, task_text: str, *, epoch: int | None = None, m
     (answer,), = backend.generate("agent", [messages], n=1, temperature=0.0,
                                   max_new_tokens=max_new_tokens or cfg.agent.max_completion_length)
     reward, error = domain.safe_score(spec, answer)
-    prefill = messages[-1]["content"] if messages[-1]["role"] == "assistant" else ""
+    prefill = reply_prefill(messages)
     return {"epoch": epoch, "question": spec.question, "answer": prefill + answer, "expected": spec.answer,
             "reward": reward, "error": error}
 

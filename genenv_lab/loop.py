@@ -50,6 +50,7 @@ from . import curriculum as cur
 from .backends.base import AgentPrompt, Backend
 from .backends.factory import check_engine, make_backend
 from .config import ConfigError, RunConfig
+from .seeds import epoch_seed
 from .domains import Domain, SeedTask, domain_of
 from .trackers import check_tracker, open_tracker, scalars
 from .dryrun import FRONTIER_KEY
@@ -74,14 +75,14 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
     ``generator`` writes the tasks when it is not the simulator itself (the ``offline_teacher`` baseline).
     """
     epoch = state.epoch + 1
-    rng = random.Random(cfg.loop.seed * 1_000_003 + epoch)
+    rng = random.Random(epoch_seed(cfg.loop.seed, epoch))
     timer = PhaseTimer()
     start = time.perf_counter()
 
     on_phase("generate")
     with timer("generate"):
         reference = generate_reference(state, backend, domain, seeds, cfg, epoch)
-        seed_torch(cfg.loop.seed * 1_000_003 + epoch)  # sampling differs per epoch and a resumed epoch replays it
+        seed_torch(epoch_seed(cfg.loop.seed, epoch))  # sampling differs per epoch and a resumed epoch replays it
         tasks = generate_tasks(state, generator or backend, domain, seeds, cfg, rng, epoch)
 
     screening, screen_outs = None, []

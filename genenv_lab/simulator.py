@@ -13,8 +13,10 @@ from typing import Sequence
 
 from .backends.base import Backend, EnvExample
 from .config import RunConfig
+from .seeds import epoch_seed
 from .distributed import processes
 from .domains import Domain, LineageStats, SeedTask
+from .domains.base import reply_prefill
 from .types import GeneratedTask, LoopState, TaskSpec
 
 
@@ -54,7 +56,7 @@ def generate_reference(state: LoopState, backend: Backend, domain: Domain, seeds
     random stream (that of "epoch 0") so that every variant of a comparison measures the same tasks for a seed."""
     if not cfg.loop.reference_tasks or state.epoch > 0 or state.reference:
         return []
-    seed_torch(cfg.loop.seed * 1_000_003)
+    seed_torch(epoch_seed(cfg.loop.seed, 0))
     n = cfg.env.n_variations
     parents = [(s.seed_id, s.seed_id, s.spec) for s in
                (list(seeds) * (cfg.loop.reference_tasks // len(seeds) + 1))][: math.ceil(cfg.loop.reference_tasks / n)]
@@ -110,7 +112,7 @@ def parse_generations(raw: list[list[str]], parents, contexts, domain: Domain, e
     tasks = []
     for i, ((parent_id, root_id, _), context, outs) in enumerate(zip(parents, contexts, raw)):
         for j, text in enumerate(outs):
-            text = prefill(context) + text
+            text = reply_prefill(context) + text
             parsed = domain.safe_parse(text)
             task = GeneratedTask(task_id=f"e{epoch:03d}-s{i:02d}-v{j:02d}", epoch=epoch, env_version=env_version,
                                  parent_id=parent_id, root_id=root_id, context=json.dumps(context), raw=text,
@@ -120,11 +122,6 @@ def parse_generations(raw: list[list[str]], parents, contexts, domain: Domain, e
                 task.question, task.answer, task.text, task.features = s.question, s.answer, s.text, dict(s.features)
             tasks.append(task)
     return tasks
-
-
-def prefill(messages: list[dict[str, str]]) -> str:
-    """The start of the reply a domain prefills as a final assistant message (``""`` when there is none)."""
-    return messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
 
 
 def contexts_by_id(tasks: list[GeneratedTask]) -> dict[str, list[dict[str, str]]]:
@@ -140,7 +137,7 @@ def env_update_batch(tasks: list[GeneratedTask], contexts: dict[str, list[dict[s
     out = []
     for t in tasks:
         if t.weight > 0:
-            start = prefill(contexts[t.task_id])
+            start = reply_prefill(contexts[t.task_id])
             target = t.text[len(start):] if start and t.text.startswith(start) else t.text
             out.append(EnvExample(contexts[t.task_id], target, t.weight))
     return out

@@ -42,6 +42,7 @@ import torch.nn.functional as F
 
 from ..config import RunConfig
 from ..distributed import processes
+from ..seeds import trainer_seed
 from ..models.loading import ADAPTERS, attach_adapters, load_base
 from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
@@ -114,7 +115,7 @@ class HFBackend:
         every later epoch's generations and rollouts replay the same random stream. The count is restored with the
         adapters, so a resumed run continues the same sequence of seeds."""
         self._grpo_calls += 1
-        return self.cfg.loop.seed * 100_003 + self._grpo_calls
+        return trainer_seed(self.cfg.loop.seed, self._grpo_calls)
 
     def optimizer(self, role: str) -> torch.optim.Optimizer:
         """The run-long AdamW of the adapter playing ``role`` (created on first use, over that adapter's LoRA

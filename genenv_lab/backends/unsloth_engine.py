@@ -58,7 +58,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import RunConfig
-from ..models.loading import ADAPTERS, lora_targets, resolve_model_dir
+from ..models.loading import ADAPTERS, lora_targets, prepare_tokenizer, resolve_model_dir
 from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
 from ..distributed import processes
@@ -290,14 +290,7 @@ class UnslothBackend(HFBackend):
                           "with transformers instead (slower)", stacklevel=2)
             torch.cuda.empty_cache()
             base, tokenizer = FastLanguageModel.from_pretrained(**kwargs)
-        self.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.chat_template is None:
-            from ..models.tiny import CHATML_TEMPLATE
-
-            self.tokenizer.chat_template = CHATML_TEMPLATE
+        self.tokenizer = prepare_tokenizer(getattr(tokenizer, "tokenizer", tokenizer))
         targets = lora_targets(base, m.target_modules)
         self.model = FastLanguageModel.get_peft_model(
             base, r=m.lora_r, lora_alpha=m.lora_alpha, lora_dropout=m.lora_dropout, target_modules=targets,

@@ -111,11 +111,9 @@ class VLLMGenerator:
                       gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, seed=seed, **llm_kwargs)
         self.llm = llm
         self.split_base_rows = _on_cpu() if split_base_rows is None else split_base_rows
-        self.tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
-        if getattr(self.tokenizer, "chat_template", None) is None:
-            from ..models.tiny import CHATML_TEMPLATE  # as load_base does for a model without a template
+        from ..models.loading import prepare_tokenizer  # as load_base prepares it
 
-            self.tokenizer.chat_template = CHATML_TEMPLATE
+        self.tokenizer = prepare_tokenizer(tokenizer if tokenizer is not None else llm.get_tokenizer())
         self._names: dict[str, str] = {}  # registered name -> adapter folder
         self._requests: dict[str, tuple[tuple[int, int], Any]] = {}  # folder -> (fingerprint, LoRARequest)
         self._next_id = 1

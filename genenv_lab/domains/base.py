@@ -37,6 +37,16 @@ class SeedTask:
     spec: TaskSpec
 
 
+def reply_prefill(messages) -> str:
+    """The start of the reply a domain prefilled as a final assistant message (``""`` when there is none): the
+    generation continues it, and the full reply is this plus the generated text.
+
+    >>> reply_prefill([{"role": "user", "content": "Q"}, {"role": "assistant", "content": "Task:"}])
+    'Task:'
+    """
+    return messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
+
+
 @dataclass(frozen=True)
 class LineageStats:
     """Recent success statistics of one seed's lineage, shown to the simulator in its context."""
@@ -145,7 +155,7 @@ class Domain:
         pairs = []
         for seed in self.seed_tasks():
             env = self.env_messages(seed.spec, LineageStats(), alpha)
-            start = env[-1]["content"] if env[-1]["role"] == "assistant" else ""
+            start = reply_prefill(env)
             pairs.append((env, seed.spec.text[len(start):] if seed.spec.text.startswith(start) else seed.spec.text))
             pairs.append((self.agent_messages(seed.spec), self.reference_solution(seed.spec)))
         return pairs

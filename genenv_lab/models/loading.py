@@ -146,6 +146,20 @@ def smollm2_dir() -> Path:
     return out
 
 
+def prepare_tokenizer(tokenizer):
+    """``tokenizer`` as every engine generates with it: a pad token (its end-of-sequence token when it has none),
+    left padding (a batch of prompts continues from aligned ends), and a chat template (ChatML when the model ships
+    none, as the tiny models do)."""
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    if getattr(tokenizer, "chat_template", None) is None:
+        from .tiny import CHATML_TEMPLATE
+
+        tokenizer.chat_template = CHATML_TEMPLATE
+    return tokenizer
+
+
 def load_base(name_or_path: str, *, dtype: str = "float32", seed: int = 0, format_corpus: Sequence[str] = (),
               tiny_warmup_steps: int = 0, world=None):
     """Load (model, tokenizer) for the hf engine; the tokenizer gets a pad token and left padding."""
@@ -153,14 +167,7 @@ def load_base(name_or_path: str, *, dtype: str = "float32", seed: int = 0, forma
 
     path = resolve_model_dir(name_or_path, seed=seed, format_corpus=format_corpus,
                              tiny_warmup_steps=tiny_warmup_steps, world=world)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "left"
-    if tokenizer.chat_template is None:
-        from .tiny import CHATML_TEMPLATE
-
-        tokenizer.chat_template = CHATML_TEMPLATE
+    tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(path))
     model = AutoModelForCausalLM.from_pretrained(path, dtype=_dtype(dtype))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model, tokenizer
