@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import curriculum as cur
+from .style import ALPHA_COLOUR, BAND_FILL
 
 
 def _grid(n: int = 201) -> list[float]:
@@ -34,9 +35,9 @@ def reward_shapes_figure(alpha: float = 0.5, beta: float = 2.0, k_min: float = 0
 
 
 def _band(fig: go.Figure, alpha: float, k_min: float) -> None:
-    fig.add_vrect(*cur.band_edges(alpha, k_min), fillcolor="green", opacity=0.12, line_width=0,
+    fig.add_vrect(*cur.band_edges(alpha, k_min), fillcolor=BAND_FILL, line_width=0,
                   annotation_text="band", annotation_position="top left")
-    fig.add_vline(x=alpha, line_dash="dash", line_color="green", annotation_text="α")
+    fig.add_vline(x=alpha, line_dash="dash", line_color=ALPHA_COLOUR, annotation_text="α")
 
 
 def band_resolution_frame(gs: Sequence[int] = (4, 5, 6, 8, 10, 16), alpha: float = 0.5,

@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from .. import curriculum as cur
 from ..dryrun import RAN_DRY_STEP_FRAC
+from ..style import BAND_FILL
 from .stats import dry_run_table, efficiency_table, paired_row_text, rollouts_to_reach_table, seed_differences
 from .table import REFERENCE_VARIANT, arm_of, band_residence, summarise
 
@@ -70,7 +71,7 @@ def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1
                             error_x=error_x, mode="lines+markers", name=label, legendgroup=label,
                             showlegend=(k == 0), line={"color": color}, row=row, col=col)
     for col in (1, 2):
-        fig.add_hrect(*cur.band_edges(alpha, k_min), fillcolor="green", opacity=0.1, line_width=0,
+        fig.add_hrect(*cur.band_edges(alpha, k_min), fillcolor=BAND_FILL, line_width=0,
                       row=2, col=col)
     for metric, x, _, row, col in REPORT_PANELS:
         fig.update_xaxes(title_text=X_TITLES[x], row=row, col=col)

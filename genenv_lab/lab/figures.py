@@ -20,16 +20,7 @@ from plotly.subplots import make_subplots
 from .. import curriculum as cur
 from .runs import RunData
 
-RUN_COLORS = ("#4263eb", "#f76707", "#0ca678", "#ae3ec9", "#e03131", "#1098ad", "#74b816", "#f59f00")
-
-
-BAND_FILL = "rgba(12, 166, 120, 0.13)"
-
-
-BAND_LINE = "#0ca678"
-
-
-TEMPLATE = "plotly_white"
+from ..style import ALPHA_COLOUR, BAND_FILL, BAND_LINE, RUN_COLORS, TEMPLATE  # noqa: F401 - re-exported
 
 
 FONT = dict(family="Inter, system-ui, -apple-system, Segoe UI, sans-serif", size=13, color="#343a40")
@@ -175,7 +166,8 @@ def difficulty_figure(runs: RunData | Sequence[RunData], *, height: int = 440) -
         return "" if run.alpha is None or run.k_min is None else f"α = {run.alpha:g} · band ±{run.k_min:g}"
 
     fig = make_subplots(rows=1, cols=len(runs), shared_yaxes=True, horizontal_spacing=0.06,
-                        subplot_titles=[f"{html.escape(r.name)}  <span style='color:#2b8a3e'>{band_label(r)}</span>"
+                        subplot_titles=[f"{html.escape(r.name)}  "
+                                        f"<span style='color:{ALPHA_COLOUR}'>{band_label(r)}</span>"
                                         for r in runs] if len(runs) > 1 else None)
     trace_epochs: list[int] = []
     for col, (run, levels, bars) in enumerate(panels, start=1):
@@ -207,10 +199,10 @@ def difficulty_figure(runs: RunData | Sequence[RunData], *, height: int = 440) -
             fig.add_vrect(x0=lo, x1=hi, fillcolor=BAND_FILL, line_width=0, layer="below", row=1, col=col)
             for edge in sorted({lo, hi}):
                 fig.add_vline(x=edge, line=dict(color=BAND_LINE, width=1, dash="dot"), row=1, col=col)
-            fig.add_vline(x=run.alpha, line=dict(color="#2b8a3e", width=2, dash="dash"), row=1, col=col)
+            fig.add_vline(x=run.alpha, line=dict(color=ALPHA_COLOUR, width=2, dash="dash"), row=1, col=col)
             if len(runs) == 1:
                 fig.add_annotation(x=run.alpha, y=1.0, xref="x", yref="y domain", yanchor="bottom",
-                                   showarrow=False, text=band_label(run), font=dict(color="#2b8a3e", size=12))
+                                   showarrow=False, text=band_label(run), font=dict(color=ALPHA_COLOUR, size=12))
     if len(all_epochs) > 1:
         steps = [dict(label="all", method="restyle",
                       args=[{"visible": [True if e in shown else "legendonly" for e in trace_epochs]}])]
@@ -313,7 +305,7 @@ def curves_figure(runs: Sequence[RunData], *, height: int = 1060) -> go.Figure:
     for alpha, k_min in sorted(bands):
         band = cur.band_edges(alpha, k_min)
         fig.add_hrect(*band, fillcolor=BAND_FILL, line_width=0, layer="below", row=1, col=1)
-        fig.add_hline(y=alpha, line=dict(color="#2b8a3e", width=1.5, dash="dash"), row=1, col=1)
+        fig.add_hline(y=alpha, line=dict(color=ALPHA_COLOUR, width=1.5, dash="dash"), row=1, col=1)
         fig.add_hrect(*band, fillcolor=BAND_FILL, line_width=0, layer="below", row=3, col=1)
     empty = [(2, 4, "no eval/* scores<br>in the records' extra")] if not has_eval else []
     empty += [(3 + panel // 4, panel % 4 + 1, "not in these records<br>(all null or absent)")

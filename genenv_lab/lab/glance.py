@@ -25,6 +25,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .. import curriculum as cur
+from ..style import ALPHA_COLOUR
 from .figures import BAND_FILL, BAND_LINE, RUN_COLORS, band_span, curves_frame, difficulty_bars, message_figure, style
 from .runs import RunData
 
@@ -124,7 +125,7 @@ def _heatmap(fig: go.Figure, run: RunData, col: int, scale: bool) -> bool:
         fig.add_shape(type="rect", x0=x0, x1=x1, y0=to_row(lo), y1=to_row(hi), line=dict(color=BAND_LINE, width=2),
                       fillcolor="rgba(0,0,0,0)", row=1, col=col)
         fig.add_annotation(x=x1, y=to_row(hi), xanchor="right", yanchor="bottom", showarrow=False,
-                           text=f"band: α = {run.alpha:g} ± {run.k_min:g}", font=dict(color="#2b8a3e", size=11),
+                           text=f"band: α = {run.alpha:g} ± {run.k_min:g}", font=dict(color=ALPHA_COLOUR, size=11),
                            row=1, col=col)
     return True
 
@@ -155,7 +156,7 @@ def glance_figure(runs: RunData | Sequence[RunData], *, height: int = 400) -> go
         if run.alpha is not None and run.k_min is not None:
             fig.add_hrect(*cur.band_edges(run.alpha, run.k_min), fillcolor=BAND_FILL, line_width=0, layer="below",
                           row=1, col=story_col)
-            fig.add_hline(y=run.alpha, line=dict(color="#2b8a3e", width=1.5, dash="dash"), row=1, col=story_col)
+            fig.add_hline(y=run.alpha, line=dict(color=ALPHA_COLOUR, width=1.5, dash="dash"), row=1, col=story_col)
             break
     for i, (run, story) in enumerate(zip(runs, stories)):
         color = RUN_COLORS[i % len(RUN_COLORS)] if len(runs) > 1 else None
