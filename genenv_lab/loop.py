@@ -33,6 +33,7 @@ log (:mod:`.rewards`), the epoch's statistics (:mod:`.epoch_stats`), what each b
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import shutil
@@ -63,7 +64,8 @@ from .rewards import RewardLog
 from .screening import Screening, screen
 from .simulator import contexts_by_id, env_update_batch, generate_reference, generate_tasks, seed_torch
 from .state import next_pool, restore_state
-from .types import Attempt, EpochRecord, EpochResult, GeneratedTask, LoopState, Measured, PoolTask, TaskSpec
+from .types import (Attempt, BatchTask, EpochRecord, EpochResult, GeneratedTask, LoopState, Measured, PoolTask,
+                    TaskSpec)
 
 
 # ------------------------------------------------------------------------------------------------ Algorithm 1
@@ -95,11 +97,11 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
     on_phase("rollouts + agent update")
     batch = agent_batch(fresh, state, seeds, cfg, rng)
     rewards = RewardLog(domain, batch)
-    agent_update = backend.grpo_step([AgentPrompt(t, domain.agent_messages(s)) for t, s, _ in batch], rewards)
+    agent_update = backend.grpo_step([AgentPrompt(b.task_id, domain.agent_messages(b.spec)) for b in batch], rewards)
     timer.seconds["rollouts"] = agent_update.rollout_s
     timer.seconds["agent_update"] = agent_update.update_s
 
-    measured = score_generations(tasks, fresh, rewards, cfg)
+    tasks, measured = score_generations(tasks, fresh, rewards, cfg)
     attempts = rewards.attempts(epoch, cfg.agent.success_threshold)
     consumed = consume(state, backend, rewards, attempts, screen_outs)
 
@@ -127,23 +129,24 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
 
 
 def fresh_tasks(tasks: list[GeneratedTask], state: LoopState, cfg: RunConfig,
-                rng: random.Random) -> list[tuple[str, TaskSpec, str]]:
+                rng: random.Random) -> list[BatchTask]:
     """The tasks whose p̂ this epoch measures: the new valid generations, or (fixed-set variants) ``budget`` tasks
     drawn from the fixed set."""
     if cfg.variant.fixed_set:
         fixed = fixed_set(tasks, state)
-        return [(tid, spec, "fixed") for tid, spec in rng.sample(fixed, min(cfg.budget, len(fixed)))]
-    return [(t.task_id, _spec(t), "generated") for t in tasks if t.valid]
+        return rng.sample(fixed, min(cfg.budget, len(fixed)))
+    return [BatchTask(t.task_id, _spec(t), "generated") for t in tasks if t.valid]
 
 
-def fixed_set(tasks: list[GeneratedTask], state: LoopState) -> list[tuple[str, TaskSpec]]:
+def fixed_set(tasks: list[GeneratedTask], state: LoopState) -> list[BatchTask]:
     """A fixed-set variant's tasks to draw from: the pool (the set written in epoch 1; ``online_filter``: less the
     tasks it used up) and, in epoch 1, the set just written."""
-    return [(t.task_id, t.spec) for t in state.pool] + [(t.task_id, _spec(t)) for t in tasks if t.valid]
+    return [BatchTask(t.task_id, t.spec, "fixed") for t in state.pool] + \
+        [BatchTask(t.task_id, _spec(t), "fixed") for t in tasks if t.valid]
 
 
 def screen_fresh(tasks: list[GeneratedTask], state: LoopState, backend: Backend, domain: Domain, cfg: RunConfig,
-                 rng: random.Random) -> tuple[list[tuple[str, TaskSpec, str]], Screening, list[list[str]]]:
+                 rng: random.Random) -> tuple[list[BatchTask], Screening, list[list[str]]]:
     """``online_filter``'s fresh tasks: the fixed set in a random order, screened by G sampled agent rollouts per
     candidate without an update (as :func:`measure_reference` measures), in rounds, until ``budget`` tasks at
     0 < p̂ < 1 are found or ``loop.screen_factor × budget`` candidates are screened (:func:`.screening.screen`,
@@ -151,61 +154,60 @@ def screen_fresh(tasks: list[GeneratedTask], state: LoopState, backend: Backend,
     (they count as agent rollouts). The order comes from the epoch's random stream and the rollouts from its torch
     seed, so a resumed epoch screens as the uninterrupted one did."""
     fixed = fixed_set(tasks, state)
-    specs = dict(fixed)
-    order = [tid for tid, _ in rng.sample(fixed, len(fixed))]
+    by_id = {b.task_id: b for b in fixed}
+    order = [b.task_id for b in rng.sample(fixed, len(fixed))]
     outs: list[list[str]] = []
 
     def measure(ids):
-        p_hats, completions = sample_p_hats(backend, domain, [specs[i] for i in ids], cfg)
+        p_hats, completions = sample_p_hats(backend, domain, [by_id[i].spec for i in ids], cfg)
         outs.extend(completions)
         return p_hats
 
     screening = screen(order, measure, cfg.budget, cfg.budget * cfg.loop.screen_factor)
-    return [(tid, specs[tid], "fixed") for tid in screening.batch], screening, outs
+    return [by_id[tid] for tid in screening.batch], screening, outs
 
 
-def agent_batch(fresh: list[tuple[str, TaskSpec, str]], state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig,
-                rng: random.Random) -> list[tuple[str, TaskSpec, str]]:
-    """(task_id, spec, source) rows: fresh tasks, replay from the pool, base seeds, padded with seeds."""
+def agent_batch(fresh: list[BatchTask], state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig,
+                rng: random.Random) -> list[BatchTask]:
+    """The agent's batch: fresh tasks, replay from the pool, base seeds, padded with seeds."""
     batch = list(fresh)
-    taken = {task_id for task_id, _, _ in fresh}
+    taken = {b.task_id for b in fresh}
     candidates = [t for t in state.pool if t.task_id not in taken]
     replay = rng.sample(candidates, min(cfg.agent.replay_size, len(candidates)))
-    batch += [(t.task_id, t.spec, "replay") for t in replay]
+    batch += [BatchTask(t.task_id, t.spec, "replay") for t in replay]
     seed_order = rng.sample(list(seeds), len(seeds))
     n_seeds = cfg.agent.base_seeds
     step = cfg.agent.prompts_per_step
     while (len(batch) + n_seeds) % step or len(batch) + n_seeds == 0:
         n_seeds += 1
-    batch += [(s.seed_id, s.spec, "seed") for s in (seed_order * (n_seeds // len(seeds) + 1))[:n_seeds]]
+    batch += [BatchTask(s.seed_id, s.spec, "seed") for s in (seed_order * (n_seeds // len(seeds) + 1))[:n_seeds]]
     seen: dict[str, int] = {}
     unique = []
-    for task_id, spec, source in batch:  # a seed drawn twice gets a distinct id per occurrence
-        seen[task_id] = seen.get(task_id, 0) + 1
-        unique.append((task_id if seen[task_id] == 1 else f"{task_id}#{seen[task_id]}", spec, source))
+    for b in batch:  # a seed drawn twice gets a distinct id per occurrence
+        seen[b.task_id] = seen.get(b.task_id, 0) + 1
+        unique.append(b if seen[b.task_id] == 1 else dataclasses.replace(b, task_id=f"{b.task_id}#{seen[b.task_id]}"))
     return unique
 
 
-def score_generations(tasks: list[GeneratedTask], fresh: list[tuple[str, TaskSpec, str]], rewards: RewardLog,
-                      cfg: RunConfig) -> dict[str, Measured]:
-    """p̂, R_env and band membership of every fresh task; RWR weights of this epoch's in-band generations
-    (``genenv`` only: the baselines never update the simulator)."""
+def score_generations(tasks: list[GeneratedTask], fresh: list[BatchTask], rewards: RewardLog,
+                      cfg: RunConfig) -> tuple[list[GeneratedTask], dict[str, Measured]]:
+    """p̂, R_env and band membership of every fresh task, and the epoch's generations with them (copies: ``tasks``
+    is left as it was); the in-band generations carry their RWR weights (``genenv`` only: the baselines never update
+    the simulator)."""
     c = cfg.curriculum
     measured = {}
-    for task_id, _, _ in fresh:
-        rs = rewards.rewards(task_id)
+    for b in fresh:
+        rs = rewards.rewards(b.task_id)
         if rs:
             p = cur.success_rate(rs, cfg.agent.success_threshold)
-            measured[task_id] = Measured(p, cur.env_reward(p, c.alpha, c.beta, c.shape),
-                                         cur.in_band(p, c.alpha, c.k_min))
-    for t in tasks:
-        if t.task_id in measured:
-            m = measured[t.task_id]
-            t.p_hat, t.env_reward, t.in_band = m.p_hat, m.env_reward, m.in_band
-    kept = [t for t in tasks if t.in_band] if cfg.variant.trains_env else []
-    for t, w in zip(kept, cur.rwr_weights([t.env_reward for t in kept], c.rwr_lambda)):
-        t.weight = w
-    return measured
+            measured[b.task_id] = Measured(p, cur.env_reward(p, c.alpha, c.beta, c.shape),
+                                           cur.in_band(p, c.alpha, c.k_min))
+    scored = [dataclasses.replace(t, p_hat=m.p_hat, env_reward=m.env_reward, in_band=m.in_band)
+              if (m := measured.get(t.task_id)) else t for t in tasks]
+    kept = [i for i, t in enumerate(scored) if t.in_band] if cfg.variant.trains_env else []
+    for i, w in zip(kept, cur.rwr_weights([scored[i].env_reward for i in kept], c.rwr_lambda)):
+        scored[i] = dataclasses.replace(scored[i], weight=w)
+    return scored, measured
 
 
 def aggregate(state: LoopState, tasks: list[GeneratedTask], measured: dict[str, Measured], epoch: int,

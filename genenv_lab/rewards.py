@@ -8,17 +8,17 @@ from typing import Sequence
 
 from . import curriculum as cur
 from .domains import Domain
-from .types import Attempt, TaskSpec
+from .types import Attempt, BatchTask
 
 
 class RewardLog:
     """The GRPO reward function: scores completions with the domain and records them per task id."""
 
-    def __init__(self, domain: Domain, batch: list[tuple[str, TaskSpec, str]]):
+    def __init__(self, domain: Domain, batch: Sequence[BatchTask]):
         self.domain = domain
-        self.specs = {task_id: spec for task_id, spec, _ in batch}
-        self.sources = {task_id: source for task_id, _, source in batch}
-        self.prompts = {task_id: _render(domain.agent_messages(spec)) for task_id, spec, _ in batch}
+        self.specs = {b.task_id: b.spec for b in batch}
+        self.sources = {b.task_id: b.source for b in batch}
+        self.prompts = {b.task_id: _render(domain.agent_messages(b.spec)) for b in batch}
         self.records: dict[str, list[tuple[str, float]]] = {t: [] for t in self.specs}
         self.score_errors = 0
         """Completions whose scorer raised (or returned a reward outside [0, 1]): scored 0, counted."""

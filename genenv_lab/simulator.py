@@ -6,6 +6,7 @@ untrained simulator writes once, and the weighted batch of in-band generations f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -17,7 +18,7 @@ from .seeds import epoch_seed
 from .distributed import processes
 from .domains import Domain, LineageStats, SeedTask
 from .domains.base import reply_prefill
-from .types import GeneratedTask, LoopState, TaskSpec
+from .types import GeneratedTask, LoopState, Parent
 
 
 def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
@@ -31,7 +32,7 @@ def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: 
             return []
         per_seed = cfg.env.static_variations if v.fixed_set == "untrained" else math.ceil(
             cfg.env.teacher_data_multiplier * cfg.loop.epochs * cfg.budget / len(seeds))
-        parents = [(s.seed_id, s.seed_id, s.spec) for s in seeds]
+        parents = [Parent(s.seed_id, s.seed_id, s.spec) for s in seeds]
         n = per_seed
     elif v.one_variation_each:
         parents, n = choose_parents(state, seeds, cfg, rng, count=cfg.budget), 1
@@ -58,28 +59,25 @@ def generate_reference(state: LoopState, backend: Backend, domain: Domain, seeds
         return []
     seed_torch(epoch_seed(cfg.loop.seed, 0))
     n = cfg.env.n_variations
-    parents = [(s.seed_id, s.seed_id, s.spec) for s in
+    parents = [Parent(s.seed_id, s.seed_id, s.spec) for s in
                (list(seeds) * (cfg.loop.reference_tasks // len(seeds) + 1))][: math.ceil(cfg.loop.reference_tasks / n)]
     contexts = build_env_contexts(parents, LoopState(), domain, cfg)
     raw = backend.generate("env", contexts, n=n, **env_sampling(cfg, domain))
     tasks = parse_generations(raw, parents, contexts, domain, epoch, 0)[: cfg.loop.reference_tasks]
-    for t in tasks:
-        t.task_id = "ref-" + t.task_id
-    return tasks
+    return [dataclasses.replace(t, task_id="ref-" + t.task_id) for t in tasks]
 
 
 def choose_parents(state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig, rng: random.Random,
-                   count: int | None = None) -> list[tuple[str, str, TaskSpec]]:
-    """(parent_id, root_id, spec) for this epoch's seeds: base seeds, every other one from the pool when it has
-    tasks."""
+                   count: int | None = None) -> list[Parent]:
+    """This epoch's parents: base seeds, every other one from the pool when it has tasks."""
     out = []
     for k in range(cfg.env.seeds_per_epoch if count is None else count):
         if state.pool and k % 2 == 1:
             t = rng.choice(state.pool)
-            out.append((t.task_id, t.root_id, t.spec))
+            out.append(Parent(t.task_id, t.root_id, t.spec))
         else:
             s = rng.choice(seeds)
-            out.append((s.seed_id, s.seed_id, s.spec))
+            out.append(Parent(s.seed_id, s.seed_id, s.spec))
     return out
 
 
@@ -98,29 +96,29 @@ RECENT_SHOWN = 3
 """Recent tasks of a lineage listed in the simulator's context."""
 
 
-def build_env_contexts(parents, state: LoopState, domain: Domain, cfg: RunConfig) -> list[list[dict[str, str]]]:
+def build_env_contexts(parents: Sequence[Parent], state: LoopState, domain: Domain,
+                       cfg: RunConfig) -> list[list[dict[str, str]]]:
     """Seed task + lineage statistics (``filter_only``: no statistics, as in the authors' release)."""
     blind = not cfg.variant.shows_statistics
     c = cfg.curriculum
-    return [domain.env_messages(spec, LineageStats() if blind else lineage_stats(state, root, cfg, domain),
-                                c.alpha, c.k_min) for _, root, spec in parents]
+    return [domain.env_messages(p.spec, LineageStats() if blind else lineage_stats(state, p.root_id, cfg, domain),
+                                c.alpha, c.k_min) for p in parents]
 
 
-def parse_generations(raw: list[list[str]], parents, contexts, domain: Domain, epoch: int,
+def parse_generations(raw: list[list[str]], parents: Sequence[Parent], contexts, domain: Domain, epoch: int,
                       env_version: int) -> list[GeneratedTask]:
     """Every generation becomes a GeneratedTask: valid with its spec, or rejected with the domain's reason."""
     tasks = []
-    for i, ((parent_id, root_id, _), context, outs) in enumerate(zip(parents, contexts, raw)):
+    for i, (parent, context, outs) in enumerate(zip(parents, contexts, raw)):
         for j, text in enumerate(outs):
             text = reply_prefill(context) + text
             parsed = domain.safe_parse(text)
-            task = GeneratedTask(task_id=f"e{epoch:03d}-s{i:02d}-v{j:02d}", epoch=epoch, env_version=env_version,
-                                 parent_id=parent_id, root_id=root_id, context=json.dumps(context), raw=text,
-                                 valid=parsed.valid, reject_reason=parsed.reason)
-            if parsed.valid:
-                s = parsed.spec
-                task.question, task.answer, task.text, task.features = s.question, s.answer, s.text, dict(s.features)
-            tasks.append(task)
+            s = parsed.spec if parsed.valid else None
+            found = dict(question=s.question, answer=s.answer, text=s.text, features=dict(s.features)) if s else {}
+            tasks.append(GeneratedTask(task_id=f"e{epoch:03d}-s{i:02d}-v{j:02d}", epoch=epoch,
+                                       env_version=env_version, parent_id=parent.parent_id, root_id=parent.root_id,
+                                       context=json.dumps(context), raw=text, valid=parsed.valid,
+                                       reject_reason=parsed.reason, **found))
     return tasks
 
 

@@ -31,8 +31,31 @@ class TaskSpec:
     """Difficulty features (domain-specific, e.g. operand count, digits, operators)."""
 
 
-@dataclass
+@dataclass(frozen=True)
+class Parent:
+    """A task the simulator writes variations of this epoch: its id (a seed's or an earlier generation's), the base
+    seed of its lineage, and its spec."""
+
+    parent_id: str
+    root_id: str
+    spec: TaskSpec
+
+
+@dataclass(frozen=True)
+class BatchTask:
+    """One task of the agent's GRPO batch: its id (unique in the batch), its spec, and where it came from
+    (``generated``, ``fixed``, ``replay`` or ``seed``)."""
+
+    task_id: str
+    spec: TaskSpec
+    source: str
+
+
+@dataclass(frozen=True)
 class GeneratedTask:
+    """One generation of the simulator, valid or rejected, with what the epoch measured of it (p̂, R_env, band,
+    RWR weight: set by copying, :func:`dataclasses.replace`, never by assignment)."""
+
     task_id: str
     epoch: int
     env_version: int

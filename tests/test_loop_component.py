@@ -448,3 +448,28 @@ def test_a_full_disk_during_the_adapter_save_is_one_line_and_loses_no_epoch(cfg,
     assert sorted(p.name for p in (out / "adapters").iterdir()) == ["epoch_001"]
     records = list(run(cfg.replace(loop={"epochs": 3}), out, backend=ScriptedBackend(), resume=True, progress=False))
     assert [r.epoch for r in records] == [2, 3] and [r["epoch"] for r in read_epochs(out)] == [1, 2, 3]
+
+
+def test_an_epoch_leaves_its_inputs_unchanged_and_its_rows_are_frozen(cfg):
+    """No step changes what it was given: the state, the seeds and the generated tasks are the same after an epoch
+    (the epoch's generations are scored by copying), and the rows that cross the steps are frozen records."""
+    import copy
+    import dataclasses
+
+    from genenv_lab.loop import run_epoch
+    from genenv_lab.state import LoopState
+    from genenv_lab.types import BatchTask, GeneratedTask, Parent
+
+    domain = get_domain(cfg.loop.domain)
+    seeds = domain.seed_tasks()
+    backend = ScriptedBackend(num_generations=cfg.agent.num_generations)
+    state, _ = run_epoch(LoopState(), backend, domain, seeds, cfg)  # a pool and statistics to read
+    before_state, before_seeds = copy.deepcopy(state), copy.deepcopy(seeds)
+    new_state, result = run_epoch(state, backend, domain, seeds, cfg)
+    assert state == before_state and seeds == before_seeds
+    assert new_state is not state and new_state.epoch == state.epoch + 1
+    assert any(t.weight > 0 for t in result.tasks)  # scored copies carry what the epoch measured
+    for cls in (GeneratedTask, BatchTask, Parent):
+        assert cls.__dataclass_params__.frozen, cls
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.tasks[0].p_hat = 0.5
