@@ -481,7 +481,8 @@ def launch(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int | None = 7860,
     (:mod:`genenv_lab.lab.origin`: a page on another site could otherwise start runs through a visitor's browser)."""
     from starlette.middleware import Middleware
 
-    app_kwargs = {"middleware": [Middleware(SameOriginWrites, share=share)], **kwargs.pop("app_kwargs", {})}
+    guard = Middleware(SameOriginWrites, share=share, loopback_only=not exposed(host))
+    app_kwargs = {"middleware": [guard], **kwargs.pop("app_kwargs", {})}
     # the lab has no upload component: Gradio's upload route still takes files, so bound it (round 4, failure 16)
     return demo.launch(server_name=host, server_port=port, share=share, theme=theme(), css=CSS,
                        ssr_mode=False, footer_links=["api"], max_file_size=MAX_UPLOAD, app_kwargs=app_kwargs,

@@ -124,6 +124,14 @@ def test_a_write_from_another_sites_page_is_refused_and_the_labs_own_page_is_ser
     for origin in (f"http://127.0.0.1:{port}", f"http://localhost:{port}", None):
         assert post(origin).status_code == 200, origin
     assert httpx.get(url, headers={"Origin": "http://evil.example"}, timeout=30).status_code == 200  # reads pass
+    # round 5: DNS rebinding. A page whose own name now resolves to 127.0.0.1 sends matching Host and Origin; a lab
+    # bound to loopback answers loopback names only, reads included
+    rebound = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+    join = httpx.post(url + "gradio_api/queue/join", headers=rebound, timeout=30,
+                      json={"data": ["syn"], "fn_index": 1, "session_hash": "abc123"})
+    assert join.status_code == 403 and "DNS rebinding" in join.text
+    assert httpx.get(url, headers={"Host": f"evil.example:{port}"}, timeout=30).status_code == 403
+    assert httpx.get(url, headers={"Host": f"localhost:{port}"}, timeout=30).status_code == 200
 
 
 def test_a_file_named_like_the_start_notes_folder_is_one_refusal(tmp_path):

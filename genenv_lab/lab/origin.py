@@ -6,8 +6,10 @@ CORS preflight, and the reply need not be readable for the request to act), and 
 browser always says where such a request comes from in ``Origin``; a request from the lab's own page carries the
 lab's own host there, and tools that are not browsers (``gradio_client``, ``curl``) send none. So a request whose
 method can change state (not GET, HEAD or OPTIONS) and whose ``Origin`` names a host other than the one it was sent
-to is refused. Loopback names count as one host (a page opened as ``localhost`` posting to ``127.0.0.1``), and with
-a public share link, the tunnel's own hosts (``*.gradio.live``) count as the lab's.
+to is refused. A page can also re-point its own name at 127.0.0.1 (DNS rebinding), so that its ``Origin`` and the
+``Host`` it sends agree; a lab bound to loopback therefore answers only requests addressed to a loopback name.
+Loopback names count as one host (a page opened as ``localhost`` posting to ``127.0.0.1``), and with a public share
+link, the tunnel's own hosts (``*.gradio.live``) count as the lab's.
 
 Starlette's ``CORSMiddleware`` (which Gradio installs) only decides which replies a browser may read; it lets the
 request itself through, which is why this check is written here.
@@ -60,24 +62,57 @@ def same_site(origin: str, host_header: str, *, scheme: str = "http", share: boo
     return bool(o_host) and (o_host, o_port) == (h_host, h_port)
 
 
-class SameOriginWrites:
-    """ASGI middleware: :func:`same_site` applied to every HTTP request that can change state; a refused one gets
-    403 with one sentence, and nothing behind the middleware runs."""
+def host_allowed(host_header: str, loopback_only: bool, share: bool = False) -> bool:
+    """Whether a request addressed to ``host_header`` may reach a lab bound to loopback (``loopback_only``): only
+    under a loopback name (``localhost``, ``127.0.0.1``, ``::1``), or a share link's host. A page whose own name was
+    re-pointed at 127.0.0.1 (DNS rebinding) addresses the lab by that name, and its ``Origin`` then matches its
+    ``Host``: this is the check that refuses it. A lab bound to another address takes every host name (it was
+    exposed on purpose, with the warning ``app.py`` prints).
 
-    def __init__(self, app: Callable[..., Awaitable[Any]], share: bool = False):
-        self.app, self.share = app, share
+    >>> host_allowed("127.0.0.1:7860", True), host_allowed("evil.example:7860", True)
+    (True, False)
+    """
+    if not loopback_only:
+        return True
+    name, _ = _host_port(host_header, None)
+    return name in LOOPBACK or (share and name.endswith(SHARE_SUFFIX))
+
+
+def _refuse(body: str):
+    data = body.encode()
+    return [{"type": "http.response.start", "status": 403,
+             "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                         (b"content-length", str(len(data)).encode())]},
+            {"type": "http.response.body", "body": data}]
+
+
+class SameOriginWrites:
+    """ASGI middleware: every request's ``Host`` must be one the lab answers to (:func:`host_allowed`), and every
+    request that can change state passes :func:`same_site`; a refused one gets 403 with one sentence, and nothing
+    behind the middleware runs."""
+
+    def __init__(self, app: Callable[..., Awaitable[Any]], share: bool = False, loopback_only: bool = False):
+        self.app, self.share, self.loopback_only = app, share, loopback_only
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if scope.get("type") == "http" and scope.get("method", "GET").upper() not in SAFE_METHODS:
+        if scope.get("type") in ("http", "websocket"):
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
-            origin = headers.get("origin")
-            if origin is not None and not same_site(origin, headers.get("host", ""),
-                                                    scheme=scope.get("scheme", "http"), share=self.share):
-                body = (f"cross-site request refused: a page at {origin[:200]} may not act on the lab "
-                        "(open the lab's own page, or call it without a browser)").encode()
-                await send({"type": "http.response.start", "status": 403,
-                            "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                        (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+            host, origin = headers.get("host", ""), headers.get("origin")
+            refusal = None
+            if not host_allowed(host, self.loopback_only, self.share):
+                refusal = (f"request to host {host[:200]!r} refused: this lab answers on this machine's loopback "
+                           "names only (localhost, 127.0.0.1); a page re-pointing its own name here (DNS "
+                           "rebinding) is refused")
+            elif (scope["type"] == "websocket" or scope.get("method", "GET").upper() not in SAFE_METHODS) \
+                    and origin is not None and not same_site(origin, host, scheme=scope.get("scheme", "http"),
+                                                             share=self.share):
+                refusal = (f"cross-site request refused: a page at {origin[:200]} may not act on the lab "
+                           "(open the lab's own page, or call it without a browser)")
+            if refusal is not None:
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                for message in _refuse(refusal):
+                    await send(message)
                 return
         await self.app(scope, receive, send)
