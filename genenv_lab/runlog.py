@@ -180,6 +180,13 @@ class RunWriter:
                                   "start a new --out")
             state = {}
         last = state_count(state, "last_complete_epoch", self.dir)
+        ahead = self._last_epoch_on_disk()
+        if ahead > last + 1:  # a kill leaves at most the epoch in flight past the marker; more is a damaged state
+            raise RunDirError(f"{self.dir / STATE} says {last} epoch(s) are complete but the folder holds epochs up "
+                              f"to {ahead}; a crash leaves at most one epoch past state.json, so the state is "
+                              "damaged and nothing was changed. Set last_complete_epoch to the last epoch of "
+                              "epochs.jsonl whose adapters/epoch_NNN folder exists, then --resume, or start a new "
+                              "--out")
         env_version = state_count(state, "env_version", self.dir)
         before = state.get("world_size", 1)
         if last and before != self.world_size:
@@ -212,6 +219,15 @@ class RunWriter:
             leftover.unlink()
         self._write_state("running", env_version=env_version, last=last)
         return last
+
+    def _last_epoch_on_disk(self) -> int:
+        """The highest epoch anything in the folder was written for: a record of epochs.jsonl, a table file, an
+        adapters/epoch_NNN folder (0 when none)."""
+        epochs = [r["epoch"] for r in read_epochs(self.dir)]
+        epochs += [epoch for name in TABLES for epoch, _ in table_files(self.dir, name)]
+        folders = (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []
+        epochs += [int(f.name[6:]) for f in folders if f.name[6:].isdigit()]
+        return max(epochs, default=0)
 
     def _committed_files(self) -> list[str]:
         """What in the folder an epoch commits (records, table files, adapters, the reference tasks), by name."""

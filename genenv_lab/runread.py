@@ -73,7 +73,17 @@ def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
         lines = text.split("\n")  # JSON Lines ends a line at \n only (a JSON string may hold U+2028 raw)
     except ValueError as exc:  # not UTF-8, not a regular file, too large
         raise RunDirError(f"{path} cannot be read ({exc}); the run directory is corrupt") from None
-    return parse_epoch_lines(lines[:-1] if lines[-1] == "" else lines, path)
+    return consecutive(parse_epoch_lines(lines[:-1] if lines[-1] == "" else lines, path), path)
+
+
+def consecutive(records: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
+    """``records`` if their epochs run 1, 2, 3, … (the writer appends one record per epoch, in order); else a
+    :class:`RunDirError` naming the first out of place (a duplicated or missing epoch is a damaged file)."""
+    for i, record in enumerate(records, 1):
+        if record["epoch"] != i:
+            raise RunDirError(f"{path}: record {i} is epoch {record['epoch']}, not {i} (epochs run 1, 2, 3, ... "
+                              "once each); the run directory is corrupt")
+    return records
 
 
 EPOCHS_LIMIT = 256 * MB

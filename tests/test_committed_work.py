@@ -3,6 +3,7 @@ in one line, whatever was removed or damaged (reliability round 4, failures 1 an
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -71,6 +72,31 @@ def test_resume_refuses_a_state_json_that_does_not_say_what_is_committed(finishe
     (run_dir / "state.json").write_text(state)
     before = _snapshot(run_dir)
     with pytest.raises(RunDirError, match="last_complete_epoch"):
+        _resume(run_dir, entries)
+    assert _snapshot(run_dir) == before
+
+
+def test_resume_refuses_a_state_behind_more_than_the_epoch_in_flight(finished, tmp_path):
+    """Round 5: ``"last_complete_epoch": 0`` over two committed epochs retrained both, exit 0. A kill leaves at most
+    the epoch in flight past state.json; a state further behind is damaged, refused, and nothing changes."""
+    _, run_dir, entries = _copy(finished, tmp_path)
+    state = json.loads((run_dir / "state.json").read_text())
+    (run_dir / "state.json").write_text(json.dumps(state | {"last_complete_epoch": EPOCHS - 2}))
+    before = _snapshot(run_dir)
+    with pytest.raises(RunDirError, match=f"says {EPOCHS - 2} epoch.*holds epochs up to {EPOCHS}"):
+        _resume(run_dir, entries)
+    assert _snapshot(run_dir) == before
+
+
+def test_an_epochs_file_that_repeats_an_epoch_is_refused(finished, tmp_path):
+    """Round 5: line 2's epoch set to 1 was resumed over (the records ran 1, 1, ...); the records must run 1, 2, 3
+    once each."""
+    _, run_dir, entries = _copy(finished, tmp_path)
+    lines = (run_dir / "epochs.jsonl").read_text().splitlines()
+    lines[1] = json.dumps(json.loads(lines[1]) | {"epoch": 1})
+    (run_dir / "epochs.jsonl").write_text("\n".join(lines) + "\n")
+    before = _snapshot(run_dir)
+    with pytest.raises(RunDirError, match="record 2 is epoch 1, not 2"):
         _resume(run_dir, entries)
     assert _snapshot(run_dir) == before
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runfiles import EPOCHS, RunDirError
-from ..runread import EPOCHS_LIMIT, parse_epoch_lines
+from ..runread import EPOCHS_LIMIT, consecutive, parse_epoch_lines
 from ..safe_io import MB
 
 HEAD = 4096
@@ -120,4 +120,4 @@ def read_epochs_appended(run_dir: str | Path) -> list[dict[str, Any]]:
         _KEPT.move_to_end(path)
         while len(_KEPT) > KEPT_FILES:
             _KEPT.popitem(last=False)
-    return list(records) + tail
+    return consecutive(list(records) + tail, path)
