@@ -2,8 +2,8 @@
 data order, and each GRPO call's trainer. Distinct streams use strides that no run's epochs or calls reach, so two
 streams of one run, or one stream of two seeds, never share a seed. Resuming an epoch replays its stream.
 
->>> epoch_seed(0, 3), epoch_seed(2, 0), trainer_seed(1, 5)
-(3, 2000006, 100008)
+>>> epoch_seed(0, 3), epoch_seed(2, 0), trainer_seed(1, 5), trainer_seed(2**32 - 1, 1) < 2**32
+(3, 2000006, 100008, True)
 """
 
 from __future__ import annotations
@@ -22,5 +22,6 @@ def epoch_seed(run_seed: int, epoch: int) -> int:
 
 def trainer_seed(run_seed: int, call: int) -> int:
     """The seed of the ``call``-th GRPO trainer of a run (TRL's Trainer re-seeds every RNG when it is built: one
-    fixed seed would replay the same stream every epoch)."""
-    return run_seed * TRAINER_STRIDE + call
+    fixed seed would replay the same stream every epoch), below 2**32 as numpy requires (a run seed above 42,948
+    passed that bound and failed at its first agent update; below it the numbers are unchanged)."""
+    return (run_seed * TRAINER_STRIDE + call) % 2**32
