@@ -301,7 +301,7 @@ def preflight(cfg: RunConfig, *, models: bool = True) -> None:
             check_model_source(cfg.env.teacher_model)
     try:  # a setting the model or the data cannot take: one line, as a bad config value is
         if models:
-            check_target_modules(cfg.model.name_or_path, cfg.model.target_modules)
+            check_target_modules(cfg.model.name_or_path, cfg.model.target_modules, cfg.model.targets_chosen)
         check_eval_data(cfg)
     except ConfigError:
         raise

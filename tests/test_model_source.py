@@ -84,7 +84,8 @@ def test_lora_targets_the_model_lacks_leave_no_folder(tmp_path, capsys):
     assert main(["run", "--preset", "tiny", "--model.target_modules", "no_such_module", "--out", str(out)]) == 1
     assert not out.exists()
     printed = " ".join(capsys.readouterr().out.split())
-    assert "none of the LoRA target modules ['no_such_module'] exist in this model" in printed and "q_proj" in printed
+    assert "LoRA target module(s) ['no_such_module'] are not linear layers of this model" in printed
+    assert "q_proj" in printed
 
 
 def test_target_modules_are_checked_against_a_model_folders_own_layout(tmp_path):
@@ -93,7 +94,21 @@ def test_target_modules_are_checked_against_a_model_folders_own_layout(tmp_path)
     from genenv_lab.models.loading import check_target_modules
 
     GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=16).save_pretrained(tmp_path / "gpt2")
-    check_target_modules(str(tmp_path / "gpt2"), ("c_attn", "q_proj"))  # GPT-2 has c_attn: the rest is dropped
-    with pytest.raises(ValueError, match=r"none of the LoRA target modules \['q_proj', 'v_proj'\].*c_attn"):
+    check_target_modules(str(tmp_path / "gpt2"), ("c_attn", "q_proj"))  # the default's rule: what is there is kept
+    with pytest.raises(ValueError, match=r"target module\(s\) \['q_proj', 'v_proj'\] are not linear.*c_attn"):
         check_target_modules(str(tmp_path / "gpt2"), ("q_proj", "v_proj"))
+    with pytest.raises(ValueError, match=r"\['q_proj'\] are not linear"):  # a list of one's own: every name
+        check_target_modules(str(tmp_path / "gpt2"), ("c_attn", "q_proj"), strict=True)
     check_target_modules("genenv-lab-tests/not-cached", ("anything",))  # no config at hand: checked when it loads
+
+
+@pytest.mark.parametrize("targets", ["act_fn", "input_layernorm", "layers", "embed_tokens", "0", "q_proj,nope"])
+def test_only_linear_layers_are_offered_or_accepted_as_lora_targets(targets, tmp_path, capsys):
+    """Round 5: names the preflight listed (an activation, a norm, the layer list, the embeddings) passed it and
+    failed after the model loaded, and ``q_proj,nope`` dropped ``nope`` without a word. Only linear layers are
+    targets, and every name of a list of one's own must be one; refused before any folder is written."""
+    out = tmp_path / "run"
+    assert main(["run", "--preset", "tiny", "--model.target_modules", targets, "--out", str(out)]) == 1
+    assert not out.exists()
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "are not linear layers of this model" in printed and "input_layernorm" not in printed.split("some of")[1]

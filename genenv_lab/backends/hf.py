@@ -80,7 +80,7 @@ class HFBackend:
         torch.manual_seed(cfg.loop.seed)
         self.model = attach_adapters(base, r=cfg.model.lora_r, alpha=cfg.model.lora_alpha,
                                      dropout=cfg.model.lora_dropout, target_modules=cfg.model.target_modules,
-                                     separate=cfg.model.separate_adapters)
+                                     separate=cfg.model.separate_adapters, strict=cfg.model.targets_chosen)
         self.adapters = ADAPTERS if cfg.model.separate_adapters else ("agent",)
         self.model.to(self.device)
         self.eos_token = self.tokenizer.eos_token

@@ -291,7 +291,7 @@ class UnslothBackend(HFBackend):
             torch.cuda.empty_cache()
             base, tokenizer = FastLanguageModel.from_pretrained(**kwargs)
         self.tokenizer = prepare_tokenizer(getattr(tokenizer, "tokenizer", tokenizer))
-        targets = lora_targets(base, m.target_modules)
+        targets = lora_targets(base, m.target_modules, strict=m.targets_chosen)
         self.model = FastLanguageModel.get_peft_model(
             base, r=m.lora_r, lora_alpha=m.lora_alpha, lora_dropout=m.lora_dropout, target_modules=targets,
             bias="none", use_gradient_checkpointing="unsloth", random_state=cfg.loop.seed,

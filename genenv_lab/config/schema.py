@@ -79,6 +79,12 @@ class ModelConfig:
     """``tiny-world`` only: seed of the world corpus and the model's initialisation (one model serves every loop
     seed, so a comparison's seeds differ in the loop only)."""
 
+    @property
+    def targets_chosen(self) -> bool:
+        """Whether ``target_modules`` is a list of the user's own (then every name must be a linear layer of the
+        model) rather than the default (whose names the model lacks are left out)."""
+        return tuple(self.target_modules) != ModelConfig.__dataclass_fields__["target_modules"].default
+
     def __post_init__(self) -> None:
         w = "ModelConfig"
         require(isinstance(self.name_or_path, str) and self.name_or_path.strip() != "", w, "name_or_path",

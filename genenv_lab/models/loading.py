@@ -174,18 +174,25 @@ def load_base(name_or_path: str, *, dtype: str = "float32", seed: int = 0, forma
 
 
 def module_kinds(model) -> set[str]:
-    """The last component of every module name in ``model`` (``q_proj``, ``down_proj``, …): what LoRA's
-    ``target_modules`` are matched against."""
-    return {name.rsplit(".", 1)[-1] for name, _ in model.named_modules() if name}
+    """The last component of the name of every module of ``model`` that LoRA can adapt, a linear layer
+    (``torch.nn.Linear``, or transformers' ``Conv1D`` in GPT-2-style models): what ``target_modules`` are matched
+    against (``q_proj``, ``down_proj``, …; not norms, activations, containers or embeddings)."""
+    from transformers.pytorch_utils import Conv1D
+
+    return {name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+            if name and isinstance(module, (torch.nn.Linear, Conv1D))}
 
 
-def lora_targets(model, target_modules: Sequence[str]) -> list[str]:
-    """Those of ``target_modules`` that ``model`` has; :class:`ValueError` naming what it does have when none is."""
+def lora_targets(model, target_modules: Sequence[str], *, strict: bool = False) -> list[str]:
+    """Those of ``target_modules`` that ``model`` has as linear layers. :class:`ValueError`, naming what it does
+    have, when none is, or (``strict``: the user chose the list, ``ModelConfig.targets_chosen``) when any is not;
+    the default list (written for Llama/Qwen layouts) keeps the names the model has."""
     present = module_kinds(model)
     targets = [t for t in target_modules if t in present]
-    if not targets:
-        raise ValueError(f"none of the LoRA target modules {list(target_modules)} exist in this model; "
-                         f"set model.target_modules to some of {sorted(present)[:20]}")
+    missing = [t for t in target_modules if t not in present]
+    if not targets or (strict and missing):
+        raise ValueError(f"LoRA target module(s) {missing} are not linear layers of this model; set "
+                         f"model.target_modules to some of {sorted(present)[:20]}")
     return targets
 
 
@@ -209,7 +216,7 @@ def _config_without_loading(name_or_path: str):
     return AutoConfig.from_pretrained(Path(cached).parent) if isinstance(cached, str) else None
 
 
-def check_target_modules(name_or_path: str, target_modules: Sequence[str]) -> None:
+def check_target_modules(name_or_path: str, target_modules: Sequence[str], strict: bool = False) -> None:
     """Refuse, before a run folder exists or a weight loads, LoRA ``target_modules`` of which the model has none:
     the model is laid out on the meta device from its config (no memory, well under a second). A model whose config
     is not at hand is checked when it loads (:func:`lora_targets`)."""
@@ -220,18 +227,18 @@ def check_target_modules(name_or_path: str, target_modules: Sequence[str]) -> No
 
     with torch.device("meta"):
         skeleton = AutoModelForCausalLM.from_config(config)
-    lora_targets(skeleton, target_modules)
+    lora_targets(skeleton, target_modules, strict=strict)
 
 
 def attach_adapters(model, *, r: int, alpha: int, dropout: float, target_modules: Sequence[str],
-                    separate: bool = True):
+                    separate: bool = True, strict: bool = False):
     """Wrap ``model`` in a PeftModel with LoRA adapters ``agent`` (active) and ``env``; the base is frozen.
 
     With ``separate=False`` only ``agent`` is created and it plays both roles.
     """
     from peft import LoraConfig, get_peft_model
 
-    targets = lora_targets(model, target_modules)
+    targets = lora_targets(model, target_modules, strict=strict)
     lora = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, task_type="CAUSAL_LM")
     peft_model = get_peft_model(model, lora, adapter_name="agent")
     if separate:
