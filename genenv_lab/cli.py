@@ -169,12 +169,16 @@ def cmd_check_domain(args: argparse.Namespace) -> int:
         console.print(f"[red]config error:[/red] {exc}")
         return 2
     problems = check_domain(domain)
-    problems += [p for p in (_commit_problem(t) for t in domain.seed_tasks()[:1]) if p]
+    try:
+        seeds = domain.seed_tasks()
+    except Exception:  # noqa: BLE001 - a user's parser: check_domain has said why its tasks do not load
+        seeds = []
+    problems += [p for p in (_commit_problem(t) for t in seeds[:1]) if p]
     for problem in problems:
         console.print(f"[red]✗[/red] {escape(problem)}", highlight=False)
     if problems:
         return 1
-    console.print(f"[green]✓[/green] domain {args.domain!r} passes: {len(domain.seed_tasks())} seed tasks, "
+    console.print(f"[green]✓[/green] domain {args.domain!r} passes: {len(seeds)} seed tasks, "
                   f"{len(domain.heldout_tasks())} held-out tasks parse, give themselves back and are solvable")
     return 0
 

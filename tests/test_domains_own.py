@@ -71,7 +71,8 @@ def test_a_domain_is_named_by_registry_name_class_path_or_refused_in_one_line(ad
         preset("tiny").replace(loop={"seeds": str(add_domain / "missing.jsonl")})
 
 
-@pytest.mark.parametrize("body, shown", [("1 / 0", "ZeroDivisionError"), ("import sys\nsys.exit(0)", "SystemExit")])
+@pytest.mark.parametrize("body, shown", [("1 / 0", "ZeroDivisionError"), ("import sys\nsys.exit(0)", "SystemExit"),
+                                         ("raise BaseException('bare')", "BaseException")])  # round 5
 def test_a_domain_module_that_raises_or_exits_at_import_is_one_line(add_domain, body, shown):
     """Round 4, failure 12: a module raising at import gave a traceback; one calling sys.exit(0) made ``run`` and
     ``check-domain`` exit 0 with no output. Both are a one-line refusal, from the library and from the CLI."""
@@ -87,6 +88,22 @@ def test_a_domain_module_that_raises_or_exits_at_import_is_one_line(add_domain, 
         assert proc.returncode != 0 and shown in proc.stdout + proc.stderr, (args, proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stdout + proc.stderr
     assert not (add_domain / "r").exists()
+
+
+@pytest.mark.parametrize("error", ["TypeError", "AttributeError", "IndexError"])
+def test_check_domain_names_a_parser_that_raises_on_the_seed_file(add_domain, error):
+    """Round 5: a ``parse`` raising while the seed file was read gave ``check-domain`` a traceback (the tasks were
+    read a second time, outside the check); it is one problem line."""
+    (add_domain / "raising_domain.py").write_text(
+        "from add_domain import AddDomain\n\n\nclass Raises(AddDomain):\n"
+        f"    def parse(self, text):\n        raise {error}('parser bug')\n")
+    sys.modules.pop("raising_domain", None)
+    env = {**os.environ, "PYTHONPATH": f"{add_domain}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "genenv_lab.cli", "check-domain", "raising_domain:Raises",
+                           "--seeds", str(add_domain / "add_seeds.jsonl")], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert "do not load" in proc.stdout and error in proc.stdout
 
 
 FEATURE_DOMAINS = """

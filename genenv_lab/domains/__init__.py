@@ -35,6 +35,12 @@ def known_domains() -> list[str]:
     return sorted(set(DOMAINS) | set(_registered()))
 
 
+def _reraise_interrupts(exc: BaseException) -> None:
+    """Ctrl-C (and a generator closing) stay what they are; every other exception of a domain's import is a line."""
+    if isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
+        raise exc
+
+
 def domain_class(name: str) -> type[Domain]:
     """The :class:`Domain` subclass ``name`` stands for (see the module docstring); ``ValueError`` in one line when
     there is none."""
@@ -46,14 +52,16 @@ def domain_class(name: str) -> type[Domain]:
         module, _, attr = name.partition(":")
         import importlib
 
-        try:  # importing the module runs its code: whatever it raises, or a sys.exit() in it, is one line here
+        try:  # importing the module runs its code: whatever it raises, a sys.exit() in it included, is one line
             cls = getattr(importlib.import_module(module), attr)
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - third-party code
+        except BaseException as exc:  # noqa: BLE001 - third-party code
+            _reraise_interrupts(exc)
             raise ValueError(f"domain {name!r} could not be imported ({type(exc).__name__}: {exc})") from None
     elif (entry := _registered().get(name)) is not None:
         try:
             cls = entry.load()
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever a third-party package raises on import
+        except BaseException as exc:  # noqa: BLE001 - whatever a third-party package raises on import
+            _reraise_interrupts(exc)
             raise ValueError(f"domain {name!r} (entry point) could not be loaded ({type(exc).__name__}: {exc})") \
                 from None
     else:
