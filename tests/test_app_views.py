@@ -710,6 +710,9 @@ def test_huge_numbers_in_a_runs_settings_are_one_problem_on_its_card(tmp_path, c
         assert any("baseline.json" in p for p in run.problems)
     if case == "alpha-digits":
         assert run.alpha is None
+        assert any("curriculum.alpha is not a finite number; it is left out" in p for p in run.problems)  # round 5
+    if case == "epochs-digits":
+        assert any("last_complete_epoch is not a whole number" in p for p in run.problems)
 
 
 def test_a_small_table_file_of_200000_rows_is_refused_from_its_metadata_before_decoding(tmp_path):

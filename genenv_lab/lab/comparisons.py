@@ -23,12 +23,12 @@ from .runs import (
     ATTEMPT_COLUMNS,
     MANIFEST,
     LabError,
-    _folders,
-    _last_committed,
-    _lenient_baseline,
-    _read_frame,
-    _read_json_dict,
-    _read_records,
+    folders_under,
+    last_committed,
+    lenient_baseline,
+    read_frame,
+    read_json_dict,
+    read_records,
     fingerprint,
     folder_of,
     is_comparison,
@@ -61,7 +61,7 @@ def _resolved(path: Path) -> Path | None:
 def comparison_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
     """``(name, resolved path)`` of the comparison folders directly under ``runs_root`` (same name and symlink
     rules as :func:`run_dirs`)."""
-    return _folders(runs_root, comparisons=True)
+    return folders_under(runs_root, comparisons=True)
 
 
 def resolve_comparison(runs_root: str | Path, name: Any) -> Path:
@@ -167,18 +167,18 @@ def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problem
     if unsafe:
         problems.extend(f"{run_dir.name}: {p}" for p in unsafe)
         return []
-    records = _read_records(run_dir, own)
-    state = _read_json_dict(run_dir / STATE, own)
-    last = _last_committed(state)
+    records = read_records(run_dir, own)
+    state = read_json_dict(run_dir / STATE, own)
+    last = last_committed(state)
     if last is not None:
         records = [r for r in records if r["epoch"] <= last]
-    attempts = _read_frame(run_dir, "attempts", ATTEMPT_COLUMNS, own, last=last)
+    attempts = read_frame(run_dir, "attempts", ATTEMPT_COLUMNS, own, last=last)
     try:
         consumed, rollouts = tasks_consumed_by_epoch(attempts), attempt_rollouts_by_epoch(attempts)
     except Exception as exc:  # noqa: BLE001 - a table with odd values only loses these columns
         own.append(f"tasks consumed unknown ({type(exc).__name__}: {exc}).")
         consumed, rollouts = {}, {}
-    baseline = _lenient_baseline(run_dir, own)
+    baseline = lenient_baseline(run_dir, own)
     problems.extend(f"{run_dir.name}: {p}" for p in own)
     return table_rows(label, variant, seed, records, consumed, baseline, rollouts)
 
@@ -199,7 +199,7 @@ def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData
     unsafe = unsafe_files(path, {MANIFEST: 16 * MB})
     if unsafe:
         return ComparisonData(name=name, path=path, status="unreadable", problems=tuple(unsafe))
-    manifest = _read_json_dict(path / MANIFEST, problems)
+    manifest = read_json_dict(path / MANIFEST, problems)
     if not (path / MANIFEST).is_file():
         problems.append(f"No {MANIFEST}: not a comparison folder.")
     entries, seeds = manifest.get("entries"), manifest.get("seeds")

@@ -22,7 +22,6 @@ comparison still running, with runs missing or half-written, shows what exists.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,8 @@ from ..runlog import (
 from ..safe_io import MB, loads_json, read_regular
 from .names import RUN_NAME, LabError, resolve_run, shown_name, validate_run_name  # noqa: F401 - re-exported
 from .safety import EVENTS_TAIL, FILE_LIMITS, TABLE_FILE_LIMIT, tail_text, unsafe_files  # noqa: F401 - re-exported
-from .status import fingerprint, killed_note, pid_alive, status_of  # noqa: F401 - re-exported
+from .status import (fingerprint, finite_float, killed_note, last_committed, pid_alive, status_of,  # noqa: F401
+                     unusable_numbers)
 from .tailing import read_epochs_appended
 
 STATUSES = ("running", "finished", "killed", "interrupted", "failed", "starting", "empty", "unreadable", "missing")
@@ -63,7 +63,7 @@ def _refused(name: str, path: Path, unsafe: list[str]) -> "RunData":
 
 # --------------------------------------------------------------------------------------------------------- loading
 
-def _read_json_dict(path: Path, problems: list[str]) -> dict[str, Any]:
+def read_json_dict(path: Path, problems: list[str]) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:  # bounded and typed: a FIFO, a huge file, deep nesting or a 5000-digit number is one problem line
@@ -87,7 +87,7 @@ def _lenient_epochs(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _read_records(run_dir: Path, problems: list[str]) -> list[dict[str, Any]]:
+def read_records(run_dir: Path, problems: list[str]) -> list[dict[str, Any]]:
     try:  # a live run: only the lines appended since the last read are parsed
         records = read_epochs_appended(run_dir)
     except (RunDirError, OSError, UnicodeDecodeError) as exc:
@@ -124,25 +124,7 @@ def drawn_epochs(last: int, limit: int = DRAWN_EPOCHS, tail: int = TAIL_EPOCHS) 
     return head + list(range(head_end + 1, last + 1))
 
 
-def _last_committed(state: dict[str, Any]) -> int | None:
-    """``state.json``'s ``last_complete_epoch`` when it is a whole number of epochs (at most 10⁹: a 4000-digit
-    integer is no epoch count), else None."""
-    last = state.get("last_complete_epoch")
-    return last if isinstance(last, int) and not isinstance(last, bool) and 0 <= last <= 10**9 else None
-
-
-def _finite_float(value: Any) -> float | None:
-    """``value`` as a finite float when it is a number that is one (a 4000-digit integer overflows: None)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return None
-    try:
-        out = float(value)
-    except OverflowError:
-        return None
-    return out if math.isfinite(out) else None
-
-
-def _read_frame(run_dir: Path, name: str, columns: tuple[str, ...], problems: list[str],
+def read_frame(run_dir: Path, name: str, columns: tuple[str, ...], problems: list[str],
                 epochs: list[int] | None = None, last: int | None = None) -> pd.DataFrame:
     """A run table for the lab: the rows of ``epochs`` (None: all) up to ``last`` (the last committed epoch, when
     known), every column of ``columns`` present; what is wrong with it goes into ``problems``."""
@@ -212,11 +194,11 @@ class RunData:
 
     @property
     def alpha(self) -> float | None:
-        return _finite_float(self._section("curriculum").get("alpha"))
+        return finite_float(self._section("curriculum").get("alpha"))
 
     @property
     def k_min(self) -> float | None:
-        return _finite_float(self._section("curriculum").get("k_min"))
+        return finite_float(self._section("curriculum").get("k_min"))
 
     @property
     def num_generations(self) -> int | None:
@@ -272,7 +254,7 @@ def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = T
     unsafe = unsafe_files(path)
     if unsafe:
         return _refused(name, path, unsafe)
-    config = _read_json_dict(path / CONFIG, problems)
+    config = read_json_dict(path / CONFIG, problems)
     if not (path / CONFIG).is_file():
         problems.append("No config.json: α, k_min and the preset are unknown.")
     state: dict[str, Any] = {}
@@ -292,12 +274,13 @@ def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = T
         status = "starting" if config else "empty"
         if not config:
             problems.append("No state.json and no readable config.json: not a run directory (yet).")
-    records = _read_records(path, problems)
-    baseline = _lenient_baseline(path, problems)
-    last = _last_committed(state)
+    records = read_records(path, problems)
+    baseline = lenient_baseline(path, problems)
+    last = last_committed(state)
+    problems += unusable_numbers(config, state)
     newest = last if last is not None else max((r["epoch"] for r in records), default=0)
     epochs = drawn_epochs(newest)
-    tasks = _read_frame(path, "tasks", TASK_COLUMNS, problems, epochs, last)
+    tasks = read_frame(path, "tasks", TASK_COLUMNS, problems, epochs, last)
     sampled = "" if epochs is None else (
         f"A long run: the tasks and attempts of {len(epochs)} of its {newest:,} epochs are read (the newest "
         f"{TAIL_EPOCHS} and every {(newest - TAIL_EPOCHS) // (DRAWN_EPOCHS - TAIL_EPOCHS)}th or so before them), so "
@@ -339,8 +322,8 @@ def with_attempts(run: RunData) -> RunData:
     if unsafe:
         return _refused(run.name, run.path, unsafe)
     problems = list(run.problems)
-    attempts = _read_frame(run.path, "attempts", ATTEMPT_COLUMNS, problems, run.table_epochs,
-                           _last_committed(run.state))
+    attempts = read_frame(run.path, "attempts", ATTEMPT_COLUMNS, problems, run.table_epochs,
+                           last_committed(run.state))
     if run.records and not len(attempts) and not any("the attempts table" in p for p in problems):
         problems.append(f"the attempts table (attempts/) is missing although {len(run.records)} epoch(s) are "
                         "recorded.")
@@ -378,8 +361,8 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
     unsafe = unsafe_files(path)
     if unsafe:
         return RunSummary(name=name, status="unreadable", problem=" ".join(unsafe))
-    config = _read_json_dict(path / CONFIG, problems)
-    state = _read_json_dict(path / STATE, problems)
+    config = read_json_dict(path / CONFIG, problems)
+    state = read_json_dict(path / STATE, problems)
     try:
         empty = not any(path.iterdir())
     except OSError:
@@ -391,8 +374,8 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
     else:
         status = "empty" if empty or not config else "starting"
     run = RunData(name=name, path=path, status=status, config=config, state=state)
-    records = _read_records(path, problems) if (path / EPOCHS).is_file() else []
-    last = _last_committed(state)
+    records = read_records(path, problems) if (path / EPOCHS).is_file() else []
+    last = last_committed(state)
     if last is not None:
         records = [r for r in records if r["epoch"] <= last]
     updated = state.get("updated_at")
@@ -413,7 +396,7 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
                       in_band_frac=last_rec.get("in_band_frac"), problem=" ".join(problems))
 
 
-def _folders(runs_root: str | Path, comparisons: bool) -> list[tuple[str, Path]]:
+def folders_under(runs_root: str | Path, comparisons: bool) -> list[tuple[str, Path]]:
     """``(name, resolved path)`` of allowed, contained folders directly under ``runs_root`` that are (or are not)
     comparison folders."""
     root = Path(runs_root).expanduser()
@@ -434,7 +417,7 @@ def run_dirs(runs_root: str | Path) -> list[tuple[str, Path]]:
     """``(name, resolved path)`` of the run directories directly under ``runs_root``: allowed names only, and
     only those that resolve inside it (a symlink to another run of the folder is listed under its own name).
     Comparison folders (:func:`is_comparison`) are not runs: :func:`.comparisons.comparison_dirs` lists them."""
-    return _folders(runs_root, comparisons=False)
+    return folders_under(runs_root, comparisons=False)
 
 
 _SUMMARIES: dict[tuple[str, Path], tuple[tuple, RunSummary]] = {}
@@ -463,13 +446,13 @@ def folder_fingerprint(runs_root: str | Path) -> tuple:
     return tuple((name, fingerprint(path)) for name, path in run_dirs(runs_root))
 
 
-def _lenient_baseline(run_dir: Path, problems: list[str]) -> dict[str, float]:
+def lenient_baseline(run_dir: Path, problems: list[str]) -> dict[str, float]:
     try:
         scores = read_baseline(run_dir)
     except (RunDirError, OSError, ValueError) as exc:  # ValueError: nesting, digits past the limit, bad UTF-8
         problems.append(f"{run_dir / BASELINE} cannot be read ({str(exc)[:120]}); the epoch-0 point is left out.")
         return {}
-    kept = {k: v for k, v in scores.items() if _finite_float(v) is not None}
+    kept = {k: v for k, v in scores.items() if finite_float(v) is not None}
     if len(kept) < len(scores):
         problems.append(f"{run_dir / BASELINE} holds a score that is not a finite number; it is left out.")
     return {k: float(v) for k, v in kept.items()}

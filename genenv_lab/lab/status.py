@@ -3,6 +3,7 @@ continues, and the fingerprint that changes when any of its files does (the lab 
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -81,3 +82,36 @@ def fingerprint(path: str | Path) -> tuple:
     except (OSError, ValueError, AttributeError):
         parts.append(None)
     return tuple(parts + [len(unsafe)])
+
+
+def last_committed(state: dict[str, Any]) -> int | None:
+    """``state.json``'s ``last_complete_epoch`` when it is a whole number of epochs (at most 10⁹: a 4000-digit
+    integer is no epoch count), else None."""
+    last = state.get("last_complete_epoch")
+    return last if isinstance(last, int) and not isinstance(last, bool) and 0 <= last <= 10**9 else None
+
+
+def unusable_numbers(config: dict[str, Any], state: dict[str, Any]) -> list[str]:
+    """One sentence for each number of the run's settings the lab leaves out as no number it can use (a 4000-digit
+    α, an epoch count past 10⁹): the card says so instead of showing nothing in its place."""
+    out = []
+    curriculum = config.get("curriculum") if isinstance(config.get("curriculum"), dict) else {}
+    for key in ("alpha", "k_min"):
+        if key in curriculum and finite_float(curriculum[key]) is None:
+            out.append(f"config.json's curriculum.{key} is not a finite number; it is left out (the band is not "
+                       "drawn).")
+    if state.get("last_complete_epoch") is not None and last_committed(state) is None:
+        out.append("state.json's last_complete_epoch is not a whole number of epochs (0 to 10⁹); it is left out, "
+                   "and every recorded epoch is shown.")
+    return out
+
+
+def finite_float(value: Any) -> float | None:
+    """``value`` as a finite float when it is a number that is one (a 4000-digit integer overflows: None)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
