@@ -212,8 +212,10 @@ def check_repo_id(repo_id: str) -> str:
 
 HUB_ANSWER_S = 60.0
 """How long the hub may take to answer ``create_repo``, and how long any request of the upload may stall (no byte
-sent or received) before it fails (a silent endpoint hung ``--push-to-hub`` past 180 s). The upload as a whole has
-no limit: a large model takes as long as it takes while bytes move."""
+sent or received) before it fails (a silent endpoint hung ``--push-to-hub`` past 180 s)."""
+HUB_MIN_RATE = 32 * 1024
+"""The slowest upload a push waits for, in bytes per second: the upload as a whole may take ``HUB_ANSWER_S`` plus
+the folder's size at this rate (a 100 MB adapter: 53 min), so a hub that trickles a byte a second still ends."""
 
 
 @contextmanager
@@ -269,8 +271,11 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, api:
         api = HfApi()
     try:
         url = _answered(lambda: api.create_repo(repo_id, private=private, exist_ok=True), answer_s, "create_repo")
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
         with _stall_limit(answer_s):
-            api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message="genenv_lab: export the agent")
+            _answered(lambda: api.upload_folder(repo_id=repo_id, folder_path=str(folder),
+                                                commit_message="genenv_lab: export the agent"),
+                      answer_s + size / HUB_MIN_RATE, f"the upload at {HUB_MIN_RATE // 1024} kB/s or faster")
     except Exception as exc:  # noqa: BLE001 - requests/hub errors of every kind: one line, the export is kept
         raise RuntimeError(f"could not push {folder} to {repo_id}: {type(exc).__name__}: {str(exc)[:200]} "
                            f"(the exported folder is kept; retry with hf upload {repo_id} "

@@ -169,9 +169,10 @@ def test_a_hub_that_never_answers_is_one_line_not_a_hang(trained, tmp_path):
 
 def test_an_upload_that_stalls_after_the_repo_is_created_is_one_line_not_a_hang(trained, tmp_path):
     """Round 4, failure 15 (the rest): only ``create_repo`` had a limit, so a hub that answered it and then went
-    silent hung the upload for ever. The real ``HfApi`` against a local server that creates the repo and never
-    answers anything after fails in one line after the stall limit; the folder stays, the session's timeout is put
-    back."""
+    silent hung the upload for ever (round 5: one that trickles a byte a second never stalls, so the upload as a
+    whole is bounded by the folder's size at the slowest rate waited for). The real ``HfApi`` against a local server
+    that creates the repo and never answers anything after fails in one line after the stall limit; the folder
+    stays, the session's timeout is put back."""
     import json
     import threading
     import time
@@ -182,10 +183,25 @@ def test_an_upload_that_stalls_after_the_repo_is_created_is_one_line_not_a_hang(
     from genenv_lab import export
 
     class CreatesThenFallsSilent(BaseHTTPRequestHandler):
+        trickle = False
+
         def do_POST(self):
             self.rfile.read(int(self.headers.get("content-length") or 0))
             if self.path != "/api/repos/create":
-                time.sleep(60)  # the upload's first request: never answered within the test
+                if not self.trickle:
+                    time.sleep(60)  # the upload's first request: never answered within the test
+                    return
+                self.send_response(200)  # round 5: an answer that trickles, a byte a second, never stalls
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", "100000")
+                self.end_headers()
+                try:
+                    for _ in range(60):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(1)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up, as it should
+                    pass
                 return
             body = json.dumps({"url": f"http://127.0.0.1:{self.server.server_address[1]}/you/agent"}).encode()
             self.send_response(200)
@@ -211,6 +227,15 @@ def test_an_upload_that_stalls_after_the_repo_is_created_is_one_line_not_a_hang(
         with pytest.raises(RuntimeError, match=r"could not push .* (Read)?Timeout.*folder is kept"):
             export.push_to_hub(out, "you/agent", api=api, answer_s=1)
         assert time.monotonic() - start < 30
+        CreatesThenFallsSilent.trickle = True
+        export.HUB_MIN_RATE, rate = 10 * 2**20, export.HUB_MIN_RATE  # the test's folder in well under a second
+        try:
+            start = time.monotonic()
+            with pytest.raises(RuntimeError, match=r"did not answer the upload at \d+ kB/s or faster within"):
+                export.push_to_hub(out, "you/agent", api=api, answer_s=1)
+            assert time.monotonic() - start < 10
+        finally:
+            export.HUB_MIN_RATE = rate
     finally:
         server.shutdown()
         server.server_close()
