@@ -406,12 +406,12 @@ def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
         result.record.extra[ADAPTER_HASHES] = s.procs.check_in_sync(backend, backend.adapters)
     s.writer.commit_epoch(result.record, result.tasks, result.attempts,
                           backend.save_adapters if cfg.loop.save_adapters else None, reference=result.reference)
-    if s.tracker is not None and s.tracker.failed is None:
-        s.tracker.log(state.epoch, scalars(result.record.to_dict()))
-        if s.tracker.failed is not None:  # never the run's failure: said once, the run goes on without it
-            s.writer.event(f"warning: tracker {s.tracker.kind} stopped ({s.tracker.failed}); the run goes on, "
+    if s.tracker is not None:
+        s.tracker.log(state.epoch, scalars(result.record.to_dict()))  # nothing once the tracker stopped
+        if (why := s.tracker.new_failure()) is not None:  # never the run's failure: said once, the run goes on
+            s.writer.event(f"warning: tracker {s.tracker.kind} stopped ({why}); the run goes on, "
                            "epochs.jsonl holds every record")
-            warnings.warn(f"tracker {s.tracker.kind} stopped: {s.tracker.failed}", stacklevel=2)
+            warnings.warn(f"tracker {s.tracker.kind} stopped: {why}", stacklevel=2)
     s.bar.update(1)
     s.bar.set_postfix(valid=f"{result.record.valid_frac:.2f}", p_hat=_f(result.record.p_hat_mean),
                       in_band=_f(result.record.in_band_frac))

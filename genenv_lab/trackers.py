@@ -18,6 +18,7 @@ Thin adapters over each library's own logging call: no library logs a loop recor
 
 from __future__ import annotations
 
+import threading
 import importlib.util
 import math
 from pathlib import Path
@@ -55,6 +56,7 @@ class Tracker:
             raise ValueError(f"tracker {kind!r}: choose one of {TRACKERS[1:]}")
         check_tracker(kind)
         self.kind = kind
+        before = set(threading.enumerate())
         try:
             if kind == "tensorboard":
                 from torch.utils.tensorboard import SummaryWriter
@@ -72,9 +74,31 @@ class Tracker:
                                          resume="allow")
         except ImportError as exc:  # installed but not importable
             raise _missing(kind, f" ({exc})") from None
+        self._threads = set(threading.enumerate()) - before
+        self._previous_hook = threading.excepthook
+        threading.excepthook = self._thread_failed
+
+    def _thread_failed(self, args) -> None:
+        """An exception in a thread the tracker started (tensorboard's writer thread, when its folder is deleted)
+        stops the tracker like one in :meth:`log`, without a traceback on the run's console; any other thread's
+        goes to the hook that was there before."""
+        if args.thread in self._threads:
+            if self.failed is None:
+                self.failed = f"{args.exc_type.__name__}: {args.exc_value}"
+            return
+        self._previous_hook(args)
 
     failed: str | None = None
     """Why the tracker stopped (its first error), or ``None``: a tracker never fails the run it logs."""
+    _said = False
+
+    def new_failure(self) -> str | None:
+        """:attr:`failed` the first time it is asked after the tracker stopped (from :meth:`log` or from one of its
+        own threads), ``None`` before and after: the run says it once."""
+        if self.failed is None or self._said:
+            return None
+        self._said = True
+        return self.failed
 
     def log(self, epoch: int, values: Mapping[str, float]) -> None:
         """Log one epoch; the first error (a deleted or read-only folder, a lost connection) stops the tracker and
@@ -85,6 +109,8 @@ class Tracker:
     def close(self) -> None:
         if self.failed is None:
             self._guarded(self._close)
+        if threading.excepthook == self._thread_failed:
+            threading.excepthook = self._previous_hook
 
     def _guarded(self, fn, *args) -> None:
         try:
