@@ -66,6 +66,11 @@ def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int
             bar.update(len(chunk))
     if too_long:  # no prediction (or a conversation cut where it stopped fitting): counted in the summary
         (out.parent / "too_long.json").write_text(json.dumps(too_long))
+    if single and not multi and len(too_long) == len(single):  # nothing was predicted: say why, not "no id"
+        raise ValueError(f"no {benchmark} item's prompt leaves room for {max_new_tokens} new tokens in the model's "
+                         f"context ({len(too_long)} of {len(items)} too long, listed in "
+                         f"{out.parent / 'too_long.json'}): lower --max-new-tokens, or use a model with a longer "
+                         "context")
     return out
 
 
