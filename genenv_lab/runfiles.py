@@ -44,6 +44,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def overwrite_in_place(path: Path, data: bytes) -> None:
+    """``data`` written over the existing file ``path`` (same inode; not atomic): the last resort when a full disk
+    refuses the temporary file of :func:`atomic_write_bytes`. A state file of a few hundred bytes rewritten with one
+    of about the same length needs no new block, so the run's status can still be told."""
+    with open(path, "r+b") as fh:
+        fh.write(data)
+        fh.truncate()
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n").encode())
 

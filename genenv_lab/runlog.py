@@ -38,7 +38,7 @@ from .config import RunConfig
 from .types import Attempt, EpochRecord, GeneratedTask
 from .runfiles import (ADAPTERS, ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, LOCK, REFERENCE, STATE,  # noqa: F401
                        TABLES, TASKS, RunDirError, adapter_dir, atomic_write_bytes, atomic_write_json,
-                       atomic_write_parquet, legacy_table, state_count, table_files)
+                       atomic_write_parquet, legacy_table, overwrite_in_place, state_count, table_files)
 from .runread import (BASELINE_PREFIXES, EPOCHS_LIMIT, TABLE_FILE_DECODED, TABLE_FILE_ROWS,  # noqa: F401
                       WHOLE_TABLE_SCALE, committed_epochs, parse_epoch_lines, read_baseline, read_budgeted,
                       read_config, read_epochs, read_state, read_table)
@@ -244,11 +244,17 @@ class RunWriter:
 
     # ------------------------------------------------------------------------------------------------- writes
     def _write_state(self, status: str, *, env_version: int, last: int | None = None) -> None:
-        atomic_write_json(self.dir / STATE, {
-            "last_complete_epoch": self.last_epoch if last is None else last,
-            "status": status, "pid": os.getpid(), "updated_at": time.time(), "env_version": env_version,
-            "epochs_planned": self.cfg.loop.epochs, "world_size": self.world_size,
-        })
+        state = {"last_complete_epoch": self.last_epoch if last is None else last, "status": status,
+                 "pid": os.getpid(), "updated_at": time.time(), "env_version": env_version,
+                 "epochs_planned": self.cfg.loop.epochs, "world_size": self.world_size}
+        try:
+            atomic_write_json(self.dir / STATE, state)
+        except OSError:
+            if status == "running" or not (self.dir / STATE).is_file():
+                raise
+            # a full disk refuses the temporary file: an ending (failed, interrupted, finished) is still told, in
+            # place, rather than leaving "running" behind (round 5: a fresh start on a full disk did)
+            overwrite_in_place(self.dir / STATE, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode())
 
     def event(self, line: str) -> None:
         with open(self.dir / EVENTS, "a") as fh:
@@ -326,7 +332,10 @@ class RunWriter:
             atomic_write_bytes(self.dir / STATE, self._state_before)
         else:
             self._write_state("failed", env_version=env_version)
-        self.event(f"failed: {type(exc).__name__}: {exc}")
+        try:
+            self.event(f"failed: {type(exc).__name__}: {exc}")
+        except OSError:  # a full disk: the state says it; the run's own error is what is raised
+            pass
         self.release()
 
 

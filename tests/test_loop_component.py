@@ -473,3 +473,29 @@ def test_an_epoch_leaves_its_inputs_unchanged_and_its_rows_are_frozen(cfg):
         assert cls.__dataclass_params__.frozen, cls
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.tasks[0].p_hat = 0.5
+
+
+def test_a_fresh_start_on_a_full_disk_is_marked_failed_in_place(tmp_path, monkeypatch):
+    """Round 5: a fresh start on a full disk left ``state.json`` saying ``running`` (its events.log could not be
+    written, and neither could the temporary file of the failed state). The ending is written over the state file
+    in place, which needs no new block."""
+    import errno
+
+    import genenv_lab.runlog as runlog
+    from genenv_lab.config import preset
+
+    real = runlog.atomic_write_json
+
+    def full_disk_after_the_first_state(path, obj):
+        if path.name == "state.json" and obj.get("status") != "running":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, obj)
+
+    def no_room(self, line):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(runlog, "atomic_write_json", full_disk_after_the_first_state)
+    monkeypatch.setattr(runlog.RunWriter, "event", no_room)
+    with pytest.raises(OSError, match="No space left"):
+        runlog.RunWriter(tmp_path / "r", preset("tiny"))
+    assert read_state(tmp_path / "r")["status"] == "failed"
