@@ -450,11 +450,12 @@ def lenient_baseline(run_dir: Path, problems: list[str]) -> dict[str, float]:
     try:
         scores = read_baseline(run_dir)
     except (RunDirError, OSError, ValueError) as exc:  # ValueError: nesting, digits past the limit, bad UTF-8
-        problems.append(f"{run_dir / BASELINE} cannot be read ({str(exc)[:120]}); the epoch-0 point is left out.")
+        problems.append(f"{BASELINE} cannot be read ({str(exc).replace(str(run_dir), '')[:120]}); the epoch-0 point is "
+                        "left out.")
         return {}
     kept = {k: v for k, v in scores.items() if finite_float(v) is not None}
     if len(kept) < len(scores):
-        problems.append(f"{run_dir / BASELINE} holds a score that is not a finite number; it is left out.")
+        problems.append(f"{BASELINE} holds a score that is not a finite number; it is left out.")
     return {k: float(v) for k, v in kept.items()}
 
 

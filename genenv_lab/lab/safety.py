@@ -31,7 +31,7 @@ def unsafe_files(run_dir: str | Path, limits: dict[str, int] | None = None) -> l
     try:
         base = run_dir.resolve()
     except (OSError, RuntimeError) as exc:
-        return [f"{run_dir} cannot be resolved ({exc})."]
+        return [f"{run_dir.name} cannot be resolved ({type(exc).__name__})."]
     checks = list((FILE_LIMITS if limits is None else limits).items())
     for table in TABLES if limits is None else ():
         info, problem = _examine(run_dir / table, table, base)
@@ -94,7 +94,7 @@ def _examine(path: Path, name: str, base: Path) -> tuple[os.stat_result | None, 
         if stat.S_ISLNK(info.st_mode):
             target = path.resolve()
             if base not in target.parents:
-                return None, f"{name} is a link to {target}, outside the run folder; the lab does not follow it."
+                return None, f"{name} is a link outside the run folder; the lab does not follow it."
             info = target.stat()
     except FileNotFoundError:
         return None, None
