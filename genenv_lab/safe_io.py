@@ -25,6 +25,11 @@ class UnsafeFile(ValueError):
 def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:
     """The bytes of ``path``, a regular file of at most ``limit`` bytes; else :class:`UnsafeFile` (or
     ``FileNotFoundError`` when absent)."""
+    return read_regular_with_stat(path, limit, what)[1]
+
+
+def read_regular_with_stat(path: str | os.PathLike, limit: int, what: str = "file") -> tuple[os.stat_result, bytes]:
+    """:func:`read_regular`, with the ``fstat`` of the file it read (which file it was: device, inode)."""
     fd = os.open(Path(path), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         info = os.fstat(fd)
@@ -43,7 +48,7 @@ def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> byt
         data = b"".join(chunks)
         if len(data) > limit:  # it grew after the stat
             raise UnsafeFile(f"{what} {path} grew past {limit / MB:.0f} MB while being read; not read")
-        return data
+        return info, data
     finally:
         os.close(fd)
 

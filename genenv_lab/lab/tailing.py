@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from typing import Any
 
 from ..runfiles import EPOCHS, RunDirError
 from ..runread import EPOCHS_LIMIT, consecutive, parse_epoch_lines
-from ..safe_io import MB
+from ..safe_io import MB, UnsafeFile, read_regular_with_stat
 
 KEPT_BYTES = 512 * MB
 """The most file bytes whose parsed records are kept, over all files."""
@@ -62,26 +61,12 @@ def _hasher(data: bytes):
 
 
 def _read(path: Path) -> tuple[os.stat_result, bytes]:
-    """``(stat, bytes)`` of a regular file of at most EPOCHS_LIMIT bytes, opened without blocking (a FIFO or a
-    device is refused, never read)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    """``(stat, bytes)`` of ``epochs.jsonl`` through the one bounded reader (a FIFO or a device is refused, never
+    read; at most EPOCHS_LIMIT bytes)."""
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RunDirError(f"{path} is not a regular file; the run directory is corrupt")
-        if info.st_size > EPOCHS_LIMIT:
-            raise RunDirError(f"{path} is {info.st_size / MB:.0f} MB, above the {EPOCHS_LIMIT // MB} MB any "
-                              "reader accepts; the run directory is corrupt")
-        chunks, at = [], 0
-        while at < info.st_size:
-            chunk = os.pread(fd, min(info.st_size - at, 16 * MB), at)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            at += len(chunk)
-        return info, b"".join(chunks)
-    finally:
-        os.close(fd)
+        return read_regular_with_stat(path, EPOCHS_LIMIT, EPOCHS)
+    except UnsafeFile as exc:
+        raise RunDirError(f"{exc}; the run directory is corrupt") from None
 
 
 def _usable(kept: _Kept | None, info: os.stat_result, data: bytes, hasher) -> bool:
