@@ -6,6 +6,8 @@ types the commands share. Only :mod:`genenv_lab.cli` parses arguments; this modu
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import typing
 from pathlib import Path
 
 from .config import ConfigError, RunConfig, for_domain, load_config, preset
@@ -97,11 +99,16 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
     """``--section.field VALUE`` for every field of the run configuration, generated from the config dataclasses:
     the help is the field's docstring, the choices its constants; values are validated by the config itself
     (ranges next to the fields), after the preset and before any model loads."""
-    from .config import config_fields, field_choices
+    from .config import RunConfig, bounds_of, config_fields, field_choices
 
     choices = field_choices()
     groups: dict[str, argparse._ArgumentGroup] = {}
+    sections = {f.name: f.type for f in dataclasses.fields(RunConfig)}
+    hints = typing.get_type_hints(RunConfig)
     for section, name, kind, doc in config_fields():
+        bounds = bounds_of(hints[section], name) if section in sections else None
+        if bounds is not None:  # the range declared on the field, as the config checks it
+            doc = f"{doc} ({bounds.text()})" if doc else bounds.text()
         if section not in groups:
             groups[section] = parser.add_argument_group(
                 f"{section} settings", f"every field of config.json's {section!r} section (default: the preset's)")

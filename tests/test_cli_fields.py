@@ -43,3 +43,25 @@ def test_bad_values_are_one_line_errors(argv, message, tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and message in (out.stdout + out.stderr)
     assert "Traceback" not in out.stderr and not (tmp_path / "r").exists()
+
+
+def test_every_number_field_declares_its_range_and_the_help_shows_it(capsys):
+    """Bounds are declared on the fields, one mechanism (``bounded``), not written by hand in each ``__post_init__``:
+    every int or float field of the config has one, the config refuses a value outside it in one line, and the
+    generated flag's help says it."""
+    import dataclasses
+    import typing
+
+    from genenv_lab.config import ConfigError, RunConfig, bounds_of, preset
+
+    hints = typing.get_type_hints(RunConfig)
+    missing = [f"{section}.{f.name}" for section in ("model", "env", "agent", "curriculum", "loop")
+               for f in dataclasses.fields(hints[section])
+               if typing.get_type_hints(hints[section])[f.name] in (int, float) and bounds_of(hints[section], f.name)
+               is None]
+    assert not missing, f"number fields without a declared range: {missing}"
+    with pytest.raises(ConfigError, match=r"ModelConfig.lora_r=0 is invalid: accepted an integer ≥ 1 and ≤ 1024"):
+        preset("tiny").replace(model={"lora_r": 0})
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--help"])
+    assert "LoRA rank of each adapter. (an integer ≥ 1 and ≤ 1024)" in " ".join(capsys.readouterr().out.split())

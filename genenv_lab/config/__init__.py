@@ -13,7 +13,7 @@ Everything public is importable from here.
 from __future__ import annotations
 
 from .checks import (
-    build, check_type, ConfigError, in_range, replace_fields, require)
+    bounded, bounds_of, Bounds, build, check_bounds, check_type, ConfigError, replace_fields, require)
 from .variants import (
     Variant, VARIANT_TABLE, VARIANTS)
 from .schema import (
@@ -27,8 +27,8 @@ from .files import (
     load_config)
 
 __all__ = [
-    'AgentConfig', 'build', 'check_type', 'config_fields', 'ConfigError', 'CPU_PRESETS', 'CurriculumConfig',
-    'DTYPES', 'ENGINES', 'EnvConfig', 'field_choices', 'field_docs', 'for_domain', 'IMPORTANCE_SAMPLING_LEVELS',
-    'in_range', 'load_config', 'LoopConfig', 'LOSS_TYPES', 'MAX_SEED', 'ModelConfig', 'notebook_preset', 'preset',
-    'PRESETS', 'replace_fields', 'require', 'REWARD_SCALINGS', 'RunConfig', 'SECTIONS', 'Variant', 'VARIANT_TABLE',
-    'VARIANTS']
+    'AgentConfig', 'bounded', 'Bounds', 'bounds_of', 'build', 'check_bounds', 'check_type', 'config_fields',
+    'ConfigError', 'CPU_PRESETS', 'CurriculumConfig', 'DTYPES', 'ENGINES', 'EnvConfig', 'field_choices',
+    'field_docs', 'for_domain', 'IMPORTANCE_SAMPLING_LEVELS', 'load_config', 'LoopConfig', 'LOSS_TYPES', 'MAX_SEED',
+    'ModelConfig', 'notebook_preset', 'preset', 'PRESETS', 'replace_fields', 'require', 'REWARD_SCALINGS',
+    'RunConfig', 'SECTIONS', 'Variant', 'VARIANT_TABLE', 'VARIANTS']

@@ -1,13 +1,15 @@
 """How every config field is checked, one mechanism for all: :class:`ConfigError` (one line naming the field, the
-value and what is accepted), :func:`require` and :func:`in_range` for the dataclasses' own checks, and
-:func:`build`/:func:`replace_fields`, through which every value arrives (a flag, ``--set``, a config file, a run's
-``config.json``, ``replace``) and is type-checked first."""
+value and what is accepted); :func:`bounded`, the range declared on a number field, and :func:`check_bounds`, which
+checks them all; :func:`require` for the few checks a range cannot say; and :func:`build`/:func:`replace_fields`,
+through which every value arrives (a flag, ``--set``, a config file, a run's ``config.json``, ``replace``) and is
+type-checked first."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 
@@ -18,24 +20,6 @@ class ConfigError(ValueError):
 def require(ok: bool, where: str, name: str, value: Any, accepted: str) -> None:
     if not ok:
         raise ConfigError(f"{where}.{name}={value!r} is invalid: accepted {accepted}.")
-
-
-def in_range(where: str, name: str, value: Any, lo: float | None = None, hi: float | None = None,
-              integer: bool = False, lo_open: bool = False) -> None:
-    kind = "an integer" if integer else "a number"
-    bounds = []
-    if lo is not None:
-        bounds.append(f"{'>' if lo_open else '≥'} {lo}")
-    if hi is not None:
-        bounds.append(f"≤ {hi}")
-    accepted = f"{kind} {' and '.join(bounds)}".strip()
-    is_num = isinstance(value, int) if integer else isinstance(value, (int, float))
-    ok = is_num and not isinstance(value, bool) and not (isinstance(value, float) and math.isnan(value))
-    if ok and lo is not None:
-        ok = value > lo if lo_open else value >= lo
-    if ok and hi is not None:
-        ok = value <= hi
-    require(ok, where, name, value, accepted)
 
 
 def build(cls: type, values: Mapping[str, Any]) -> Any:
@@ -85,3 +69,49 @@ def replace_fields(obj: Any, changes: Mapping[str, Any]) -> Any:
         raise ConfigError(f"{type(obj).__name__} has no field(s) {sorted(unknown)}; accepted: {sorted(known)}")
     merged.update(changes)
     return build(type(obj), merged)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A number field's accepted range, declared on the field (:func:`bounded`) and checked by :func:`check_bounds`;
+    the command line's help shows it (:meth:`text`)."""
+
+    lo: float | None = None
+    hi: float | None = None
+    integer: bool = False
+    lo_open: bool = False
+
+    def admits(self, value: Any) -> bool:
+        """Whether ``value`` is a number (a whole one when :attr:`integer`; not a bool, not NaN) in the range."""
+        is_num = isinstance(value, int) if self.integer else isinstance(value, (int, float))
+        ok = is_num and not isinstance(value, bool) and not (isinstance(value, float) and math.isnan(value))
+        if ok and self.lo is not None:
+            ok = value > self.lo if self.lo_open else value >= self.lo
+        return ok and (self.hi is None or value <= self.hi)
+
+    def text(self) -> str:
+        """E.g. ``an integer ≥ 1 and ≤ 1024``, or ``a number > 0.0 and ≤ 1.0``."""
+        bounds = ([f"{'>' if self.lo_open else '≥'} {self.lo}"] if self.lo is not None else []) + \
+            ([f"≤ {self.hi}"] if self.hi is not None else [])
+        return f"{'an integer' if self.integer else 'a number'} {' and '.join(bounds)}".strip()
+
+
+def bounded(default: Any, lo: float | None = None, hi: float | None = None, *, integer: bool = False,
+            lo_open: bool = False) -> Any:
+    """A dataclass field with ``default`` whose value must lie in [``lo``, ``hi``] (``lo_open``: above ``lo``),
+    a whole number when ``integer``: one declaration instead of a check written by hand in ``__post_init__``."""
+    return field(default=default, metadata={"bounds": Bounds(lo, hi, integer, lo_open)})
+
+
+def bounds_of(cls: type, name: str) -> Bounds | None:
+    """The declared range of field ``name`` of config dataclass ``cls`` (None when it has none)."""
+    return next((f.metadata.get("bounds") for f in dataclasses.fields(cls) if f.name == name), None)
+
+
+def check_bounds(obj: Any) -> None:
+    """Every declared range of ``obj``'s fields (one :class:`ConfigError` line naming the field, the value and the
+    range)."""
+    for f in dataclasses.fields(obj):
+        b = f.metadata.get("bounds")
+        if b is not None:
+            require(b.admits(getattr(obj, f.name)), type(obj).__name__, f.name, getattr(obj, f.name), b.text())

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from ..curriculum import ENV_REWARD_SHAPES
 from ..trackers import TRACKERS
-from .checks import ConfigError, build, in_range, replace_fields, require
+from .checks import ConfigError, bounded, build, check_bounds, replace_fields, require
 from .variants import VARIANT_TABLE, VARIANTS, Variant
 
 
@@ -38,19 +38,19 @@ class ModelConfig:
     """``hf`` (transformers + peft + TRL, CPU or GPU), ``unsloth`` or ``vllm`` (GPU)."""
     dtype: str = "float32"
     """Floating-point type of the base model's weights (``auto``: what the checkpoint says)."""
-    lora_r: int = 8
+    lora_r: int = bounded(8, 1, 1024, integer=True)
     """LoRA rank of each adapter."""
-    lora_alpha: int = 16
+    lora_alpha: int = bounded(16, 1, 4096, integer=True)
     """LoRA scaling α (the update is scaled by lora_alpha / lora_r)."""
-    lora_dropout: float = 0.0
+    lora_dropout: float = bounded(0.0, 0.0, 0.9)
     """Dropout on the LoRA input."""
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     """Module names that get LoRA (comma-separated on the command line)."""
     load_in_4bit: bool = False
     """Load the base in 4 bits (bitsandbytes / Unsloth; GPU only)."""
-    max_seq_length: int = 512
+    max_seq_length: int = bounded(512, 64, 131072, integer=True)
     """Longest prompt + completion, in tokens."""
-    gpu_memory_utilization: float = 0.5
+    gpu_memory_utilization: float = bounded(0.5, 0.05, 0.95)
     """Share of GPU memory vLLM may take (GPU engines only)."""
     shared_prefix: bool = True
     """``hf`` engine: encode each distinct prompt once, in generation (a prompt's n samples share its cache) and in
@@ -60,22 +60,22 @@ class ModelConfig:
     separate_adapters: bool = True
     """True: two LoRA adapters (``agent``, ``env``). False: one shared adapter plays both roles (an ablation, and
     the single-adapter reference of the memory benchmark)."""
-    tiny_warmup_steps: int = 300
+    tiny_warmup_steps: int = bounded(300, 0, 100000, integer=True)
     """``tiny`` only: steps of format warm-up on the domain's seed texts, so a random model writes parseable tasks."""
-    world_steps: int = 450
+    world_steps: int = bounded(450, 1, 10**6, integer=True)
     """``tiny-world`` only: pre-training steps of the agent role on the domain's world (genenv_lab.models.world)."""
-    world_env_steps: int = 200
+    world_env_steps: int = bounded(200, 0, 10**6, integer=True)
     """``tiny-world`` only: then rounds of one simulator batch and one agent batch."""
-    world_hidden_size: int = 128
+    world_hidden_size: int = bounded(128, 16, 4096, integer=True)
     """``tiny-world`` only: hidden size of the model built for the world."""
-    world_layers: int = 3
+    world_layers: int = bounded(3, 1, 64, integer=True)
     """``tiny-world`` only: number of its decoder layers."""
     world_anchor: str = "newest"
     """``tiny-world`` only: where the world's teacher starts the simulator's next task in the pre-training corpus:
     ``newest`` (the newest recent task's level; the seed's when the context has none), ``seed`` (always the seed
     task's level, the hint only moving it) or ``task`` (as ``seed``, keeping the rest of the seed task where the
     world can: a count keeps its start), genenv_lab/domains/worlds.py."""
-    world_seed: int = 0
+    world_seed: int = bounded(0, 0, MAX_SEED, integer=True)
     """``tiny-world`` only: seed of the world corpus and the model's initialisation (one model serves every loop
     seed, so a comparison's seeds differ in the loop only)."""
 
@@ -86,27 +86,17 @@ class ModelConfig:
         return tuple(self.target_modules) != ModelConfig.__dataclass_fields__["target_modules"].default
 
     def __post_init__(self) -> None:
+        check_bounds(self)  # the ranges declared on the fields (bounded(...))
         w = "ModelConfig"
         require(isinstance(self.name_or_path, str) and self.name_or_path.strip() != "", w, "name_or_path",
                  self.name_or_path,
                  "'tiny', 'tiny-world', 'smollm2-135m', a Hugging Face model id or a local directory")
         require(self.engine in ENGINES, w, "engine", self.engine, f"one of {ENGINES}")
         require(self.dtype in DTYPES, w, "dtype", self.dtype, f"one of {DTYPES}")
-        in_range(w, "lora_r", self.lora_r, 1, 1024, integer=True)
-        in_range(w, "lora_alpha", self.lora_alpha, 1, 4096, integer=True)
-        in_range(w, "lora_dropout", self.lora_dropout, 0.0, 0.9)
         require(isinstance(self.shared_prefix, bool), w, "shared_prefix", self.shared_prefix, "true or false")
         require(len(self.target_modules) > 0, w, "target_modules", self.target_modules, "at least one module name")
-        in_range(w, "max_seq_length", self.max_seq_length, 64, 131072, integer=True)
-        in_range(w, "gpu_memory_utilization", self.gpu_memory_utilization, 0.05, 0.95)
-        in_range(w, "tiny_warmup_steps", self.tiny_warmup_steps, 0, 100000, integer=True)
-        in_range(w, "world_steps", self.world_steps, 1, 10**6, integer=True)
-        in_range(w, "world_env_steps", self.world_env_steps, 0, 10**6, integer=True)
-        in_range(w, "world_hidden_size", self.world_hidden_size, 16, 4096, integer=True)
         require(self.world_hidden_size % 4 == 0, w, "world_hidden_size", self.world_hidden_size,
                  "a multiple of 4 (4 attention heads)")
-        in_range(w, "world_layers", self.world_layers, 1, 64, integer=True)
-        in_range(w, "world_seed", self.world_seed, 0, MAX_SEED, integer=True)
         require(self.world_anchor in ("newest", "seed", "task"), w, "world_anchor", self.world_anchor,
                  "'newest', 'seed' or 'task'")
 
@@ -115,74 +105,61 @@ class ModelConfig:
 class EnvConfig:
     """The environment simulator π_env: generation and its RWR update."""
 
-    seeds_per_epoch: int = 4
+    seeds_per_epoch: int = bounded(4, 1, 10000, integer=True)
     """Seed tasks the simulator varies each epoch."""
-    n_variations: int = 4
+    n_variations: int = bounded(4, 1, 64, integer=True)
     """Variations generated per seed (method.md default 4)."""
-    max_new_tokens: int = 64
+    max_new_tokens: int = bounded(64, 8, 8192, integer=True)
     """Most tokens of one simulator generation."""
-    temperature: float = 1.0
+    temperature: float = bounded(1.0, 0.0, 2.0, lo_open=True)
     """Sampling temperature of the simulator."""
-    top_p: float = 1.0
+    top_p: float = bounded(1.0, 0.0, 1.0, lo_open=True)
     """Nucleus sampling of the simulator (1.0: off)."""
-    lr: float = 1e-4
+    lr: float = bounded(1e-4, 0.0, 1.0, lo_open=True)
     """RWR learning rate of the ``env`` adapter (LoRA on a small model needs more than the paper's 5e-7)."""
-    batch_size: int = 8
+    batch_size: int = bounded(8, 1, 4096, integer=True)
     """Examples per RWR optimiser step."""
-    max_steps: int = 4
+    max_steps: int = bounded(4, 0, 10000, integer=True)
     """Most optimiser steps of the env update per epoch (fewer when the KL cap is reached)."""
-    kl_coef: float = 0.05
+    kl_coef: float = bounded(0.05, 0.0, 100.0)
     """Weight of the KL penalty to the initial simulator (the base with the env adapter off)."""
-    kl_cap: float = 0.5
+    kl_cap: float = bounded(0.5, 0.0, 100.0, lo_open=True)
     """Per-token KL to the initial simulator (nats) at which the epoch's env steps stop."""
-    stats_window: int = 3
+    stats_window: int = bounded(3, 1, 1000, integer=True)
     """Epochs of a lineage's success statistics shown in the env context."""
-    static_variations: int = 5
+    static_variations: int = bounded(5, 1, 1000, integer=True)
     """``static`` baseline: variations per base seed generated once before training (the paper: 5)."""
     teacher_model: str = ""
     """``offline_teacher`` baseline: the stronger model that writes the variations once (hub id or directory)."""
-    teacher_data_multiplier: float = 1.0
+    teacher_data_multiplier: float = bounded(1.0, 0.0, 1000.0, lo_open=True)
     """``offline_teacher``: its fixed set holds this many times the tasks GenEnv generates over the run
     (the paper compares 1.8× and 3.3×)."""
 
     def __post_init__(self) -> None:
-        w = "EnvConfig"
-        in_range(w, "seeds_per_epoch", self.seeds_per_epoch, 1, 10000, integer=True)
-        in_range(w, "n_variations", self.n_variations, 1, 64, integer=True)
-        in_range(w, "max_new_tokens", self.max_new_tokens, 8, 8192, integer=True)
-        in_range(w, "temperature", self.temperature, 0.0, 2.0, lo_open=True)
-        in_range(w, "top_p", self.top_p, 0.0, 1.0, lo_open=True)
-        in_range(w, "lr", self.lr, 0.0, 1.0, lo_open=True)
-        in_range(w, "batch_size", self.batch_size, 1, 4096, integer=True)
-        in_range(w, "max_steps", self.max_steps, 0, 10000, integer=True)
-        in_range(w, "kl_coef", self.kl_coef, 0.0, 100.0)
-        in_range(w, "kl_cap", self.kl_cap, 0.0, 100.0, lo_open=True)
-        in_range(w, "stats_window", self.stats_window, 1, 1000, integer=True)
-        in_range(w, "static_variations", self.static_variations, 1, 1000, integer=True)
-        in_range(w, "teacher_data_multiplier", self.teacher_data_multiplier, 0.0, 1000.0, lo_open=True)
+        check_bounds(self)  # the ranges declared on the fields (bounded(...))
 
 
 @dataclass(frozen=True)
 class AgentConfig:
     """The agent π_agent: rollouts and its GRPO update through TRL's GRPOTrainer."""
 
-    num_generations: int = 5
+    num_generations: int = bounded(5, 2, 256, integer=True)
     """G, rollouts per task. G=5 keeps p̂ ∈ {0.4, 0.6} in the default band (G=8 keeps only 0.5)."""
-    max_completion_length: int = 32
+    max_completion_length: int = bounded(32, 4, 32768, integer=True)
     """Most tokens of one agent completion."""
-    temperature: float = 1.0
+    temperature: float = bounded(1.0, 0.0, 2.0, lo_open=True)
     """Sampling temperature of the agent's G rollouts."""
-    lr: float = 5e-5
+    lr: float = bounded(5e-5, 0.0, 1.0, lo_open=True)
     """Learning rate of the agent's GRPO steps."""
-    prompts_per_step: int = 2
+    prompts_per_step: int = bounded(2, 1, 4096, integer=True)
     """Tasks per GRPO optimiser step (each with G completions)."""
-    kl_beta: float = 0.0
+    kl_beta: float = bounded(0.0, 0.0, 10.0)
     """GRPO KL coefficient to the base (adapter off); TRL's default 0.0 skips the reference pass."""
-    replay_size: int = 2
+    replay_size: int = bounded(2, 0, 100000, integer=True)
     """Tasks replayed from the pool (earlier epochs' valid tasks) in each epoch's GRPO batch."""
-    base_seeds: int = 1
+    base_seeds: int = bounded(1, 0, 100000, integer=True)
     """Base seed tasks mixed into each epoch's GRPO batch."""
-    success_threshold: float = 1.0
+    success_threshold: float = bounded(1.0, 0.0, 1.0, lo_open=True)
     """Reward at or above which a rollout counts as a success (1.0 for exact-match domains)."""
     loss_type: str = "dapo"
     """The RL objective (TRL's ``loss_type``): dapo (TRL's default: token-level, normalised over the batch), grpo
@@ -191,61 +168,47 @@ class AgentConfig:
     """``token``: one importance ratio per token (GRPO); ``sequence``: one per completion (GSPO)."""
     scale_rewards: str = "group"
     """Advantages divided by the reward std of the ``group`` (GRPO), of the ``batch``, or ``none`` (Dr. GRPO)."""
-    epsilon: float = 0.2
+    epsilon: float = bounded(0.2, 0.0, 1.0, lo_open=True)
     """Lower clipping bound of the importance ratio (1 − ε)."""
-    epsilon_high: float = 0.0
+    epsilon_high: float = bounded(0.0, 0.0, 10.0)
     """Upper clipping bound (1 + ε_high); 0 means the same as ``epsilon`` (DAPO recommends 0.28)."""
-    num_iterations: int = 1
+    num_iterations: int = bounded(1, 1, 64, integer=True)
     """μ: optimiser passes over each batch of rollouts (more learning per rollout; ratios are then clipped)."""
     mask_truncated_completions: bool = False
     """Leave completions cut at ``max_completion_length`` out of the loss (DAPO)."""
 
     def __post_init__(self) -> None:
+        check_bounds(self)  # the ranges declared on the fields (bounded(...))
         w = "AgentConfig"
         require(self.loss_type in LOSS_TYPES, w, "loss_type", self.loss_type, f"one of {LOSS_TYPES}")
         require(self.importance_sampling_level in IMPORTANCE_SAMPLING_LEVELS, w, "importance_sampling_level",
                  self.importance_sampling_level, f"one of {IMPORTANCE_SAMPLING_LEVELS}")
         require(self.scale_rewards in REWARD_SCALINGS, w, "scale_rewards", self.scale_rewards,
                  f"one of {REWARD_SCALINGS}")
-        in_range(w, "epsilon", self.epsilon, 0.0, 1.0, lo_open=True)
-        in_range(w, "epsilon_high", self.epsilon_high, 0.0, 10.0)
-        in_range(w, "num_iterations", self.num_iterations, 1, 64, integer=True)
         require(isinstance(self.mask_truncated_completions, bool), w, "mask_truncated_completions",
                  self.mask_truncated_completions, "true or false")
-        in_range(w, "num_generations", self.num_generations, 2, 256, integer=True)
-        in_range(w, "max_completion_length", self.max_completion_length, 4, 32768, integer=True)
-        in_range(w, "temperature", self.temperature, 0.0, 2.0, lo_open=True)
-        in_range(w, "lr", self.lr, 0.0, 1.0, lo_open=True)
-        in_range(w, "prompts_per_step", self.prompts_per_step, 1, 4096, integer=True)
-        in_range(w, "kl_beta", self.kl_beta, 0.0, 10.0)
-        in_range(w, "replay_size", self.replay_size, 0, 100000, integer=True)
-        in_range(w, "base_seeds", self.base_seeds, 0, 100000, integer=True)
-        in_range(w, "success_threshold", self.success_threshold, 0.0, 1.0, lo_open=True)
 
 
 @dataclass(frozen=True)
 class CurriculumConfig:
     """The α-Curriculum Reward, the band filter and the RWR weights."""
 
-    alpha: float = 0.5
+    alpha: float = bounded(0.5, 0.0, 1.0)
     """Target success rate α: the α-Curriculum Reward peaks when the agent solves a task this often."""
-    beta: float = 2.0
+    beta: float = bounded(2.0, 0.0, 1000.0)
     """Sharpness of exp(-β (p̂-α)²); the paper never states it, method.md's default is 2."""
-    k_min: float = 0.1
+    k_min: float = bounded(0.1, 0.0, 1.0)
     """Band half-width: generations with |p̂-α| > k_min are left out of the env update."""
     shape: str = "gaussian"
     """Env reward shape: ``gaussian`` (the paper's exp(-β(p̂-α)²)), ``learnability`` (p̂(1-p̂)), ``min`` or
     ``azr``."""
-    rwr_lambda: float = 1.0
+    rwr_lambda: float = bounded(1.0, 0.0, 100.0)
     """Temperature λ of the RWR weights ∝ exp(λ·R_env) (normalised to mean 1)."""
 
     def __post_init__(self) -> None:
+        check_bounds(self)  # the ranges declared on the fields (bounded(...))
         w = "CurriculumConfig"
-        in_range(w, "alpha", self.alpha, 0.0, 1.0)
-        in_range(w, "beta", self.beta, 0.0, 1000.0)
-        in_range(w, "k_min", self.k_min, 0.0, 1.0)
         require(self.shape in ENV_REWARD_SHAPES, w, "shape", self.shape, f"one of {ENV_REWARD_SHAPES}")
-        in_range(w, "rwr_lambda", self.rwr_lambda, 0.0, 100.0)
 
 
 def _task_file_exists(value: str) -> bool:
@@ -260,7 +223,7 @@ def _task_file_exists(value: str) -> bool:
 class LoopConfig:
     """The co-evolution loop (Algorithm 1)."""
 
-    epochs: int = 3
+    epochs: int = bounded(3, 1, 100000, integer=True)
     """Co-evolution epochs (Algorithm 1's outer loop)."""
     domain: str = "arith"
     """Task domain the simulator writes for and the agent solves: a shipped one (genenv_lab.domains), a class as
@@ -277,32 +240,32 @@ class LoopConfig:
     simulator without statistics, one variation per parent, rank filter, pool of the last epoch only),
     ``offline_teacher`` (``env.teacher_model`` writes a fixed set once), ``online_filter`` (static's fixed set,
     each epoch's tasks screened by G agent rollouts and kept only at 0 < p̂ < 1; tasks at p̂ = 1 are used up)."""
-    screen_factor: int = 4
+    screen_factor: int = bounded(4, 1, 1000, integer=True)
     """``online_filter``: at most ``screen_factor × budget`` candidate tasks are screened per epoch (G agent
     rollouts each, no update, counted in ``cumulative/agent_rollouts``). It bounds an epoch's screening cost at
     ``screen_factor × budget × G`` rollouts when informative tasks are rare; 1 screens no more than the budget."""
-    reference_tasks: int = 0
+    reference_tasks: int = bounded(0, 0, 100000, integer=True)
     """Counterfactual: tasks written once by the untrained simulator; each epoch's agent is measured on them
     (``extra["p_hat_reference"]``), next to p̂ on the simulator's current tasks."""
-    seed: int = 0
+    seed: int = bounded(0, 0, MAX_SEED, integer=True)
     """Seed of everything random in the run (sampling, data order, initialisation of the adapters)."""
     save_adapters: bool = True
     """Save both adapters after every epoch under ``adapters/epoch_NNN/``."""
     report_to: str = "none"
     """Also log each epoch's record to a tracker: ``tensorboard`` (event files under ``<run>/tensorboard/``),
     ``wandb`` or ``trackio`` (genenv_lab/trackers.py)."""
-    eval_every: int = 0
+    eval_every: int = bounded(0, 0, 100000, integer=True)
     """Evaluate the agent on ``eval_benchmark`` every this many epochs (0: never); the score is logged in
     ``epochs.jsonl`` as ``extra["eval/<benchmark>"]``."""
     eval_benchmark: str = "bamboogle"
     """A benchmark name, or ``domain``: the domain's held-out set (``data/<domain>_heldout.jsonl``), greedy."""
     eval_category: str = ""
     """Benchmark category (empty: all covered ones)."""
-    eval_limit: int = 20
+    eval_limit: int = bounded(20, 0, 10**7, integer=True)
     """Items per category in each evaluation (0: all)."""
     eval_data_dir: str = ""
     """Benchmark data folder (empty: ``$GENENV_LAB_DATA`` or the cache; see genenv_lab.evaluation)."""
-    eval_max_new_tokens: int = 64
+    eval_max_new_tokens: int = bounded(64, 1, 32768, integer=True)
     """Generation budget per item of the held-out evaluation (per model step, for BFCL multi-turn)."""
     eval_protocol: str = "per-turn"
     """BFCL multi-turn categories only: ``per-turn`` (each turn from the answer key's state, the paper's reading;
@@ -310,12 +273,10 @@ class LoopConfig:
     is). See genenv_lab/evaluation/bfcl_multi_turn.py."""
 
     def __post_init__(self) -> None:
+        check_bounds(self)  # the ranges declared on the fields (bounded(...))
         w = "LoopConfig"
         require(self.eval_protocol in ("official", "per-turn"), w, "eval_protocol", self.eval_protocol,
                  "'official' or 'per-turn'")
-        in_range(w, "eval_every", self.eval_every, 0, 100000, integer=True)
-        in_range(w, "eval_limit", self.eval_limit, 0, 10**7, integer=True)
-        in_range(w, "eval_max_new_tokens", self.eval_max_new_tokens, 1, 32768, integer=True)
         if self.eval_every and self.eval_benchmark != "domain":
             from ..evaluation.runner import BENCHMARKS, get_benchmark
 
@@ -326,7 +287,6 @@ class LoopConfig:
                          f"'domain' (the domain's held-out set) or one of {sorted(BENCHMARKS)}")
         require(not self.eval_category or self.eval_benchmark != "domain", w, "eval_category", self.eval_category,
                  "empty with eval_benchmark='domain' (the domain's held-out set has no categories)")
-        in_range(w, "epochs", self.epochs, 1, 100000, integer=True)
         require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
         for name in ("seeds", "heldout"):
             value = getattr(self, name)
@@ -335,9 +295,6 @@ class LoopConfig:
                      "project's data/ folder (e.g. count_easy_seeds.jsonl), or empty: the domain's own")
         require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
         require(self.report_to in TRACKERS, w, "report_to", self.report_to, f"one of {TRACKERS}")
-        in_range(w, "seed", self.seed, 0, MAX_SEED, integer=True)
-        in_range(w, "reference_tasks", self.reference_tasks, 0, 100000, integer=True)
-        in_range(w, "screen_factor", self.screen_factor, 1, 1000, integer=True)
 
 
 @dataclass(frozen=True)
