@@ -218,3 +218,18 @@ def test_yaml_config_reads_numbers_as_json_does_and_refuses_aliases(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ConfigError, match="aliases"):  # refused from the event stream, before anything expands
         load_config(path)
+
+
+def test_a_domain_brings_its_recommended_settings_however_it_is_set():
+    """``cfg.replace(loop={"domain": ...})`` bypassed the domain's recommended settings that every CLI spelling and
+    ``for_domain`` applied (issue 40); now every way of setting the domain applies them, and a field set in the same
+    call keeps the value given."""
+    from genenv_lab.config import for_domain
+
+    tiny = preset("tiny")
+    via_replace = tiny.replace(loop={"domain": "tools"})
+    assert via_replace == for_domain(tiny, "tools")
+    assert via_replace.env.max_new_tokens == 512 and via_replace.agent.max_completion_length == 128
+    told = tiny.replace(loop={"domain": "tools"}, env={"max_new_tokens": 300})
+    assert told.env.max_new_tokens == 300 and told.agent.max_completion_length == 128
+    assert tiny.replace(loop={"epochs": 2}).env == tiny.env  # no domain change: nothing else moves

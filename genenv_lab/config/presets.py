@@ -4,7 +4,7 @@ preset choice."""
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Mapping
 
 from .schema import AgentConfig, ConfigError, CurriculumConfig, EnvConfig, LoopConfig, ModelConfig, RunConfig
 
@@ -109,27 +109,12 @@ CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-times", "cpu-smollm2")
 
 
 def for_domain(cfg: RunConfig, domain: str) -> RunConfig:
-    """``cfg`` switched to ``domain``, with the domain's recommended settings (a field only grows, e.g. token
-    budgets, or takes the domain's success threshold). A per-epoch held-out score on the domain's own set
-    (``eval_benchmark="domain"``) is turned off when the new domain ships none (``tools``, ``qa``); choose a
-    benchmark with ``--eval-every N --eval-benchmark NAME`` instead."""
-    from ..domains import domain_class
-
-    try:
-        cls = domain_class(domain)
-    except ValueError as exc:
-        raise ConfigError(f"LoopConfig.domain={domain!r} is invalid: {exc}") from None
-    changes: dict[str, dict[str, Any]] = {"loop": {"domain": domain}}
-    if cfg.loop.eval_every and cfg.loop.eval_benchmark == "domain" and not cfg.loop.heldout \
-            and not cls().heldout_tasks():
-        changes["loop"]["eval_every"] = 0
-    for section, fields in cls.recommended.items():
-        current = getattr(cfg, section)
-        for name, value in fields.items():
-            old = getattr(current, name)
-            grow = name.startswith("max_") and isinstance(old, int)
-            changes.setdefault(section, {})[name] = max(old, value) if grow else value
-    return cfg.replace(**changes)
+    """``cfg`` switched to ``domain``, with the domain's recommended settings (:meth:`RunConfig.with_domain_settings`;
+    ``cfg.replace(loop={"domain": domain})`` does the same); for the domain it already has, those settings are
+    applied again."""
+    if domain == cfg.loop.domain:
+        return cfg.with_domain_settings()
+    return cfg.replace(loop={"domain": domain})
 
 
 def preset(name: str) -> RunConfig:

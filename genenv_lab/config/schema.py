@@ -388,6 +388,33 @@ class RunConfig:
             if current is None or not dataclasses.is_dataclass(current):
                 raise ConfigError(f"unknown config section {name!r}")
             kwargs[name] = replace_fields(current, changes)
-        return dataclasses.replace(self, **kwargs)
+        out = dataclasses.replace(self, **kwargs)
+        if out.loop.domain != self.loop.domain:  # however the domain is set, it brings its recommended settings
+            out = out.with_domain_settings(given=sections)
+        return out
+
+    def with_domain_settings(self, given: Mapping[str, Any] | None = None) -> "RunConfig":
+        """This config with its domain's recommended settings (``Domain.recommended``: a ``max_*`` token budget only
+        grows, other fields take the domain's value), except the fields in ``given`` (set with the domain in one
+        :meth:`replace`: what is said explicitly wins). A per-epoch held-out score on the domain's own set
+        (``eval_benchmark="domain"``) is turned off when the domain ships none (``tools``, ``qa``)."""
+        from ..domains import domain_class
+
+        given = {k: v for k, v in (given or {}).items() if isinstance(v, Mapping)}
+        cls = domain_class(self.loop.domain)
+        changes: dict[str, dict[str, Any]] = {}
+        lp = self.loop
+        if lp.eval_every and lp.eval_benchmark == "domain" and not lp.heldout and not cls().heldout_tasks() \
+                and "eval_every" not in given.get("loop", {}):
+            changes["loop"] = {"eval_every": 0}
+        for section, fields in cls.recommended.items():
+            current = getattr(self, section)
+            for name, value in fields.items():
+                if name in given.get(section, {}):
+                    continue
+                old = getattr(current, name)
+                grow = name.startswith("max_") and isinstance(old, int)
+                changes.setdefault(section, {})[name] = max(old, value) if grow else value
+        return self.replace(**changes) if changes else self
 
 
