@@ -19,9 +19,8 @@ for large ones, and otherwise skips n (``7 9``). So a task's success rate is the
   above the frontier stay out of reach; the held-out set spans the whole range (one item per level).
 
 A count starts at 1 to ``MAX_START`` (12), so a task at the frontier can be short and end past it (``10 to 13``)
-while the held-out counts start at 1–4 and need every step. With starts of at most 4 (world versions up to 7) the
-frontier's tasks all ended at the frontier, and the agent, which reads a two-digit end from its prompt poorly,
-learnt to stop there (docs/curriculum_cpu.md, "Where the agents learn").
+while the held-out counts start at 1–4 and need every step. (Why the starts reach 12: docs/curriculum_cpu.md,
+"Design notes from the code".)
 
 The env role is :class:`~genenv_lab.domains.worlds.LevelWorld`'s (the untrained simulator writes a variation near
 the newest recent task's level and follows the hint loosely). Nothing in the loop knows about this world.

@@ -13,19 +13,12 @@ The world (:class:`TimesWorld`) is the generated corpus a tiny model is pre-trai
   digits and one ``0`` too many (``7 * 8 = 560``). The pretrained agent therefore solves easy tasks, fails hard ones
   and is unsure in between, where GRPO finds groups with both outcomes. The slip is one shared decision (stop after
   the product, or write a ``0``) rather than a per-fact wrong answer, so what GRPO unlearns on trained facts carries
-  over to held-out facts. (A per-fact slip, ``a * b + a``, was tried first: GRPO then raised p̂ on trained facts,
-  0.60 → 0.79 on the reference tasks over 30 epochs, while greedy held-out accuracy fell 0.40 → 0.17: memorised
-  answers interfere, they do not transfer.)
+  over to held-out facts (docs/curriculum_cpu.md, "Design notes from the code", has what was tried first).
 - **env role**: given the domain's real simulator prompt (seed task, lineage statistics, band, recent tasks with
   their p̂, hint), the teacher writes a variation whose level starts from the newest recent task's level (the seed's
   when the lineage has none) and follows the hint only loosely (similar ±1, harder +0..3, easier −0..3), the
   larger operand first. So the untrained simulator writes well-formed tasks of many difficulties, the α-Curriculum
-  Reward has something to select, and it reads its feedback as an instruction-tuned LLM would. (Up to world
-  version 4 a quarter of the teacher's tasks were at a uniformly random level; without them the in-band fraction
-  rose from 0.29 to 0.36 over 6 seeds, and a perfect imitation of the teacher from 0.31 to 0.44:
-  docs/curriculum_cpu.md, "Fourth round".) (Anchoring on the seed's level was tried first: the 0.5 M-parameter model
-  never learnt it, mean level 9.4 for a level-5 seed and 10.3 for a level-14 one; anchored on the newest recent task it
-  follows, weakly: docs/curriculum_cpu.md.)
+  Reward has something to select, and it reads its feedback as an instruction-tuned LLM would.
 
 Nothing in the loop knows about this world: the run uses the same backend, verifier and run directory as any other.
 """
