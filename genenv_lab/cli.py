@@ -123,6 +123,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     brief = {k: v for k, v in summary.items() if not isinstance(v, (dict, list))}
     print(json.dumps(brief, indent=2, ensure_ascii=False))
     console.print(f"results: {out / 'results.jsonl'}  summary: {out / 'summary.json'}")
+    too_long, n = summary.get("n_prompt_longer_than_context", 0), summary.get("n", 0)
+    if too_long and too_long == n:  # every item scored 0 for want of room: say so, it is not the model's score
+        console.print(f"[yellow]warning:[/yellow] no {args.benchmark} item's prompt leaves room for "
+                      f"{args.max_new_tokens} new tokens in the model's context ({too_long} of {n} too long, "
+                      "scored 0): lower --max-new-tokens, or use a model with a longer context", soft_wrap=True)
     return 0
 
 

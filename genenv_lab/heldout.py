@@ -66,11 +66,6 @@ def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int
             bar.update(len(chunk))
     if too_long:  # no prediction (or a conversation cut where it stopped fitting): counted in the summary
         (out.parent / "too_long.json").write_text(json.dumps(too_long))
-    if single and not multi and len(too_long) == len(single):  # nothing was predicted: say why, not "no id"
-        raise ValueError(f"no {benchmark} item's prompt leaves room for {max_new_tokens} new tokens in the model's "
-                         f"context ({len(too_long)} of {len(items)} too long, listed in "
-                         f"{out.parent / 'too_long.json'}): lower --max-new-tokens, or use a model with a longer "
-                         "context")
     return out
 
 
@@ -110,6 +105,9 @@ def evaluate_backend(backend, benchmark: str, *, out_dir: str | Path, data_dir=N
                     max_new_tokens=max_new_tokens, out_path=out / "predictions.jsonl", progress=progress,
                     protocol=protocol or "official")
     gen_s = time.perf_counter() - start
+    if category is None:  # the categories predicted, named: an item without a prediction (too long) scores 0
+        spec = get_benchmark(benchmark)
+        category = chosen_categories(spec, resolve_data_dir(spec, data_dir), None)
     summary = score_predictions(benchmark, preds, data_dir=data_dir, category=category, limit=limit, out_dir=out,
                                 scoring=scoring, protocol=protocol)
     summary["generation_s"] = round(gen_s, 2)

@@ -130,11 +130,14 @@ def test_a_category_for_the_domains_own_held_out_set_is_refused():
 
 def test_a_budget_no_prompt_leaves_room_for_is_said_as_such(tmp_path):
     """Round 5: with every item's prompt too long for ``--max-new-tokens`` in the model's context, ``eval`` said
-    that no prediction id matched any item (pointing at the id formats); it says the budget is the cause."""
+    that no prediction id matched any item (pointing at the id formats). Like any item too long, they are counted
+    and scored 0, and the budget is named as the cause."""
     out = tmp_path / "o"
     proc = subprocess.run([sys.executable, "-m", "genenv_lab.cli", "eval", "--benchmark", "bamboogle", "--model",
                            "tiny", "--limit", "3", "--max-new-tokens", "1000", "--data-dir", str(BENCH / "bamboogle"),
                            "--out", str(out)], capture_output=True, text=True, timeout=300)
     said = " ".join((proc.stdout + proc.stderr).split())
-    assert proc.returncode != 0 and "leaves room for 1000 new tokens" in said and "3 of 3 too long" in said, said
+    assert proc.returncode == 0 and "leaves room for 1000 new tokens" in said and "3 of 3 too long" in said, said
     assert "no prediction id matches" not in said and "Traceback" not in said
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n"] == 3 and summary["n_prompt_longer_than_context"] == 3 and summary["value"] == 0
