@@ -42,11 +42,13 @@ TIERS = {
     "app": ("test_app_views", "test_app_compare", "test_app_smoke"),
     "browser": ("test_app_browser",),
     "notebooks": ("test_notebooks", "test_notebooks_command"),
-    "engines": ("test_vllm_cpu", "test_unsloth_cpu", "test_bfcl_parity", "test_distributed"),
+    "engines": ("test_vllm_cpu", "test_unsloth_cpu", "test_bfcl_parity", "test_distributed", "test_gpu",
+                "test_unsloth_gpu"),
     "slow": ("test_slow_smollm2",),
-    "gpu": ("test_gpu", "test_unsloth_gpu"),
 }
-"""Each test file's tier, as a marker of every test in it (the package's doctests are ``unit``). The quick tier
+"""Each test file's tier, as a marker of every test in it (the package's doctests are ``unit``). ``gpu`` is no
+file's tier but each GPU test's own marker (``scripts/gpu_check.sh`` runs ``-m gpu``; the GPU files' CPU parts are
+``engines``). The quick tier
 (``bash scripts/test.sh --quick``) is the marker expression :data:`QUICK`: no extra venvs, browser, notebooks,
 multi-process, real-model or GPU tests. A new test file goes into one tier here (tests/test_structure.py checks)."""
 QUICK = "not (browser or notebooks or engines or slow or gpu)"

@@ -102,7 +102,8 @@ def test_target_modules_are_checked_against_a_model_folders_own_layout(tmp_path)
     check_target_modules("genenv-lab-tests/not-cached", ("anything",))  # no config at hand: checked when it loads
 
 
-@pytest.mark.parametrize("targets", ["act_fn", "input_layernorm", "layers", "embed_tokens", "0", "q_proj,nope"])
+@pytest.mark.parametrize("targets", ["act_fn", "input_layernorm", "layers", "embed_tokens", "0", "q_proj,nope",
+                                     "lm_head"])  # round 6: the output head, which peft refuses
 def test_only_linear_layers_are_offered_or_accepted_as_lora_targets(targets, tmp_path, capsys):
     """Round 5: names the preflight listed (an activation, a norm, the layer list, the embeddings) passed it and
     failed after the model loaded, and ``q_proj,nope`` dropped ``nope`` without a word. Only linear layers are
@@ -111,4 +112,6 @@ def test_only_linear_layers_are_offered_or_accepted_as_lora_targets(targets, tmp
     assert main(["run", "--preset", "tiny", "--model.target_modules", targets, "--out", str(out)]) == 1
     assert not out.exists()
     printed = " ".join(capsys.readouterr().out.split())
-    assert "are not linear layers of this model" in printed and "input_layernorm" not in printed.split("some of")[1]
+    offered = printed.split("some of")[1]
+    assert "are not linear layers of this model" in printed and "input_layernorm" not in offered
+    assert "lm_head" not in offered

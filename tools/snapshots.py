@@ -30,7 +30,7 @@ from .browser import Chromium
 from genenv_lab.lab.glance import GLANCE_TITLE, caption, story_numbers
 from genenv_lab.lab.runs import load_run
 
-APP = Path(__file__).resolve().parent.parent.parent / "app.py"
+APP = Path(__file__).resolve().parent.parent / "app.py"
 
 
 def _plot_with(title: str) -> str:

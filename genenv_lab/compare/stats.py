@@ -82,6 +82,7 @@ def efficiency_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VAR
     ...         for v, per_seed in {"genenv": [[0.2, 0.5, 0.6], [0.2, 0.35, 0.6]],
     ...                             "static": [[0.2, 0.3, 0.5], [0.2, 0.3, 0.4]]}.items()
     ...         for s, curve in enumerate(per_seed) for e, h in enumerate(curve)]
+    >>> from genenv_lab.compare.table import COLUMNS
     >>> out = efficiency_table(pd.DataFrame(rows, columns=list(COLUMNS))).set_index("measure")
     >>> out.loc["heldout_auc", ["baseline_mean", "reference_mean", "mean", "range_high"]].round(2).to_dict()
     {'baseline_mean': 0.31, 'reference_mean': 0.41, 'mean': 0.1, 'range_high': 200.0}

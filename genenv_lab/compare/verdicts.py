@@ -48,6 +48,7 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
     ...         for v, curve in {"genenv": [(0, 0.2), (100, 0.5), (200, 0.6)],
     ...                          "static": [(0, 0.2), (100, 0.3), (200, 0.5)]}.items()
     ...         for e, (r, h) in enumerate(curve)]
+    >>> from genenv_lab.compare.table import COLUMNS
     >>> print(verdict(pd.DataFrame(rows, columns=list(COLUMNS))))
     p: held-out score at the final epoch (one seed, so no spread): genenv 0.600 (epoch 2); static 0.500
     (epoch 2), genenv +0.100. Agent rollouts genenv needed to reach each baseline's final score (ratio: the

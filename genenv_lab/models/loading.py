@@ -176,11 +176,13 @@ def load_base(name_or_path: str, *, dtype: str = "float32", seed: int = 0, forma
 def module_kinds(model) -> set[str]:
     """The last component of the name of every module of ``model`` that LoRA can adapt, a linear layer
     (``torch.nn.Linear``, or transformers' ``Conv1D`` in GPT-2-style models): what ``target_modules`` are matched
-    against (``q_proj``, ``down_proj``, …; not norms, activations, containers or embeddings)."""
+    against (``q_proj``, ``down_proj``, …; not norms, activations, containers, embeddings or the output head
+    ``lm_head``, which peft refuses to adapt)."""
     from transformers.pytorch_utils import Conv1D
 
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     return {name.rsplit(".", 1)[-1] for name, module in model.named_modules()
-            if name and isinstance(module, (torch.nn.Linear, Conv1D))}
+            if name and isinstance(module, (torch.nn.Linear, Conv1D)) and module is not head}
 
 
 def lora_targets(model, target_modules: Sequence[str], *, strict: bool = False) -> list[str]:
