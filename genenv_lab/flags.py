@@ -6,7 +6,6 @@ types the commands share. Only :mod:`genenv_lab.cli` parses arguments; this modu
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import typing
 from pathlib import Path
 
@@ -103,10 +102,9 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
 
     choices = field_choices()
     groups: dict[str, argparse._ArgumentGroup] = {}
-    sections = {f.name: f.type for f in dataclasses.fields(RunConfig)}
-    hints = typing.get_type_hints(RunConfig)
+    sections = typing.get_type_hints(RunConfig)  # section name -> its dataclass
     for section, name, kind, doc in config_fields():
-        bounds = bounds_of(hints[section], name) if section in sections else None
+        bounds = bounds_of(sections[section], name)
         if bounds is not None:  # the range declared on the field, as the config checks it
             doc = f"{doc} ({bounds.text()})" if doc else bounds.text()
         if section not in groups:

@@ -180,7 +180,8 @@ class RunWriter:
                                   "start a new --out")
             state = {}
         last = state_count(state, "last_complete_epoch", self.dir)
-        ahead = self._last_epoch_on_disk()
+        all_records = read_epochs(self.dir)
+        ahead = self._last_epoch_on_disk(all_records)
         if ahead > last + 1:  # a kill leaves at most the epoch in flight past the marker; more is a damaged state
             raise RunDirError(f"{self.dir / STATE} says {last} epoch(s) are complete but the folder holds epochs up "
                               f"to {ahead}; a crash leaves at most one epoch past state.json, so the state is "
@@ -193,7 +194,7 @@ class RunWriter:
             self.event(f"warning: resumed with {self.world_size} process(es); epochs 1-{last} ran with {before}: the "
                        "run continues, but not as an uninterrupted run with either number would have")
         # Discard everything past the last committed epoch.
-        records = [r for r in read_epochs(self.dir) if r["epoch"] <= last]
+        records = [r for r in all_records if r["epoch"] <= last]
         if len(records) != last:
             raise RunDirError(f"{self.dir}: state.json says {last} epochs are complete but epochs.jsonl holds "
                               f"{len(records)} of them; the run directory is corrupt")
@@ -220,10 +221,10 @@ class RunWriter:
         self._write_state("running", env_version=env_version, last=last)
         return last
 
-    def _last_epoch_on_disk(self) -> int:
-        """The highest epoch anything in the folder was written for: a record of epochs.jsonl, a table file, an
-        adapters/epoch_NNN folder (0 when none)."""
-        epochs = [r["epoch"] for r in read_epochs(self.dir)]
+    def _last_epoch_on_disk(self, records: list[dict[str, Any]]) -> int:
+        """The highest epoch anything in the folder was written for: a record of epochs.jsonl (``records``), a table
+        file, an adapters/epoch_NNN folder (0 when none)."""
+        epochs = [r["epoch"] for r in records]
         epochs += [epoch for name in TABLES for epoch, _ in table_files(self.dir, name)]
         folders = (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []
         epochs += [int(f.name[6:]) for f in folders if f.name[6:].isdigit()]
