@@ -191,15 +191,15 @@ def test_an_upload_that_stalls_after_the_repo_is_created_is_one_line_not_a_hang(
                 if not self.trickle:
                     time.sleep(60)  # the upload's first request: never answered within the test
                     return
-                self.send_response(200)  # round 5: an answer that trickles, a byte a second, never stalls
-                self.send_header("content-type", "application/json")
+                self.send_response(200)  # round 5: an answer that trickles, never stalls (a byte every 0.2 s,
+                self.send_header("content-type", "application/json")  # well inside the 1 s stall limit)
                 self.send_header("content-length", "100000")
                 self.end_headers()
                 try:
-                    for _ in range(60):
+                    for _ in range(300):
                         self.wfile.write(b" ")
                         self.wfile.flush()
-                        time.sleep(1)
+                        time.sleep(0.2)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up, as it should
                     pass
                 return
