@@ -142,11 +142,11 @@ def main() -> None:
             sync()
             ph = record.phase_s
             row = {"epoch": record.epoch, "wall_s": round(record.wall_s, 3), "phase_s": ph,
-                   "valid_frac": record.valid_frac, "n_env_steps": record.n_env_steps, "used_gib": used_gib(),
+                   "valid_frac": record.valid_frac, "n_env_steps": record.extra["rwr/steps"], "used_gib": used_gib(),
                    "agent": {k: v for k, v in record.extra.items() if k.startswith("agent/")}}
             result["epochs"].append(row)
             print(f"{record.epoch:>5} {record.wall_s:>8.2f} " + " ".join(f"{ph.get(p, 0.0):>13.2f}" for p in PHASES)
-                  + f" {record.valid_frac:>6.2f} {record.n_env_steps:>9} {row['used_gib']!s:>9}", flush=True)
+                  + f" {record.valid_frac:>6.2f} {record.extra['rwr/steps']:>9.0f} {row['used_gib']!s:>9}", flush=True)
     if cuda:
         result["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
         result["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)

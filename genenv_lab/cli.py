@@ -59,7 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"|p̂ − α| ≤ {c.k_min} (α = {c.alpha}) · R_env: mean α-Curriculum Reward · "
         f"agent reward: mean GRPO reward · "
         f"zero-std: GRPO groups whose G rewards are all equal (no signal) · env KL: the simulator's KL to its "
-        f"untrained self after this epoch's RWR update (0 when no task was in band to train on)"))
+        f"untrained self after this epoch's RWR update (— when no task was in band to train on)"))
     for col in ("epoch", "valid", "p̂ mean", "in band", "R_env", "agent reward", "zero-std", "env KL", "wall s"):
         table.add_column(col, justify="right")
     try:
@@ -67,7 +67,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             table.add_row(str(r.epoch), f"{r.n_valid}/{r.n_generated}",
                           *(fmt_num(x, 2) for x in (r.p_hat_mean, r.in_band_frac, r.env_reward_mean,
                                                     r.agent_reward_mean, r.frac_zero_std)),
-                          fmt_num(r.env_kl, 4), f"{r.wall_s:.1f}")
+                          fmt_num(r.extra.get("rwr/kl"), 4), f"{r.wall_s:.1f}")
     except (RunDirError, RuntimeError, FileNotFoundError, ConfigError) as exc:
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         if not procs.is_main:  # the main process's console speaks for the run; this error is ours

@@ -37,13 +37,15 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
     valid = [t for t in tasks if t.valid]
     scored = list(measured.values())
     c = cfg.curriculum
-    extra: dict = {"n_fresh": len(measured), "score_errors": rewards.score_errors,
-                   "p_hat_gap": cur.mean_or_nan(abs(m.p_hat - c.alpha) for m in scored)}
+    extra: dict = {"fresh/tasks": len(measured), "fresh/p_hat_gap": cur.mean_or_nan(abs(m.p_hat - c.alpha)
+                                                                                  for m in scored),
+                   "agent/score_errors": rewards.score_errors}
     if reference_p_hats:
-        extra["p_hat_reference"] = cur.mean_or_nan(reference_p_hats)
-        extra["in_band_frac_reference"] = cur.mean_or_nan(1.0 if cur.in_band(p, c.alpha, c.k_min) else 0.0
+        extra["reference/p_hat"] = cur.mean_or_nan(reference_p_hats)
+        extra["reference/in_band_frac"] = cur.mean_or_nan(1.0 if cur.in_band(p, c.alpha, c.k_min) else 0.0
                                                           for p in reference_p_hats)
-        extra["p_hat_gap_reference"] = cur.mean_or_nan(abs(p - c.alpha) for p in reference_p_hats)
+        extra["reference/p_hat_gap"] = cur.mean_or_nan(abs(p - c.alpha) for p in reference_p_hats)
+    extra["grpo/loss"] = agent_update.loss  # the trainer's own log replaces it where it has one
     extra.update({k: v for k, v in agent_update.metrics.items() if k.startswith(("grpo/", "agent/"))})
     extra.update(rwr_metrics(env_update))
     extra.update(feature_means(valid))
@@ -65,11 +67,7 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
         env_reward_mean=cur.mean_or_nan(t.env_reward for t in scored),
         frac_zero_std=cur.frac_zero_std(rewards.groups()),
         agent_reward_mean=cur.mean_or_nan(all_rewards),
-        env_kl=env_update.kl if env_update else 0.0,
         wall_s=wall_s,
-        n_env_steps=env_update.steps if env_update else 0,
-        env_loss=env_update.loss if env_update else math.nan,
-        agent_loss=agent_update.loss,
         n_agent_prompts=len(rewards.specs),
         pool_size=len(state.pool),
         env_version=state.env_version,

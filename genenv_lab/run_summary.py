@@ -21,9 +21,9 @@ def run_summary(out: Path, cfg) -> list[str]:
              f"tasks {fmt_num(first['p_hat_mean'], 2)} (epoch {first['epoch']}) → {fmt_num(last['p_hat_mean'], 2)} "
              f"(epoch {last['epoch']}); in band {fmt_num(first['in_band_frac'], 2)} → "
              f"{fmt_num(last['in_band_frac'], 2)}"]
-    if "p_hat_reference" in lx:
+    if "reference/p_hat" in lx:
         lines.append(f"p̂ of the same agent on the untrained simulator's tasks: "
-                     f"{fmt_num(fx.get('p_hat_reference'), 2)} → {fmt_num(lx.get('p_hat_reference'), 2)}")
+                     f"{fmt_num(fx.get('reference/p_hat'), 2)} → {fmt_num(lx.get('reference/p_hat'), 2)}")
     key = next((k for k in lx if k.startswith("eval/")), None)
     if key:
         base = (read_baseline(out) or {}).get(key)
@@ -63,7 +63,7 @@ def curriculum_verdict(records: list[dict], alpha: float, k_min: float) -> str:
     late = [r["p_hat_mean"] for r in records[n - max(1, n // 3):] if r.get("p_hat_mean") is not None
             and not math.isnan(r["p_hat_mean"])]
     start = records[0].get("p_hat_mean")
-    updated = sum(1 for r in records if (r.get("n_env_steps") or 0) > 0)
+    updated = sum(1 for r in records if ((r.get("extra") or {}).get("rwr/steps") or 0) > 0)
     rwr = f"The simulator was updated (RWR on in-band tasks) in {updated} of {n} epochs."
     if not late or start is None or math.isnan(start):
         return "No p̂ was measured on the simulator's tasks (no valid task). " + rwr

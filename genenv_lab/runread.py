@@ -11,6 +11,7 @@ from typing import Any, Collection, Sequence
 import pandas as pd
 
 from .config import RunConfig, load_config
+from .metric_names import current_names
 from .runfiles import (BASELINE, CONFIG, EPOCHS, STATE, TABLES, RunDirError, legacy_table,
                        state_count, table_files)
 from .safe_io import MB, loads_json, read_regular, read_text
@@ -94,7 +95,8 @@ def parse_epoch_lines(lines: Sequence[str], path: Path, first_line: int = 1,
                       last_may_be_torn: bool = True) -> list[dict[str, Any]]:
     """The epoch records of ``lines`` of ``path`` (line numbers from ``first_line``, for the messages): blank lines
     skipped; with ``last_may_be_torn`` an unparsable last line is skipped (a run killed mid-write), any other bad
-    line a :class:`RunDirError`."""
+    line a :class:`RunDirError`. Keys of runs written before 2026-12 come back under their current names
+    (:func:`genenv_lab.metric_names.current_names`)."""
     out = []
     for i, line in enumerate(lines):
         if not line.strip():
@@ -110,7 +112,7 @@ def parse_epoch_lines(lines: Sequence[str], path: Path, first_line: int = 1,
         if not isinstance(epoch, int) or isinstance(epoch, bool) or not 1 <= epoch <= 10**9:
             raise RunDirError(f"{where} is not an epoch record (a JSON object with a whole-number epoch); "
                               "the run directory is corrupt")
-        out.append(record)
+        out.append(current_names(record))
     return out
 
 

@@ -1,9 +1,9 @@
 """Experiment trackers: the loop's per-epoch record logged to TensorBoard, Weights & Biases or Trackio.
 
 ``loop.report_to`` (``--loop.report_to tensorboard``) names one of :data:`TRACKERS`; the main process logs every
-numeric key of each committed epoch's record (:func:`scalars`: p̂, in band, R_env, the agent's and simulator's
-losses, the GRPO metrics under ``grpo/``, the held-out score ``eval/...``, the counterfactual
-``p_hat_reference``, the consumption ``cumulative/...``, phase times ``phase_s/...``) at step = epoch, so a resumed
+numeric key of each committed epoch's record (:func:`scalars`: p̂, in band, R_env, the simulator's update
+under ``rwr/``, the agent's under ``grpo/``, the held-out score ``eval/...``, the counterfactual
+``reference/p_hat``, the consumption ``cumulative/...``, phase times ``phase_s/...``) at step = epoch, so a resumed
 run continues its curves. TRL's own ``report_to`` stays ``none``: the agent's trainer is built afresh each epoch, so
 its tracker runs would restart at step 0 every epoch; its metrics reach the tracker through the record instead.
 

@@ -105,7 +105,9 @@ class Attempt:
 
 @dataclass
 class EpochRecord:
-    """One line of ``epochs.jsonl``; every key is documented in ``docs/run_directory.md``."""
+    """One line of ``epochs.jsonl``; every key is documented in ``docs/run_directory.md``. The updates' own figures
+    are namespaced in ``extra`` (``rwr/*`` of the env update, ``grpo/*`` of the agent's): one name per metric
+    (:mod:`genenv_lab.metric_names` lists the names runs wrote before 2026-12)."""
 
     epoch: int
     n_generated: int
@@ -116,11 +118,7 @@ class EpochRecord:
     env_reward_mean: float
     frac_zero_std: float
     agent_reward_mean: float
-    env_kl: float
     wall_s: float
-    n_env_steps: int = 0
-    env_loss: float = math.nan
-    agent_loss: float = math.nan
     n_agent_prompts: int = 0
     pool_size: int = 0
     env_version: int = 0

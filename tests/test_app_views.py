@@ -78,11 +78,11 @@ def make_run(run_dir: Path, epochs: int = 3, finish: bool = True, eval_scores: b
             p_hat_mean=sum(t.p_hat for t in valid) / len(valid),
             in_band_frac=sum(t.in_band for t in valid) / len(valid),
             env_reward_mean=sum(t.env_reward for t in valid) / len(valid), frac_zero_std=0.5,
-            agent_reward_mean=0.4, env_kl=0.01 * epoch, wall_s=1.0, env_version=epoch,
+            agent_reward_mean=0.4, wall_s=1.0, env_version=epoch,
             reject_reasons={"missing 'Question:' line": 1},
             extra=({"eval/arith_test": 0.1 * epoch} if eval_scores else {})
-            | {"p_hat_reference": 0.5 + 0.1 * epoch, "p_hat_gap_reference": 0.1 * epoch,
-               "p_hat_gap": abs(sum(t.p_hat for t in valid) / len(valid) - 0.5), "features/n_operands": 2 + epoch,
+            | {"rwr/kl": 0.01 * epoch, "reference/p_hat": 0.5 + 0.1 * epoch, "reference/p_hat_gap": 0.1 * epoch,
+               "fresh/p_hat_gap": abs(sum(t.p_hat for t in valid) / len(valid) - 0.5), "features/n_operands": 2 + epoch,
                "features/max_digits": 1, "grpo/reward_std": 0.3, "rwr/kl_capped": True})
         writer.commit_epoch(record, tasks, attempts)
     if finish:
@@ -321,13 +321,13 @@ def test_curves_figure_shows_the_methods_signals_in_a_third_row(run_dir):
     fig = figures.curves_figure([load_run(run_dir)])
     names = {t.name for t in fig.data}
     # the counterfactual, both distances from α, every features/* key and the GRPO metric the records hold
-    assert {"syn p_hat_reference", "syn p_hat_gap", "syn p_hat_gap_reference", "syn features/n_operands",
+    assert {"syn reference/p_hat", "syn fresh/p_hat_gap", "syn reference/p_hat_gap", "syn features/n_operands",
             "syn features/max_digits", "syn grpo/reward_std"} <= names
     assert "syn grpo/kl" not in names  # a key the records lack draws nothing
     assert not any("kl_capped" in n for n in names if n)  # booleans are not curves
-    ref = next(t for t in fig.data if t.name == "syn p_hat_reference")
+    ref = next(t for t in fig.data if t.name == "syn reference/p_hat")
     assert list(ref.y) == pytest.approx([0.6, 0.7, 0.8]) and ref.xaxis == "x9"  # row 3, column 1
-    gap_ref = next(t for t in fig.data if t.name == "syn p_hat_gap_reference")
+    gap_ref = next(t for t in fig.data if t.name == "syn reference/p_hat_gap")
     assert gap_ref.line.dash == "dot"
     titles = [a.text for a in fig.layout.annotations]
     assert any("untrained simulator" in t for t in titles) and any("features/*" in t for t in titles)

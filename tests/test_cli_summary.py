@@ -4,7 +4,8 @@ from genenv_lab.run_summary import curriculum_verdict as _verdict
 
 
 def _records(p_hats, env_steps):
-    return [{"epoch": i + 1, "p_hat_mean": p, "n_env_steps": s} for i, (p, s) in enumerate(zip(p_hats, env_steps))]
+    return [{"epoch": i + 1, "p_hat_mean": p, "extra": {"rwr/steps": s}}
+            for i, (p, s) in enumerate(zip(p_hats, env_steps))]
 
 
 def test_toward_alpha_inside_the_band():

@@ -58,7 +58,7 @@ def test_base_weights_never_change_and_both_adapters_train(tiny_cfg, tmp_path):
     assert base0.keys() == base1.keys() and all(torch.equal(base0[k], base1[k]) for k in base0)
     assert any(not torch.equal(v, backend.adapter_state("agent")[k]) for k, v in agent0.items())
     assert any(not torch.equal(v, backend.adapter_state("env")[k]) for k, v in env0.items())
-    assert records[-1].env_kl > 0
+    assert records[-1].extra["rwr/kl"] > 0
 
 
 def _hangup_as_a_terminal_sends_it() -> None:
@@ -182,5 +182,5 @@ def test_resume_restores_optimiser_state_and_the_next_update_equals_the_uninterr
     record = read_epochs(tmp_path / "split")[-1]
     for key in ("grpo/loss", "grpo/reward_std", "grpo/frac_reward_zero_std", "grpo/kl", "grpo/clip_ratio/region_mean",
                 "grpo/completions/mean_length", "rwr/ran", "rwr/loss", "rwr/kl", "rwr/steps", "rwr/kl_capped",
-                "p_hat_gap", "features/n_operands"):
+                "fresh/p_hat_gap", "features/n_operands"):
         assert key in record["extra"], key

@@ -14,7 +14,7 @@ from genenv_lab.runlog import RunDirError, read_epochs, read_state, read_table
 from fakes import ScriptedBackend
 
 REQUIRED_KEYS = {"epoch", "n_generated", "n_valid", "valid_frac", "p_hat_mean", "in_band_frac", "env_reward_mean",
-                 "frac_zero_std", "agent_reward_mean", "env_kl", "wall_s"}
+                 "frac_zero_std", "agent_reward_mean", "wall_s"}
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_random_env_never_updates_the_simulator(cfg, tmp_path):
     backend = ScriptedBackend(num_generations=4)
     records = list(run(cfg.replace(loop={"variant": "random_env"}), tmp_path / "r", backend=backend, progress=False))
     assert backend.calls["rwr"] == 0
-    assert all(r.env_version == 0 and r.n_env_steps == 0 for r in records)
+    assert all(r.env_version == 0 and r.extra["rwr/steps"] == 0 for r in records)
 
 
 def test_context_carries_lineage_statistics(cfg, tmp_path):
@@ -120,7 +120,7 @@ def test_a_commit_writes_only_its_own_epochs_rows(tmp_path, monkeypatch):
                             reward=1.0, success=True, advantage=0.0) for t in tasks]
         record = EpochRecord(epoch=epoch, n_generated=3, n_valid=3, valid_frac=1.0, p_hat_mean=0.5,
                              in_band_frac=1.0, env_reward_mean=1.0, frac_zero_std=0.0, agent_reward_mean=1.0,
-                             env_kl=0.0, wall_s=0.0)
+                             wall_s=0.0)
         writer.commit_epoch(record, tasks, attempts)
 
     for epoch in range(1, 51):
@@ -177,7 +177,7 @@ def test_static_generates_a_fixed_set_once_and_samples_the_budget(cfg, tmp_path)
     n_seeds = len(get_domain("arith").seed_tasks())
     assert records[0].n_generated == n_seeds * 3
     assert [r.n_generated for r in records[1:]] == [0, 0]
-    assert all(r.extra["n_fresh"] == cfg.budget for r in records)
+    assert all(r.extra["fresh/tasks"] == cfg.budget for r in records)
     assert backend.calls["rwr"] == 0 and backend.calls["generate"] == 1
     attempts = read_table(tmp_path / "r", "attempts")
     assert set(attempts["source"]) >= {"fixed", "seed"}
@@ -209,7 +209,7 @@ def test_offline_teacher_writes_the_fixed_set(cfg):
     assert teacher.calls["generate"] == 1 and student.calls["generate"] == 0
     per_seed = -(-int(1.8 * 2 * cfg.budget * 10) // (10 * len(domain.seed_tasks())))
     assert result.record.n_generated == per_seed * len(domain.seed_tasks())
-    assert result.record.extra["n_fresh"] == cfg.budget
+    assert result.record.extra["fresh/tasks"] == cfg.budget
 
 
 def test_reference_tasks_measure_the_agent_each_epoch_and_survive_resume(cfg, tmp_path):
@@ -220,10 +220,10 @@ def test_reference_tasks_measure_the_agent_each_epoch_and_survive_resume(cfg, tm
     gen.close()
     ref = read_table(out, "reference_tasks")
     assert len(ref) == 5 and ref["task_id"].str.startswith("ref-").all()
-    assert 0.0 <= first.extra["p_hat_reference"] <= 1.0
+    assert 0.0 <= first.extra["reference/p_hat"] <= 1.0
     rest = list(run(cfg, out, resume=True, backend=ScriptedBackend(skill=5), progress=False))
     assert [r.epoch for r in rest] == [2, 3]
-    assert all("p_hat_reference" in r.extra for r in rest)
+    assert all("reference/p_hat" in r.extra for r in rest)
     assert read_table(out, "reference_tasks")["task_id"].tolist() == ref["task_id"].tolist()
 
 
@@ -249,7 +249,7 @@ def test_an_interrupt_during_setup_marks_the_run_interrupted(cfg, tmp_path, monk
 
 def test_hostile_outputs_are_counted_never_fatal(cfg, tmp_path, monkeypatch):
     """A parser that raises on a generation makes it a counted rejection; a scorer that raises on a completion
-    scores it 0 and counts it (``extra.score_errors``); the run completes."""
+    scores it 0 and counts it (``extra.agent/score_errors``); the run completes."""
     from genenv_lab.domains.arith import ArithDomain
 
     parse, score = ArithDomain.parse, ArithDomain.score
@@ -272,7 +272,7 @@ def test_hostile_outputs_are_counted_never_fatal(cfg, tmp_path, monkeypatch):
     assert any(r.reject_reasons.get("unparseable generation (RecursionError)") for r in records)
     attempts = read_table(tmp_path / "r", "attempts")
     wrong = int((attempts["reward"] == 0).sum())
-    assert wrong > 0 and sum(r.extra["score_errors"] for r in records) == wrong
+    assert wrong > 0 and sum(r.extra["agent/score_errors"] for r in records) == wrong
     assert read_state(tmp_path / "r")["status"] == "finished"
 
 
@@ -363,7 +363,7 @@ def test_records_count_training_rollouts_tokens_and_distinct_tasks(cfg, tmp_path
     consumed = tasks_consumed_by_epoch(attempts)
     for rec, disk in zip(records, on_disk):
         e = rec.extra
-        assert "p_hat_reference" in e and "eval/domain" in e  # measured, and not counted below
+        assert "reference/p_hat" in e and "eval/domain" in e  # measured, and not counted below
         rows, ids, prompts = expected[rec.epoch]
         assert e["cumulative/agent_rollouts"] == rows == rec.n_agent_prompts * 4 + (
             on_disk[rec.epoch - 2]["extra"]["cumulative/agent_rollouts"] if rec.epoch > 1 else 0)

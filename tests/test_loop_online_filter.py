@@ -46,7 +46,7 @@ def test_online_filter_trains_on_informative_tasks_and_uses_up_solved_ones(cfg, 
     # static's fixed set, written once by the untrained simulator; the simulator is never updated
     assert records[0].n_generated == len(tasks) and [r.n_generated for r in records[1:]] == [0] * 4
     assert backend.calls["generate"] == 1 and backend.calls["rwr"] == 0
-    assert all(r.env_version == 0 and r.n_env_steps == 0 for r in records)
+    assert all(r.env_version == 0 and r.extra["rwr/steps"] == 0 for r in records)
     gone: set[str] = set()
     rollouts = 0
     # every agent generation of this run is screening (no reference set, no held-out evaluation)
@@ -55,7 +55,7 @@ def test_online_filter_trains_on_informative_tasks_and_uses_up_solved_ones(cfg, 
         e = rec.extra
         n = e["screen/screened"]
         assert n <= cap and e["screen/rollouts"] == n * G
-        assert e["screen/kept"] + e["screen/fill"] == e["n_fresh"] <= budget
+        assert e["screen/kept"] + e["screen/fill"] == e["fresh/tasks"] <= budget
         assert e["screen/fill"] == 0 or e["screen/kept"] < budget  # fill-up only when short of informative tasks
         assert e["screen/solved"] == len(e["screen/used_up"]) and e["screen/unsolved"] + e["screen/solved"] <= n
         assert e["screen/fill"] <= e["screen/unsolved"] + e["screen/solved"]
@@ -85,7 +85,7 @@ def test_the_cap_bounds_the_screening(cfg, tmp_path):
     records = list(run(cfg, tmp_path / "r", backend=_Stuck(num_generations=G, skill=0), progress=False))
     for rec in records:
         assert rec.extra["screen/screened"] == 2 * cfg.budget and rec.extra["screen/kept"] == 0
-        assert rec.extra["screen/fill"] == rec.extra["n_fresh"] == cfg.budget
+        assert rec.extra["screen/fill"] == rec.extra["fresh/tasks"] == cfg.budget
         assert rec.extra["screen/unsolved"] == 2 * cfg.budget and rec.extra["screen/used_up"] == []
     with pytest.raises(ConfigError, match="screen_factor"):
         cfg.replace(loop={"screen_factor": 0})

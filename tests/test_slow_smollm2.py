@@ -35,5 +35,5 @@ def test_smollm2_loads_answers_and_one_epoch_runs(tmp_path):
     assert len(tasks) == 8 and tasks["raw"].str.startswith("Task:").all()
     bodies = [raw[len("Task:"):] for raw in tasks["raw"]]
     assert all(set(b) <= set(domain.env_alphabet) and not any(s in b for s in domain.env_stop) for b in bodies)
-    if records[0].n_env_steps:
+    if records[0].extra["rwr/steps"]:
         assert any(not torch.equal(v, backend.adapter_state("env")[k]) for k, v in env0.items())

@@ -19,7 +19,7 @@ def test_a_tiny_run_logs_its_epochs_to_tensorboard(tmp_path):
     events = EventAccumulator(str(out / "tensorboard"))
     events.Reload()
     tags = set(events.Tags()["scalars"])
-    for key in ("p_hat_mean", "in_band_frac", "env_reward_mean", "eval/domain", "p_hat_reference", "grpo/loss",
+    for key in ("p_hat_mean", "in_band_frac", "env_reward_mean", "eval/domain", "reference/p_hat", "grpo/loss",
                 "cumulative/agent_rollouts", "phase_s/generate"):
         assert key in tags, (key, sorted(tags))
         assert [e.step for e in events.Scalars(key)] == [1, 2]

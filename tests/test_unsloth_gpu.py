@@ -181,7 +181,7 @@ def test_gpu_updates_touch_only_their_adapter_and_two_epochs_run(unsloth_backend
     base1 = unsloth_backend.base_state()
     assert all(torch.equal(base0[k], base1[k]) for k in base0)
     assert any(not torch.equal(v, unsloth_backend.adapter_state("agent")[k]) for k, v in agent0.items())
-    if any(r.n_env_steps for r in records):
+    if any(r.extra["rwr/steps"] for r in records):
         assert any(not torch.equal(v, unsloth_backend.adapter_state("env")[k]) for k, v in env0.items())
     saved = tmp_path / "run" / "adapters"
     assert any(saved.rglob("agent/adapter_model.safetensors")) and any(saved.rglob("env/adapter_model.safetensors"))

@@ -72,7 +72,7 @@ def run_vllm_backend(gen, spec: dict, timings: dict) -> dict:
             reference.append(backend.tokenizer.decode(seq[0, enc["input_ids"].shape[1]:], skip_special_tokens=True))
     backend._use("agent")
     return {"epochs": [r["epoch"] for r in records], "n_generated": [r["n_generated"] for r in records],
-            "n_env_steps": [r["n_env_steps"] for r in records], "env_changed": env_changed, "saved": saved,
+            "n_env_steps": [r["extra"]["rwr/steps"] for r in records], "env_changed": env_changed, "saved": saved,
             "served_env": [o[0] for o in served], "hf_env": reference}
 
 

@@ -66,7 +66,7 @@ def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], 
         done = extra.get("cumulative/agent_rollouts", (rollouts or {}).get(r["epoch"]))
         rows.append({"label": label, "variant": variant, "seed": seed, "epoch": r["epoch"],
                      "heldout": heldout_of(extra), "p_hat_mean": r.get("p_hat_mean"),
-                     "in_band_frac": r.get("in_band_frac"), "p_hat_reference": extra.get("p_hat_reference"),
+                     "in_band_frac": r.get("in_band_frac"), "p_hat_reference": extra.get("reference/p_hat"),
                      "valid_frac": r.get("valid_frac"), "agent_reward_mean": r.get("agent_reward_mean"),
                      "tasks_consumed": consumed.get(r["epoch"], 0), "agent_rollouts": done,
                      "agent_tokens": extra.get("cumulative/agent_tokens"), "wall_s": r.get("wall_s"),

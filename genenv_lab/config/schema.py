@@ -246,7 +246,7 @@ class LoopConfig:
     ``screen_factor × budget × G`` rollouts when informative tasks are rare; 1 screens no more than the budget."""
     reference_tasks: int = bounded(0, 0, 100000, integer=True)
     """Counterfactual: tasks written once by the untrained simulator; each epoch's agent is measured on them
-    (``extra["p_hat_reference"]``), next to p̂ on the simulator's current tasks."""
+    (``extra["reference/p_hat"]``), next to p̂ on the simulator's current tasks."""
     seed: int = bounded(0, 0, MAX_SEED, integer=True)
     """Seed of everything random in the run (sampling, data order, initialisation of the adapters)."""
     save_adapters: bool = True

@@ -238,7 +238,7 @@ class Domain:
 
     def safe_score(self, spec: TaskSpec, completion: str) -> tuple[float, str]:
         """:meth:`score` for model output: (reward, "") or, when the scorer raises on the completion or returns
-        something outside [0, 1], (0.0, what went wrong). The loop counts these (``extra.score_errors``). A
+        something outside [0, 1], (0.0, what went wrong). The loop counts these (``extra.agent/score_errors``). A
         completion longer than :attr:`max_text_chars` scores 0 unparsed."""
         if not isinstance(completion, str):
             return 0.0, "completion is not text"

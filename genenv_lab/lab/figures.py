@@ -33,9 +33,10 @@ CURVES = (
     ("env_reward_mean", "env reward R_env (mean)", (0, 1)),
     ("agent_reward_mean", "agent reward (mean)", (0, 1)),
     ("frac_zero_std", "zero-std GRPO groups", (0, 1)),
-    ("env_kl", "env KL to initial simulator", None),
+    ("rwr/kl", "env KL to initial simulator", None),
 )
-"""(key of epochs.jsonl, panel title, fixed y range) of the per-epoch curves, in panel order."""
+"""(key of an epoch record, at its top level or in its ``extra``; panel title; fixed y range) of the per-epoch
+curves, in panel order."""
 
 
 Y_TITLES = ("p̂", "share of tasks", "share of generations", "R_env", "mean reward", "share of groups", "KL (nats)",
@@ -44,8 +45,8 @@ Y_TITLES = ("p̂", "share of tasks", "share of generations", "R_env", "mean rewa
 
 
 SIGNALS = (
-    ("p̂ on the untrained simulator's tasks", ("p_hat_reference",), (0, 1)),
-    ("|p̂ − α|: generated (solid) · untrained (dot)", ("p_hat_gap", "p_hat_gap_reference"), (0, 1)),
+    ("p̂ on the untrained simulator's tasks", ("reference/p_hat",), (0, 1)),
+    ("|p̂ − α|: generated (solid) · untrained (dot)", ("fresh/p_hat_gap", "reference/p_hat_gap"), (0, 1)),
     ("mean difficulty of valid tasks (features/*)", ("features/",), None),
     ("GRPO (TRL): reward_std · kl (dot)", ("grpo/reward_std", "grpo/kl"), None),
     ("dry run: GRPO steps with no informative group", ("dry/step_frac",), (0, 1)),

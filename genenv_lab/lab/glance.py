@@ -6,7 +6,7 @@ Two panels, readable without a slider:
   cell the share of that epoch's valid generated tasks at that level; the band's rows are framed and α marked. Mass
   moving into the frame is the simulator writing tasks the agent solves about α of the time.
 - **the story on one axis**: p̂ on the simulator's tasks (the mean over the epoch's valid tasks), p̂ of the same
-  agent on the untrained simulator's tasks (the counterfactual, ``extra.p_hat_reference``), the held-out score
+  agent on the untrained simulator's tasks (the counterfactual, ``extra.reference/p_hat``), the held-out score
   (the first ``eval/*`` key; epoch 0 is the untrained agent), against the α band. A curriculum that works keeps the
   first line in the band while the counterfactual leaves it, and the held-out line rises.
 
@@ -62,7 +62,7 @@ def story_frame(run: RunData) -> pd.DataFrame:
         return pd.DataFrame(columns=["epoch"] + [k for k, _, _ in STORY])
     key = heldout_key(frame)
     out = pd.DataFrame({"epoch": frame["epoch"]})
-    for col, source in (("p_hat_mean", "p_hat_mean"), ("p_hat_reference", "p_hat_reference"), ("heldout", key)):
+    for col, source in (("p_hat_mean", "p_hat_mean"), ("p_hat_reference", "reference/p_hat"), ("heldout", key)):
         out[col] = frame[source] if source in frame.columns else math.nan
     return out.reset_index(drop=True)
 

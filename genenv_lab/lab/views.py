@@ -88,9 +88,10 @@ def run_card(run: RunData) -> str:
     lines = [f"### {esc(run.name)} · {STATUS_BADGE.get(run.status, esc(run.status))}", " · ".join(parts)]
     if run.records:
         last = run.records[-1]
+        env_kl = (last.get("extra") or {}).get("rwr/kl")
         lines.append(f"last epoch {last['epoch']}: valid {last.get('n_valid', '?')}/{last.get('n_generated', '?')}, "
                      f"p̂ mean {fmt_num(last.get('p_hat_mean'))}, in band {fmt_num(last.get('in_band_frac'))}, "
-                     f"agent reward {fmt_num(last.get('agent_reward_mean'))}, env KL {fmt_num(last.get('env_kl'), 4)}, "
+                     f"agent reward {fmt_num(last.get('agent_reward_mean'))}, env KL {fmt_num(env_kl, 4)}, "
                      f"{fmt_num(last.get('wall_s'), 1)} s")
     if run.sampled:
         lines.append(f"> ℹ {esc(run.sampled)}")
