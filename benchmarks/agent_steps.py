@@ -1,7 +1,7 @@
 """How closely a world model's untrained agent keeps its teacher's mastery curve (docs/curriculum_cpu.md, count).
 
     python benchmarks/agent_steps.py                                   # cpu-demo's world model
-    python benchmarks/agent_steps.py --set model.world_env_steps=500  # another pre-training recipe (built once)
+    python benchmarks/agent_steps.py --set world.env_steps=500  # another pre-training recipe (built once)
     python benchmarks/agent_steps.py --run runs/cmp-count/runs/cpu-demo_genenv-s1  # a run's agent, last epoch
 
 For each level b it samples ``--samples`` counts ``1 to b`` from the agent at temperature 1 (the loop's rollout

@@ -2,7 +2,7 @@
 
     python benchmarks/simulator_levels.py                                   # cpu-demo's world model, temperature 0.6
     python benchmarks/simulator_levels.py --temperature 1.0
-    python benchmarks/simulator_levels.py --set model.world_env_steps=500  # another pre-training recipe (built once)
+    python benchmarks/simulator_levels.py --set world.env_steps=500  # another pre-training recipe (built once)
 
 For each level L it builds the loop's own simulator prompt for a seed task at level L whose lineage's newest recent
 task is at L with p̂ = α (the "similar" hint), samples ``--samples`` variations of ``--contexts`` such prompts with

@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     in_band, p_last = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):
-            cfg = base.replace(loop={"seed": seed, "eval_every": 0, "reference_tasks": 0})
+            cfg = base.replace(loop={"seed": seed, "reference_tasks": 0}, eval={"every": 0})
             backend = TeacherBackend(TimesWorld(**world_kwargs), g=cfg.agent.num_generations, seed=seed,
                                      agent_rate=args.agent_rate, oracle=args.oracle)
             records = list(run(cfg, Path(tmp) / f"s{seed}", backend=backend, progress=False))

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from .config import MAX_SEED, PRESETS, VARIANTS, ConfigError
 from .domains import known_domains
-from .trackers import TRACKERS
 from .flags import (FIELD_DEST, apply_settings, boolean_type, config_arguments, count_type,  # noqa: F401
                     nonempty_type, parse_setting, run_config_from)
 from .run_summary import consumption_line, run_summary  # noqa: F401 - re-exported
@@ -328,34 +327,11 @@ def _add_run(sub) -> None:
     p.add_argument("--config", type=nonempty_type, metavar="FILE",
                    help="start from a configuration file instead of a preset: JSON (a run's own config.json works) "
                         "or YAML, the sections of config.json; the other options override it")
-    p.add_argument("--model", type=nonempty_type,
-                   help="override the base model: a Hugging Face id, a local directory, 'tiny' or "
-                                   "'smollm2-135m'")
-    p.add_argument("--engine", choices=["hf", "unsloth", "vllm"], help="override the engine")
-    p.add_argument("--domain", type=nonempty_type, metavar="NAME|package.module:Class",
-                   help=f"task domain: one of {', '.join(known_domains())}, or your own class (docs/domains.md); "
-                        "default: the preset's (count for cpu-demo, times for cpu-times, times99 for cpu-smollm2, "
-                        "else arith)")
-    p.add_argument("--epochs", type=int, help="number of epochs")
-    p.add_argument("--seed", type=int, help="random seed")
-    p.add_argument("--variant", choices=VARIANTS,
-                   help="genenv (default) or a baseline of docs/method.md (Baselines): random_env, static, "
-                        "filter_only, offline_teacher, online_filter (static's fixed set screened online for "
-                        "0 < p̂ < 1, as DAPO's dynamic sampling; --loop.screen_factor caps the screening)")
     p.add_argument("--out", type=nonempty_type, help="run directory (default runs/<preset>-<time>)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last complete epoch")
-    p.add_argument("--report-to", choices=TRACKERS,
-                   help="also log each epoch's record to a tracker (= --loop.report_to; genenv_lab/trackers.py)")
-    p.add_argument("--eval-every", type=int, help="evaluate the agent on --eval-benchmark every N epochs")
-    p.add_argument("--eval-benchmark", help="held-out benchmark for --eval-every (default bamboogle)")
-    p.add_argument("--eval-category", help="benchmark category of --eval-benchmark (default: all covered)")
-    p.add_argument("--eval-limit", type=int, help="items per category in each evaluation (default 20)")
-    p.add_argument("--eval-protocol", choices=["per-turn", "official"],
-                   help="BFCL multi-turn categories: per-turn (default; the paper's reading) or official (BFCL's)")
-    p.add_argument("--eval-data-dir", help="benchmark data folder for --eval-every")
     p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
                    help="any config field, repeatable: --set curriculum.alpha=0.3 (the same as --curriculum.alpha "
-                        "0.3 below; validated like the presets)")
+                        "0.3 below, read by the same path; validated like the presets)")
     config_arguments(p)
     p.set_defaults(func=cmd_run)
 
@@ -384,7 +360,7 @@ def _add_eval(sub) -> None:
                         "key's state, the share of turns right; not BFCL's leaderboard metric)")
     e.add_argument("--data-dir", help="benchmark data folder (default: $GENENV_LAB_DATA/<name> or the cache)")
     e.add_argument("--max-new-tokens", type=count_type(1, 32768), default=128,
-                   help="generation budget per item, at most 32768 as loop.eval_max_new_tokens (--model; per step "
+                   help="generation budget per item, at most 32768 as eval.max_new_tokens (--model; per step "
                         "for BFCL multi-turn)")
     e.add_argument("--out", type=nonempty_type, help="output folder (default runs/eval/<benchmark>-<time>)")
     e.set_defaults(func=cmd_eval)

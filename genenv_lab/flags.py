@@ -13,49 +13,45 @@ from .config import ConfigError, RunConfig, for_domain, load_config, preset
 
 def run_config_from(args: argparse.Namespace) -> RunConfig:
     """The run's configuration: the preset, then every field the command line sets. A field may be written three
-    ways (``--epochs 5``, ``--loop.epochs 5``, ``--set loop.epochs=5``); giving one field two different values is
-    refused in one line instead of one spelling silently winning. A domain, however it is written, brings its
-    recommended settings (:func:`for_domain`). Naming a held-out benchmark, category or protocol without
-    ``--eval-every`` evaluates every epoch where the preset evaluates never."""
-    given: dict[tuple[str, str], list[tuple[str, object]]] = {}
+    ways, all read by one path (:func:`field_of`, converted by the field's type): its short alias (``--epochs 5``,
+    :data:`~genenv_lab.config.ALIASES`), ``--loop.epochs 5`` and ``--set loop.epochs=5``; an old name of a moved field
+    (``--loop.eval_every``) is read with a notice. Giving one field two different values is refused in one line
+    instead of one spelling silently winning. A domain, however it is written, brings its recommended settings
+    (:func:`for_domain`). Naming a held-out benchmark, category or protocol without ``eval.every`` evaluates every
+    epoch where the preset evaluates never (:data:`~genenv_lab.config.ASK_FOR_EVAL`)."""
+    from .config import ASK_FOR_EVAL
 
-    def give(section: str, field: str, value: object, spelling: str) -> None:
-        given.setdefault((section, field), []).append((spelling, value))
-
-    if args.model:
-        give("model", "name_or_path", args.model, "--model")
-    if args.engine:
-        give("model", "engine", args.engine, "--engine")
-    if args.domain:
-        give("loop", "domain", args.domain, "--domain")
-    for key in ("epochs", "seed", "variant", "eval_every", "eval_benchmark", "eval_category", "eval_limit",
-                "eval_data_dir", "eval_protocol", "report_to"):
-        value = getattr(args, key, None)
-        if value is not None:
-            give("loop", key, value, f"--{key.replace('_', '-')}")
+    given: dict[str, list[tuple[str, object]]] = {}
+    for key, value in vars(args).items():  # the short flags and --section.field VALUE (config_arguments)
+        if key.startswith(FIELD_DEST) and value is not None:
+            spelling = key[len(FIELD_DEST):]
+            given.setdefault(field_of(spelling), []).append((spelling, value))
     for item in getattr(args, "set", None) or []:
         section, field, value = parse_setting(item)
-        give(section, field, value, f"--set {section}.{field}")
-    for key, value in vars(args).items():  # --section.field VALUE (config_arguments)
-        if key.startswith(FIELD_DEST) and value is not None:
-            section, field = key[len(FIELD_DEST):].split(".", 1)
-            give(section, field, value, f"--{section}.{field}")
+        given.setdefault(f"{section}.{field}", []).append((f"--set {item.partition('=')[0].strip()}", value))
     changes: dict[str, dict] = {}
-    for (section, field), values in given.items():
+    for path, values in given.items():
         if len({repr(v) for _, v in values}) > 1:
             said = ", ".join(f"{spelling} {value!r}" for spelling, value in values)
-            raise ConfigError(f"{section}.{field} is given different values ({said}); give it once")
+            raise ConfigError(f"{path} is given different values ({said}); give it once")
+        section, field = path.split(".")
         changes.setdefault(section, {})[field] = values[-1][1]
     cfg = _base_config(args)
     domain = changes.get("loop", {}).pop("domain", None)
     if domain is not None:
         cfg = for_domain(cfg, domain)
-    loop = changes.get("loop", {})
-    if "eval_every" not in loop and cfg.loop.eval_every == 0 and any(
-            k in loop for k in ("eval_benchmark", "eval_category", "eval_protocol")):
-        loop["eval_every"] = 1  # naming what to evaluate on asks for an evaluation: every epoch unless told
+    if "eval.every" not in given and cfg.eval.every == 0 and any(path in given for path in ASK_FOR_EVAL):
+        changes.setdefault("eval", {})["every"] = 1  # naming what to evaluate on asks for it: every epoch
     changes = {section: fields for section, fields in changes.items() if fields}
     return cfg.replace(**changes) if changes else cfg
+
+
+def field_of(spelling: str) -> str:
+    """The field (``section.field``) a command-line spelling sets: a short alias (``--epochs``), ``--section.field``,
+    or an old name (``--loop.eval_every``, then with a notice)."""
+    from .config import ALIASES, current_name
+
+    return ALIASES.get(spelling) or current_name(spelling[2:], flag=True)
 
 
 def _base_config(args: argparse.Namespace) -> RunConfig:
@@ -84,61 +80,92 @@ def boolean_type(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _parser_for(kind: type):
+def _parser_for(kind: type, default=None):
+    """The converter of a field's text, for its flags and ``--set`` alike (a text field whose default is not empty:
+    :func:`nonempty_type`)."""
     if kind is bool:
         return boolean_type
     if kind in (int, float):
         return kind
     if kind is str:
-        return str
+        return nonempty_type if default else str
     return lambda text: tuple(part.strip() for part in text.split(",") if part.strip())  # tuple[str, ...]
 
 
 def config_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--section.field VALUE`` for every field of the run configuration, generated from the config dataclasses:
-    the help is the field's docstring, the choices its constants; values are validated by the config itself
-    (ranges next to the fields), after the preset and before any model loads."""
-    from .config import RunConfig, bounds_of, config_fields, field_choices
+    """``--section.field VALUE`` for every field of the run configuration, generated from the config dataclasses,
+    and the short flags declared as aliases of fields (:data:`~genenv_lab.config.ALIASES`): the help is the field's
+    docstring and range, the choices its constants, the type its type (a text field whose default is not empty
+    cannot be emptied); values are validated by the config itself, after the preset and before any model loads. The
+    old names of moved fields (:data:`~genenv_lab.config.MOVED`) are accepted, unlisted."""
+    from .config import ALIASES, MOVED, config_fields
 
-    choices = field_choices()
+    fields = {f"{section}.{name}": (section, name, kind, doc) for section, name, kind, doc in config_fields()}
+    short = parser.add_argument_group("common settings", "short for the field named in each help")
+    for flag, path in ALIASES.items():
+        _add_field(short, flag, *fields[path], help_prefix=f"= --{path}: ")
     groups: dict[str, argparse._ArgumentGroup] = {}
-    sections = typing.get_type_hints(RunConfig)  # section name -> its dataclass
-    for section, name, kind, doc in config_fields():
-        bounds = bounds_of(sections[section], name)
-        if bounds is not None:  # the range declared on the field, as the config checks it
-            doc = f"{doc} ({bounds.text()})" if doc else bounds.text()
+    for path, (section, name, kind, doc) in fields.items():
         if section not in groups:
             groups[section] = parser.add_argument_group(
                 f"{section} settings", f"every field of config.json's {section!r} section (default: the preset's)")
-        metavar = {bool: "true|false", int: "N", float: "X", str: "TEXT"}.get(kind, "LIST")
-        options = choices.get((section, name))
-        groups[section].add_argument(
-            f"--{section}.{name}", dest=f"{FIELD_DEST}{section}.{name}", type=_parser_for(kind), choices=options,
-            metavar=None if options else metavar, help=doc.replace("``", "").replace("%", "%%") or None)
+        _add_field(groups[section], f"--{path}", section, name, kind, doc)
+    for old, new in MOVED.items():
+        _add_field(parser, f"--{old}", *fields[new], hidden=True)
+
+
+def _add_field(group, flag: str, section: str, name: str, kind: type, doc: str, *, help_prefix: str = "",
+               hidden: bool = False) -> None:
+    """One option setting field ``section.name`` (see :func:`config_arguments`)."""
+    from .config import bounds_of, field_choices
+
+    cls = _section_class(section)
+    bounds = bounds_of(cls, name)
+    if bounds is not None:  # the range declared on the field, as the config checks it
+        doc = f"{doc} ({bounds.text()})" if doc else bounds.text()
+    options = field_choices().get((section, name))
+    metavar = {bool: "true|false", int: "N", float: "X", str: "TEXT"}.get(kind, "LIST")
+    text = (help_prefix + doc).replace("``", "").replace("%", "%%")
+    group.add_argument(flag, dest=f"{FIELD_DEST}{flag}", type=_parser_for(kind, _default_of(cls, name)),
+                       choices=options, metavar=None if options else metavar,
+                       help=argparse.SUPPRESS if hidden else text or None)
+
+
+def _section_class(section: str) -> type:
+    from .config import RunConfig
+
+    return typing.get_type_hints(RunConfig)[section]
+
+
+def _default_of(cls: type, name: str):
+    import dataclasses
+
+    return next(f.default for f in dataclasses.fields(cls) if f.name == name)
 
 
 def parse_setting(item: str) -> tuple[str, str, object]:
-    """``SECTION.FIELD=VALUE`` of ``--set`` → (section, field, value), the value read as the field's type, exactly as
-    ``--SECTION.FIELD VALUE`` reads it (``false`` is a boolean, ``3`` an int, ``a,b`` a list); an unknown section or
-    field, or a value of the wrong type, is a :class:`ConfigError` in one line. Ranges are checked by the config.
+    """``SECTION.FIELD=VALUE`` of ``--set`` → (section, field, value): the field found as the flags find it (an old
+    name of a moved field gives its new place, with a notice) and the value converted by the field's converter, as
+    ``--SECTION.FIELD VALUE`` converts it (``false`` is a boolean, ``3`` an int, ``a,b`` a list); an unknown section
+    or field, or a value of the wrong type, is a :class:`ConfigError` in one line. Ranges are checked by the config.
 
     >>> parse_setting("curriculum.alpha=0.3"), parse_setting("model.separate_adapters=False")
     (('curriculum', 'alpha', 0.3), ('model', 'separate_adapters', False))
     """
     import json
 
-    from .config import config_fields
+    from .config import SECTIONS, config_fields, current_name
 
     key, sep, raw = item.partition("=")
     section, dot, field = key.strip().partition(".")
     section, field = section.strip(), field.strip()
-    kinds = {(s, f): kind for s, f, kind, _ in config_fields()}
-    sections = sorted({s for s, _ in kinds})
     if not sep or not dot or not section or not field:
         raise ConfigError(f"--set {item!r}: write SECTION.FIELD=VALUE, e.g. --set curriculum.alpha=0.3 or --set "
-                          f"env.kl_coef=1.0 (sections: {', '.join(sections)})")
-    if section not in sections:
-        raise ConfigError(f"--set {item!r}: no config section {section!r}; sections: {', '.join(sections)}")
+                          f"env.kl_coef=1.0 (sections: {', '.join(SECTIONS)})")
+    section, _, field = current_name(f"{section}.{field}").partition(".")
+    kinds = {(s, f): kind for s, f, kind, _ in config_fields()}
+    if section not in SECTIONS:
+        raise ConfigError(f"--set {item!r}: no config section {section!r}; sections: {', '.join(SECTIONS)}")
     if (section, field) not in kinds:
         accepted = sorted(f for s, f in kinds if s == section)
         raise ConfigError(f"--set {item!r}: {section} has no field {field!r}; accepted: {', '.join(accepted)}")
@@ -150,9 +177,10 @@ def parse_setting(item: str) -> tuple[str, str, object]:
         except (ValueError, TypeError):
             pass
     try:
-        value = _parser_for(kind)(text if kind is not str else raw)
+        value = _parser_for(kind, _default_of(_section_class(section), field))(text if kind is not str else raw)
     except (ValueError, argparse.ArgumentTypeError):
-        name = {bool: "true or false", int: "a whole number", float: "a number"}.get(kind, str(kind))
+        name = {bool: "true or false", int: "a whole number", float: "a number", str: "a non-empty text"}.get(
+            kind, str(kind))
         raise ConfigError(f"--set {item!r}: {section}.{field} takes {name}, not {raw!r}") from None
     return section, field, value
 

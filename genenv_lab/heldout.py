@@ -140,39 +140,39 @@ def backend_for(model: str, *, preset_name: str | None = None):
 def check_eval_data(cfg: RunConfig) -> None:
     """Fail at once (:class:`~genenv_lab.evaluation.common.BenchmarkDataMissing`, naming where it looked and the
     canonical source) when the held-out evaluation needs benchmark files that are not there, and
-    (:class:`ValueError`) when ``loop.eval_category`` is not one of the categories they hold, rather than after the
+    (:class:`ValueError`) when ``eval.category`` is not one of the categories they hold, rather than after the
     model has loaded."""
-    lp = cfg.loop
-    if lp.eval_every and lp.eval_benchmark != "domain":
-        spec = get_benchmark(lp.eval_benchmark)
-        root = resolve_data_dir(spec, lp.eval_data_dir or None)
-        if lp.eval_category:
-            chosen_categories(spec, root, lp.eval_category)
+    ev = cfg.eval
+    if ev.every and ev.benchmark != "domain":
+        spec = get_benchmark(ev.benchmark)
+        root = resolve_data_dir(spec, ev.data_dir or None)
+        if ev.category:
+            chosen_categories(spec, root, ev.category)
 
 
 def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) -> dict[str, float]:
     """Held-out benchmark score of the agent after ``epoch`` (files under ``eval/epoch_NNN/``)."""
-    lp = cfg.loop
-    if lp.eval_benchmark == "domain":
+    ev = cfg.eval
+    if ev.benchmark == "domain":
         return domain_scores(heldout_rewards(backend, domain_of(cfg), cfg), cfg.agent.success_threshold)
-    summary = evaluate_backend(backend, lp.eval_benchmark, out_dir=Path(run_dir) / "eval" / f"epoch_{epoch:03d}",
-                               data_dir=lp.eval_data_dir or None, category=lp.eval_category or None,
-                               limit=lp.eval_limit or None, max_new_tokens=lp.eval_max_new_tokens, progress=False,
-                               protocol=_eval_protocol(lp))
-    out = {f"eval/{lp.eval_benchmark}": summary["value"]}
+    summary = evaluate_backend(backend, ev.benchmark, out_dir=Path(run_dir) / "eval" / f"epoch_{epoch:03d}",
+                               data_dir=ev.data_dir or None, category=ev.category or None,
+                               limit=ev.limit or None, max_new_tokens=ev.max_new_tokens, progress=False,
+                               protocol=_eval_protocol(ev))
+    out = {f"eval/{ev.benchmark}": summary["value"]}
     if "f1" in summary:
-        out[f"eval/{lp.eval_benchmark}_f1"] = summary["f1"]
+        out[f"eval/{ev.benchmark}_f1"] = summary["f1"]
     return out
 
 
-def _eval_protocol(lp) -> str | None:
-    """The protocol of a run's held-out evaluation: ``loop.eval_protocol`` for BFCL's multi-turn categories (the
+def _eval_protocol(ev) -> str | None:
+    """The protocol of a run's held-out evaluation: ``eval.protocol`` for BFCL's multi-turn categories (the
     per-turn reading by default, as the paper's validation score), BFCL's only protocol otherwise."""
-    return lp.eval_protocol if lp.eval_benchmark == "bfcl" and mt.is_multi_turn(lp.eval_category) else None
+    return ev.protocol if ev.benchmark == "bfcl" and mt.is_multi_turn(ev.category) else None
 
 
 def heldout_score(backend: Backend, domain: Domain, cfg: RunConfig) -> float:
-    """Mean greedy reward of the agent on the domain's held-out tasks (the first ``eval_limit`` of them)."""
+    """Mean greedy reward of the agent on the domain's held-out tasks (the first ``eval.limit`` of them)."""
     return cur.mean_or_nan(r for _, r in heldout_rewards(backend, domain, cfg))
 
 
@@ -188,12 +188,12 @@ def domain_scores(results: list[tuple[TaskSpec, float]], threshold: float) -> di
 
 
 def heldout_rewards(backend: Backend, domain: Domain, cfg: RunConfig) -> list[tuple[TaskSpec, float]]:
-    """(task, greedy reward) of the agent on each of the domain's held-out tasks (the first ``eval_limit``)."""
+    """(task, greedy reward) of the agent on each of the domain's held-out tasks (the first ``eval.limit``)."""
     items = domain.heldout_tasks()
     if not items:
         raise ValueError(f"domain {domain.name!r} ships no held-out set (data/{domain.name}_heldout.jsonl); "
-                         "set loop.eval_benchmark to a benchmark instead")
-    items = items[: cfg.loop.eval_limit or None]
+                         "set eval.benchmark to a benchmark instead")
+    items = items[: cfg.eval.limit or None]
     outs = backend.generate("agent", [domain.agent_messages(s.spec) for s in items], n=1,
                             max_new_tokens=cfg.agent.max_completion_length, temperature=0.0)
     return [(s.spec, domain.safe_score(s.spec, o[0])[0]) for s, o in zip(items, outs)]

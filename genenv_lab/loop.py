@@ -379,10 +379,10 @@ def set_up(cfg: RunConfig, writer, procs: Processes, backend: Backend | None, ev
     bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
                disable=not (progress and procs.is_main))
     session = _Session(cfg, writer, procs, domain, domain.seed_tasks(), backend, bar, tracker, eval_dir)
-    if cfg.loop.eval_every and state.epoch == 0 and (writer.dir / BASELINE).is_file():
+    if cfg.eval.every and state.epoch == 0 and (writer.dir / BASELINE).is_file():
         state = with_frontier(state, read_baseline(writer.dir, BASELINE_PREFIXES))  # resumed before epoch 1
-    elif cfg.loop.eval_every and state.epoch == 0:
-        bar.set_postfix_str(f"epoch 0: eval {cfg.loop.eval_benchmark} (untrained agent)")
+    elif cfg.eval.every and state.epoch == 0:
+        bar.set_postfix_str(f"epoch 0: eval {cfg.eval.benchmark} (untrained agent)")
         scores = evaluate_epoch(backend, cfg, eval_dir, 0)
         writer.write_baseline(scores)
         state = with_frontier(state, scores)
@@ -397,8 +397,8 @@ def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
     state, result = run_epoch(state, backend, s.domain, s.seeds, cfg, generator=teacher,
                               on_phase=lambda phase: s.on_phase(state, phase))
     del teacher
-    if cfg.loop.eval_every and state.epoch % cfg.loop.eval_every == 0:
-        s.bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.loop.eval_benchmark}")
+    if cfg.eval.every and state.epoch % cfg.eval.every == 0:
+        s.bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.eval.benchmark}")
         scores = evaluate_epoch(backend, cfg, s.eval_dir, state.epoch)
         result.record.extra.update(scores)
         state = with_frontier(state, scores)

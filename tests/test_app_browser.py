@@ -148,7 +148,7 @@ def lab_on_a_fake_run(tmp_path: Path, width: int, height: int):
 
     runs = tmp_path / "runs"
     cfg = preset("tiny").replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
-                                 loop={"epochs": 3, "eval_every": 0})
+                                 loop={"epochs": 3}, eval={"every": 0})
     with pytest.warns(UserWarning, match="single difficulty level"):
         list(run_loop(cfg, runs / "fake-run", backend=ScriptedBackend(num_generations=4), progress=False))
     with served_lab(runs, tmp_path, run="fake-run", width=width, height=height, timeout=120) as browser:

@@ -55,7 +55,7 @@ def test_every_number_field_declares_its_range_and_the_help_shows_it(capsys):
     from genenv_lab.config import ConfigError, RunConfig, bounds_of, preset
 
     hints = typing.get_type_hints(RunConfig)
-    missing = [f"{section}.{f.name}" for section in ("model", "env", "agent", "curriculum", "loop")
+    missing = [f"{section}.{f.name}" for section in SECTIONS
                for f in dataclasses.fields(hints[section])
                if typing.get_type_hints(hints[section])[f.name] in (int, float) and bounds_of(hints[section], f.name)
                is None]
@@ -65,3 +65,55 @@ def test_every_number_field_declares_its_range_and_the_help_shows_it(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--help"])
     assert "LoRA rank of each adapter. (an integer ≥ 1 and ≤ 1024)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_every_short_flag_is_an_alias_of_a_field_read_by_the_same_path(capsys):
+    """The short flags are one table of aliases (issue 40): each names a real field, its help is the field's, and
+    ``--epochs 3``, ``--loop.epochs 3`` and ``--set loop.epochs=3`` give the same configuration."""
+    from genenv_lab.config import ALIASES, field_docs
+    from genenv_lab.flags import field_of
+
+    fields = {f"{section}.{name}": doc for section, name, _, doc in config_fields()}
+    assert set(ALIASES.values()) <= set(fields), set(ALIASES.values()) - set(fields)
+    assert all(field_of(flag) == path for flag, path in ALIASES.items())
+    parse = build_parser().parse_args
+    spelt = [run_config_from(parse(["run", *argv])) for argv in (
+        ["--epochs", "3"], ["--loop.epochs", "3"], ["--set", "loop.epochs=3"])]
+    assert spelt[0] == spelt[1] == spelt[2] and spelt[0].loop.epochs == 3
+    both = run_config_from(parse(["run", "--eval-limit", "5", "--set", "eval.limit=5", "--model", "tiny"]))
+    assert both.eval.limit == 5 and both.model.name_or_path == "tiny"
+    with pytest.raises(SystemExit):
+        parse(["run", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    from genenv_lab.config import EvalConfig
+
+    assert f"--eval-every N = --eval.every: {field_docs(EvalConfig)['every'].replace('``', '')}" in shown
+
+
+def test_old_spellings_of_moved_fields_still_load_with_a_one_line_notice(tmp_path):
+    """``loop.eval_*`` moved to ``eval.*`` and ``model.world_*`` to ``world.*``: the old names still work for one
+    release (a flag, ``--set``, ``replace``, a config file, an old run's config.json), each with a notice naming the
+    new spelling; one field given two values under its two names is refused."""
+    from genenv_lab.config import ConfigError, RenamedField, load_config
+
+    parse = build_parser().parse_args
+    with pytest.warns(RenamedField, match=r"--loop.eval_every is now --eval.every"):
+        cfg = run_config_from(parse(["run", "--loop.eval_every", "2"]))
+    assert cfg.eval.every == 2 and cfg == run_config_from(parse(["run", "--eval.every", "2"]))
+    with pytest.warns(RenamedField, match=r"model.world_anchor is now world.anchor"):
+        assert run_config_from(parse(["run", "--set", "model.world_anchor=seed"])).world.anchor == "seed"
+    with pytest.warns(RenamedField, match=r"loop.eval_limit → eval.limit"):
+        assert preset("tiny").replace(loop={"eval_limit": 3}).eval.limit == 3
+    with pytest.raises(ConfigError, match="eval.every is given different values"), pytest.warns(RenamedField):
+        run_config_from(parse(["run", "--loop.eval_every", "2", "--eval-every", "3"]))
+    old = json.loads(preset("cpu-demo").to_json())  # the layout before the move
+    old["loop"].update({f"eval_{k}": v for k, v in old.pop("eval").items()})
+    old["model"].update({f"world_{k}": v for k, v in old.pop("world").items()})
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    with pytest.warns(RenamedField, match=r"loop.eval_\* → eval.\*, model.world_\* → world.\*") as said:
+        assert load_config(tmp_path / "config.json") == preset("cpu-demo")
+    assert len(said) == 1 and "\n" not in str(said[0].message)
+    old["eval"] = {"every": 3}
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    with pytest.raises(ConfigError, match="loop.eval_every .* and its new name eval.every"):
+        load_config(tmp_path / "config.json")

@@ -16,12 +16,12 @@ def test_variant_entries_and_validation():
     entries = variant_entries(["tiny"], ["genenv", "offline_teacher"], teacher="tiny", epochs=2)
     labels = [label for label, _ in entries]
     assert labels == ["tiny:genenv", "tiny:offline_teacher_x1.8", "tiny:offline_teacher_x3.3"]
-    assert all(cfg.loop.eval_every == 1 and cfg.loop.eval_benchmark == "domain" for _, cfg in entries)
+    assert all(cfg.eval.every == 1 and cfg.eval.benchmark == "domain" for _, cfg in entries)
     with pytest.raises(ValueError, match="teacher"):
         variant_entries(["tiny"], ["offline_teacher"])
-    tools = variant_entries(["tiny"], ["genenv"], domain="tools", data_dir="/data")[0][1].loop  # BFCL simple
-    assert (tools.eval_benchmark, tools.eval_category, tools.domain) == ("bfcl", "simple_python", "tools")
-    assert tools.eval_data_dir == "/data"
+    tools = variant_entries(["tiny"], ["genenv"], domain="tools", data_dir="/data")[0][1]  # BFCL simple
+    assert (tools.eval.benchmark, tools.eval.category, tools.loop.domain) == ("bfcl", "simple_python", "tools")
+    assert tools.eval.data_dir == "/data"
     sweep = sweep_entries("tiny", alphas=[0.3, 0.5], shapes=["gaussian", "azr"])
     assert len(sweep) == 4 and {c.curriculum.shape for _, c in sweep} == {"gaussian", "azr"}
 

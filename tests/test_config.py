@@ -74,8 +74,8 @@ def test_for_domain_applies_recommendations_without_shrinking():
     tools = for_domain(preset("cpu-smollm2"), "tools")
     assert tools.loop.domain == "tools" and tools.env.max_new_tokens == 512
     # cpu-smollm2 scores the domain's own held-out set every epoch: tools ships none, so that is turned off
-    assert preset("cpu-smollm2").loop.eval_every == 1 and tools.loop.eval_every == 0
-    assert for_domain(preset("cpu-smollm2"), "arith").loop.eval_every == 1  # arith ships one
+    assert preset("cpu-smollm2").eval.every == 1 and tools.eval.every == 0
+    assert for_domain(preset("cpu-smollm2"), "arith").eval.every == 1  # arith ships one
     qa = for_domain(preset("tiny"), "qa")
     assert qa.agent.success_threshold == 0.5
     big = preset("cpu-smollm2").replace(env={"max_new_tokens": 2048})

@@ -110,8 +110,7 @@ def test_world_model_builds_for_the_count_world(tmp_path):
     from genenv_lab.models.loading import cache_dir
     from genenv_lab.models.world import world_spec
 
-    cfg = preset("cpu-demo").replace(model={"world_steps": 3, "world_env_steps": 2, "world_hidden_size": 32,
-                                            "world_layers": 1})
+    cfg = preset("cpu-demo").replace(world={"steps": 3, "env_steps": 2, "hidden_size": 32, "layers": 1})
     assert cfg.loop.domain == "count"
     backend = make_backend(cfg, D)
     prompts = [D.agent_messages(s.spec) for s in D.seed_tasks()[:2]]
@@ -161,7 +160,7 @@ def test_cpu_dry_preset_reads_the_easy_seeds_by_name_and_its_world_anchors_on_th
     assert spec.anchor == "task" and spec.world().anchor == "task"
     # the default world's cache key is what it was before the anchor was a setting; another anchor is another model
     assert world_spec(preset("cpu-demo")).cache_name() != spec.cache_name()
-    with pytest.raises(ConfigError, match="world_anchor"):
-        cfg.replace(model={"world_anchor": "oldest"})
+    with pytest.raises(ConfigError, match="WorldConfig.anchor"):
+        cfg.replace(world={"anchor": "oldest"})
     with pytest.raises(ConfigError, match="data/ folder"):
         cfg.replace(loop={"seeds": "no_such_seeds.jsonl"})

@@ -64,7 +64,7 @@ def _summary(out):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_kill_at_every_commit_step_then_resume(tiny_cfg, tmp_path):
     cfg = tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
-                           loop={"epochs": EPOCHS, "eval_every": 0})
+                           loop={"epochs": EPOCHS}, eval={"every": 0})
     code = _fork(cfg, tmp_path / "reference", 0)
     assert code > 100, code
     steps = code - 100
@@ -99,7 +99,7 @@ def test_twenty_random_sigkills_then_resume(tiny_cfg, tmp_path):
 
     epochs = 6
     cfg = tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
-                           loop={"epochs": epochs, "eval_every": 0})
+                           loop={"epochs": epochs}, eval={"every": 0})
     t0 = time.perf_counter()
     assert _fork(cfg, tmp_path / "reference", 0) > 100
     duration = time.perf_counter() - t0
@@ -134,7 +134,7 @@ def _files(out):
 
 def _finished_run(tiny_cfg, out):
     cfg = tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
-                           loop={"epochs": EPOCHS, "eval_every": 0})
+                           loop={"epochs": EPOCHS}, eval={"every": 0})
     list(run(cfg, out, backend=ScriptedBackend(num_generations=4), progress=False))
     return cfg
 

@@ -175,7 +175,7 @@ def test_the_cli_trains_on_a_domain_from_outside_the_package(add_domain, tmp_pat
     assert check.returncode == 0 and "passes" in check.stdout, check.stdout + check.stderr
     proc = subprocess.run(cli + ["run", "--preset", "tiny", "--domain", "add_domain:AddDomain", "--loop.seeds",
                                  "add_seeds.jsonl", "--loop.heldout", "held.jsonl", "--epochs", "1",
-                                 "--loop.eval_every", "1", "--loop.eval_benchmark", "domain",
+                                 "--eval.every", "1", "--eval.benchmark", "domain",
                                  "--out", str(out)], cwd=add_domain, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

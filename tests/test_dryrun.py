@@ -79,7 +79,7 @@ def test_frontier_counts_are_bounded_by_the_groups_at_it(pairs, frontier):
 
 def _counted(tiny_cfg, epochs=3, **loop):
     return for_domain(tiny_cfg, "count").replace(
-        loop={"epochs": epochs, "eval_every": 1, "eval_benchmark": "domain", **loop},
+        loop={"epochs": epochs, **loop}, eval={"every": 1, "benchmark": "domain"},
         agent={"num_generations": 4})
 
 
@@ -136,7 +136,7 @@ def test_a_resume_before_the_first_epoch_keeps_the_untrained_agents_frontier(tin
 
 
 def test_a_domain_without_levels_records_the_dry_steps_only(tiny_cfg, tmp_path):
-    cfg = tiny_cfg.replace(loop={"epochs": 2, "eval_every": 1, "eval_benchmark": "domain"},
+    cfg = tiny_cfg.replace(loop={"epochs": 2}, eval={"every": 1, "benchmark": "domain"},
                            agent={"num_generations": 4})
     list(run(cfg, tmp_path / "r", backend=ScriptedBackend(num_generations=4), progress=False))
     for r in read_epochs(tmp_path / "r"):

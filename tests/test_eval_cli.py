@@ -1,4 +1,4 @@
-"""`genenv-lab eval` and evaluation during a run (eval_every), on the offline benchmark copy."""
+"""`genenv-lab eval` and evaluation during a run (eval.every), on the offline benchmark copy."""
 
 import json
 import subprocess
@@ -47,8 +47,8 @@ def test_eval_every_logs_scores_in_epochs_jsonl(tiny_cfg, tmp_path):
     from genenv_lab.loop import run
     from genenv_lab.runlog import read_baseline, read_epochs
 
-    cfg = tiny_cfg.replace(loop={"epochs": 2, "eval_every": 2, "eval_limit": 2,
-                                 "eval_data_dir": str(BENCH / "bamboogle"), "eval_max_new_tokens": 4})
+    cfg = tiny_cfg.replace(loop={"epochs": 2}, eval={"every": 2, "limit": 2, "data_dir": str(BENCH / "bamboogle"),
+                                                     "max_new_tokens": 4})
     list(run(cfg, tmp_path / "r", progress=False))
     records = read_epochs(tmp_path / "r")
     assert "eval/bamboogle" not in records[0]["extra"]
@@ -87,8 +87,7 @@ def test_a_run_whose_held_out_data_is_missing_fails_before_its_directory_exists(
     from genenv_lab.evaluation.common import BenchmarkDataMissing
     from genenv_lab.loop import run
 
-    cfg = tiny_cfg.replace(loop={"eval_every": 1, "eval_benchmark": "bamboogle",
-                                 "eval_data_dir": str(tmp_path / "nowhere")})
+    cfg = tiny_cfg.replace(eval={"every": 1, "benchmark": "bamboogle", "data_dir": str(tmp_path / "nowhere")})
     with pytest.raises(BenchmarkDataMissing, match="nowhere"):
         next(run(cfg, tmp_path / "r", progress=False))
     assert not (tmp_path / "r").exists()
@@ -113,8 +112,8 @@ def test_a_held_out_category_the_data_lacks_is_refused_before_the_run_folder(cat
     from genenv_lab.cli import main
 
     out = tmp_path / "run"
-    assert main(["run", "--preset", "tiny", "--loop.eval_every", "1", "--loop.eval_benchmark", "bamboogle",
-                 "--loop.eval_data_dir", str(BENCH / "bamboogle"), "--loop.eval_category", category,
+    assert main(["run", "--preset", "tiny", "--eval.every", "1", "--eval.benchmark", "bamboogle",
+                 "--eval.data_dir", str(BENCH / "bamboogle"), "--eval.category", category,
                  "--out", str(out)]) == 1
     assert not out.exists()
     printed = " ".join(capsys.readouterr().out.split())
@@ -124,8 +123,8 @@ def test_a_held_out_category_the_data_lacks_is_refused_before_the_run_folder(cat
 def test_a_category_for_the_domains_own_held_out_set_is_refused():
     from genenv_lab.config import ConfigError, preset
 
-    with pytest.raises(ConfigError, match="eval_category.*has no categories"):
-        preset("tiny").replace(loop={"eval_benchmark": "domain", "eval_category": "simple"})
+    with pytest.raises(ConfigError, match="EvalConfig.category.*has no categories"):
+        preset("tiny").replace(eval={"benchmark": "domain", "category": "simple"})
 
 
 def test_a_budget_no_prompt_leaves_room_for_is_said_as_such(tmp_path):

@@ -32,8 +32,8 @@ assert not [m for m in sys.modules if m.startswith("genenv_lab")]
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     run = tmp_path_factory.mktemp("export") / "run"
-    assert main(["run", "--preset", "tiny", "--domain", "count", "--epochs", "1", "--loop.eval_every", "1",
-                 "--loop.eval_benchmark", "domain", "--out", str(run)]) == 0
+    assert main(["run", "--preset", "tiny", "--domain", "count", "--epochs", "1", "--eval.every", "1",
+                 "--eval.benchmark", "domain", "--out", str(run)]) == 0
     return run
 
 

@@ -354,8 +354,8 @@ def test_records_count_training_rollouts_tokens_and_distinct_tasks(cfg, tmp_path
     reference rollouts and the held-out evaluation (both on here) are left out."""
     from genenv_lab.compare import tasks_consumed_by_epoch
 
-    cfg = cfg.replace(loop={"variant": variant, "epochs": 3, "reference_tasks": 5, "eval_every": 1,
-                            "eval_benchmark": "domain", "eval_limit": 4})
+    cfg = cfg.replace(loop={"variant": variant, "epochs": 3, "reference_tasks": 5},
+                      eval={"every": 1, "benchmark": "domain", "limit": 4})
     records = list(run(cfg, tmp_path / "r", backend=ScriptedBackend(num_generations=4), progress=False))
     on_disk = read_epochs(tmp_path / "r")
     attempts = read_table(tmp_path / "r", "attempts")

@@ -18,7 +18,7 @@ def test_smollm2_loads_answers_and_one_epoch_runs(tmp_path):
     from genenv_lab.loop import make_backend, run
     from genenv_lab.runlog import read_table
 
-    cfg = preset("cpu-smollm2").replace(loop={"epochs": 1, "reference_tasks": 0, "eval_every": 0},
+    cfg = preset("cpu-smollm2").replace(loop={"epochs": 1, "reference_tasks": 0}, eval={"every": 0},
                                       env={"seeds_per_epoch": 2},
                                       agent={"replay_size": 0, "base_seeds": 0, "max_completion_length": 16})
     domain = get_domain(cfg.loop.domain)

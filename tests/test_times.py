@@ -152,8 +152,7 @@ def test_world_model_builds_loads_and_writes_tasks(tmp_path):
     from genenv_lab.config import preset
     from genenv_lab.loop import make_backend
 
-    cfg = preset("cpu-times").replace(model={"world_steps": 3, "world_env_steps": 2, "world_hidden_size": 32,
-                                            "world_layers": 1})
+    cfg = preset("cpu-times").replace(world={"steps": 3, "env_steps": 2, "hidden_size": 32, "layers": 1})
     backend = make_backend(cfg, D)
     outs = backend.generate("env", [D.env_messages(D.seed_tasks()[0].spec, LineageStats(), 0.5, 0.125)], n=2,
                             max_new_tokens=8, temperature=1.0)

@@ -14,7 +14,7 @@ def test_a_tiny_run_logs_its_epochs_to_tensorboard(tmp_path):
 
     out = tmp_path / "run"
     assert main(["run", "--preset", "tiny", "--domain", "count", "--epochs", "2", "--report-to", "tensorboard",
-                 "--loop.eval_every", "1", "--loop.eval_benchmark", "domain", "--loop.reference_tasks", "2",
+                 "--eval.every", "1", "--eval.benchmark", "domain", "--loop.reference_tasks", "2",
                  "--out", str(out)]) == 0
     events = EventAccumulator(str(out / "tensorboard"))
     events.Reload()

@@ -31,17 +31,18 @@ def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: 
         base = preset(name)
         if domain:
             base = for_domain(base, domain)
-        loop = {"variant": variant, **_measurement(base, reference_tasks, eval_limit, data_dir)}
+        measured = _measurement(base, reference_tasks, eval_limit, data_dir)
+        measured["loop"]["variant"] = variant
         if epochs:
-            loop["epochs"] = epochs
+            measured["loop"]["epochs"] = epochs
         if variant == "offline_teacher":
             if not teacher:
                 raise ValueError("the offline_teacher variant needs a teacher model (--teacher ID or directory)")
             for m in teacher_multipliers:
-                cfg = base.replace(loop=loop, env={"teacher_model": teacher, "teacher_data_multiplier": m})
+                cfg = base.replace(**measured, env={"teacher_model": teacher, "teacher_data_multiplier": m})
                 out.append((f"{name}:offline_teacher_x{m:g}", cfg))
         else:
-            out.append((f"{name}:{variant}", base.replace(loop=loop)))
+            out.append((f"{name}:{variant}", base.replace(**measured)))
     return out
 
 
@@ -52,37 +53,36 @@ def sweep_entries(preset_name: str, *, alphas: Sequence[float] = (0.5,), shapes:
     base = preset(preset_name)
     if domain:
         base = for_domain(base, domain)
-    loop = _measurement(base, reference_tasks, eval_limit, data_dir)
+    measured = _measurement(base, reference_tasks, eval_limit, data_dir)
     if epochs:
-        loop["epochs"] = epochs
-    return [(f"{preset_name}:alpha={a:g}:{s}", base.replace(loop=loop, curriculum={"alpha": a, "shape": s}))
+        measured["loop"]["epochs"] = epochs
+    return [(f"{preset_name}:alpha={a:g}:{s}", base.replace(**measured, curriculum={"alpha": a, "shape": s}))
             for a, s in itertools.product(alphas, shapes)]
 
 
 def _measurement(base: RunConfig, reference_tasks: int | None, eval_limit: int | None,
-                 data_dir: str) -> dict:
-    """Loop settings every run of a comparison measures with: held-out score after every epoch, and the
-    counterfactual set. ``None`` keeps the preset's own choice where it makes one (``cpu-demo``: 32 reference
-    tasks, the whole held-out set), else 8 reference tasks and 20 held-out items."""
-    lp = base.loop
+                 data_dir: str) -> dict[str, dict]:
+    """The settings every run of a comparison measures with (the ``loop`` and ``eval`` changes): held-out score after
+    every epoch, and the counterfactual set. ``None`` keeps the preset's own choice where it makes one
+    (``cpu-demo``: 32 reference tasks, the whole held-out set), else 8 reference tasks and 20 held-out items."""
     if reference_tasks is None:
-        reference_tasks = lp.reference_tasks or 8
+        reference_tasks = base.loop.reference_tasks or 8
     if eval_limit is None:
-        eval_limit = lp.eval_limit if lp.eval_every else 20
-    return {"eval_every": 1, **_heldout(lp.domain, data_dir), "eval_limit": eval_limit,
-            "reference_tasks": reference_tasks}
+        eval_limit = base.eval.limit if base.eval.every else 20
+    return {"loop": {"reference_tasks": reference_tasks},
+            "eval": {"every": 1, **_heldout(base.loop.domain, data_dir), "limit": eval_limit}}
 
 
 def _heldout(domain: str, data_dir: str = "") -> dict[str, str]:
-    """Loop settings of the held-out evaluation: the domain's own held-out set, else its benchmark (read from
+    """Eval settings of the held-out evaluation: the domain's own held-out set, else its benchmark (read from
     ``data_dir``, else ``$GENENV_LAB_DATA`` or the cache)."""
     from ..domains import get_domain
 
     dom = get_domain(domain)
     if dom.heldout_tasks():
-        return {"eval_benchmark": "domain"}
+        return {"benchmark": "domain"}
     benchmark, category = dom.heldout_benchmark
-    return {"eval_benchmark": benchmark, "eval_category": category, "eval_data_dir": str(data_dir or "")}
+    return {"benchmark": benchmark, "category": category, "data_dir": str(data_dir or "")}
 
 
 def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence[int], out: str | Path, *,

@@ -6,7 +6,8 @@ before any model is loaded.
 
 The package's modules: :mod:`.checks` (the one mechanism every value passes), :mod:`.variants` (the baselines
 as a table), :mod:`.schema` (the dataclasses), :mod:`.fields` (the fields the command line lists), :mod:`.presets`
-(presets by name, a domain's recommended settings) and :mod:`.files` (a config from a JSON or YAML file).
+(presets by name, a domain's recommended settings), :mod:`.spellings` (the short flags as aliases of fields, and the
+old names of moved fields) and :mod:`.files` (a config from a JSON or YAML file).
 Everything public is importable from here.
 """
 
@@ -16,9 +17,12 @@ from .checks import (
     bounded, bounds_of, Bounds, build, check_bounds, check_type, ConfigError, replace_fields, require)
 from .variants import (
     Variant, VARIANT_TABLE, VARIANTS)
+from .spellings import (
+    ALIASES, ASK_FOR_EVAL, current_name, MOVED, RenamedField, upgrade)
 from .schema import (
-    AgentConfig, CurriculumConfig, DTYPES, ENGINES, EnvConfig, IMPORTANCE_SAMPLING_LEVELS, LoopConfig, LOSS_TYPES,
-    MAX_SEED, ModelConfig, REWARD_SCALINGS, RunConfig)
+    AgentConfig, CurriculumConfig, DTYPES, ENGINES, EnvConfig, EVAL_PROTOCOLS, EvalConfig,
+    IMPORTANCE_SAMPLING_LEVELS, LoopConfig, LOSS_TYPES, MAX_SEED, ModelConfig, REWARD_SCALINGS, RunConfig,
+    WORLD_ANCHORS, WorldConfig)
 from .fields import (
     config_fields, field_choices, field_docs, SECTIONS)
 from .presets import (
@@ -27,8 +31,9 @@ from .files import (
     load_config)
 
 __all__ = [
-    'AgentConfig', 'bounded', 'Bounds', 'bounds_of', 'build', 'check_bounds', 'check_type', 'config_fields',
-    'ConfigError', 'CPU_PRESETS', 'CurriculumConfig', 'DTYPES', 'ENGINES', 'EnvConfig', 'field_choices',
-    'field_docs', 'for_domain', 'IMPORTANCE_SAMPLING_LEVELS', 'load_config', 'LoopConfig', 'LOSS_TYPES', 'MAX_SEED',
-    'ModelConfig', 'notebook_preset', 'preset', 'PRESETS', 'replace_fields', 'require', 'REWARD_SCALINGS',
-    'RunConfig', 'SECTIONS', 'Variant', 'VARIANT_TABLE', 'VARIANTS']
+    'AgentConfig', 'ALIASES', 'ASK_FOR_EVAL', 'bounded', 'Bounds', 'bounds_of', 'build', 'check_bounds',
+    'check_type', 'config_fields', 'ConfigError', 'CPU_PRESETS', 'current_name', 'CurriculumConfig', 'DTYPES',
+    'ENGINES', 'EnvConfig', 'EVAL_PROTOCOLS', 'EvalConfig', 'field_choices', 'field_docs', 'for_domain',
+    'IMPORTANCE_SAMPLING_LEVELS', 'load_config', 'LoopConfig', 'LOSS_TYPES', 'MAX_SEED', 'ModelConfig', 'MOVED',
+    'notebook_preset', 'preset', 'PRESETS', 'RenamedField', 'replace_fields', 'require', 'REWARD_SCALINGS',
+    'RunConfig', 'SECTIONS', 'upgrade', 'Variant', 'VARIANT_TABLE', 'VARIANTS', 'WORLD_ANCHORS', 'WorldConfig']

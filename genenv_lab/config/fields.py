@@ -7,10 +7,12 @@ import dataclasses
 
 from ..curriculum import ENV_REWARD_SHAPES
 from ..trackers import TRACKERS
-from .schema import DTYPES, ENGINES, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, REWARD_SCALINGS, RunConfig
+from .schema import (
+    DTYPES, ENGINES, EVAL_PROTOCOLS, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, REWARD_SCALINGS, RunConfig, WORLD_ANCHORS)
 from .variants import VARIANTS
 
-SECTIONS = ("model", "env", "agent", "curriculum", "loop")
+SECTIONS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "preset")
+"""config.json's sections, in the order of :class:`RunConfig`."""
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -38,7 +40,7 @@ def field_choices() -> dict[tuple[str, str], tuple[str, ...]]:
     return {("model", "engine"): ENGINES, ("model", "dtype"): DTYPES, ("curriculum", "shape"): ENV_REWARD_SHAPES,
             ("agent", "loss_type"): LOSS_TYPES, ("agent", "importance_sampling_level"): IMPORTANCE_SAMPLING_LEVELS,
             ("agent", "scale_rewards"): REWARD_SCALINGS, ("loop", "variant"): VARIANTS,
-            ("loop", "report_to"): TRACKERS}
+            ("loop", "report_to"): TRACKERS, ("eval", "protocol"): EVAL_PROTOCOLS, ("world", "anchor"): WORLD_ANCHORS}
 
 
 def config_fields() -> list[tuple[str, str, type, str]]:

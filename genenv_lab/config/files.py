@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .fields import SECTIONS
 from .schema import ConfigError, RunConfig
 
 
@@ -34,8 +35,7 @@ def load_config(path: str | Path) -> RunConfig:
         except ValueError as exc:
             raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} is not a configuration (a mapping of sections: model, env, agent, curriculum, "
-                          "loop)")
+        raise ConfigError(f"{path} is not a configuration (a mapping of sections: {', '.join(SECTIONS)})")
     try:
         return RunConfig.from_dict(data)
     except (ConfigError, TypeError) as exc:

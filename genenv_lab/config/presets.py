@@ -6,7 +6,11 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-from .schema import AgentConfig, ConfigError, CurriculumConfig, EnvConfig, LoopConfig, ModelConfig, RunConfig
+from .schema import (
+    AgentConfig, ConfigError, CurriculumConfig, EnvConfig, EvalConfig, LoopConfig, ModelConfig, RunConfig)
+
+DOMAIN_HELDOUT = EvalConfig(every=1, benchmark="domain", limit=0)
+"""The ``cpu-*`` presets' held-out score: the domain's whole held-out set, greedy, after every epoch."""
 
 
 def _tiny() -> RunConfig:
@@ -35,8 +39,8 @@ def _cpu_demo() -> RunConfig:
         agent=AgentConfig(num_generations=8, max_completion_length=64, temperature=1.0, lr=1e-3,
                           prompts_per_step=8, replay_size=4, base_seeds=4),
         curriculum=CurriculumConfig(alpha=0.5, k_min=0.125),
-        loop=LoopConfig(epochs=16, domain="count", reference_tasks=32, eval_every=1, eval_benchmark="domain",
-                        eval_limit=0),
+        loop=LoopConfig(epochs=16, domain="count", reference_tasks=32),
+        eval=DOMAIN_HELDOUT,
     )
 
 
@@ -45,7 +49,7 @@ def _cpu_dry() -> RunConfig:
     # seeds at the easy end (counts to 3-8, which the untrained agent mostly solves), so that the untrained
     # simulator's fixed set is soon solved while the held-out counts reach 24: a baseline that keeps serving it runs
     # dry, and only a simulator that climbs past the seeds keeps the agent at its frontier.
-    return _cpu_demo().replace(preset="cpu-dry", model={"world_anchor": "task"},
+    return _cpu_demo().replace(preset="cpu-dry", world={"anchor": "task"},
                                loop={"seeds": "count_easy_seeds.jsonl"})
 
 
@@ -72,8 +76,8 @@ def _cpu_smollm2() -> RunConfig:
         agent=AgentConfig(num_generations=8, max_completion_length=6, temperature=1.0, lr=1e-4,
                           prompts_per_step=8, replay_size=2, base_seeds=2),
         curriculum=CurriculumConfig(alpha=0.5, k_min=0.125),
-        loop=LoopConfig(epochs=8, domain="times99", reference_tasks=16, eval_every=1, eval_benchmark="domain",
-                        eval_limit=0),
+        loop=LoopConfig(epochs=8, domain="times99", reference_tasks=16),
+        eval=DOMAIN_HELDOUT,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from ..curriculum import ENV_REWARD_SHAPES
 from ..trackers import TRACKERS
 from .checks import ConfigError, bounded, build, check_bounds, replace_fields, require
+from .spellings import upgrade
 from .variants import VARIANT_TABLE, VARIANTS, Variant
 
 
@@ -25,6 +26,9 @@ REWARD_SCALINGS = ("group", "batch", "none")
 
 
 DTYPES = ("float32", "bfloat16", "float16", "auto")
+EVAL_PROTOCOLS = ("per-turn", "official")
+"""BFCL multi-turn's protocols of a run's held-out score (genenv_lab/evaluation/bfcl_multi_turn.py)."""
+WORLD_ANCHORS = ("newest", "seed", "task")
 MAX_SEED = 2**32 - 1  # numpy and torch take seeds below 2**32
 
 
@@ -62,23 +66,6 @@ class ModelConfig:
     the single-adapter reference of the memory benchmark)."""
     tiny_warmup_steps: int = bounded(300, 0, 100000, integer=True)
     """``tiny`` only: steps of format warm-up on the domain's seed texts, so a random model writes parseable tasks."""
-    world_steps: int = bounded(450, 1, 10**6, integer=True)
-    """``tiny-world`` only: pre-training steps of the agent role on the domain's world (genenv_lab.models.world)."""
-    world_env_steps: int = bounded(200, 0, 10**6, integer=True)
-    """``tiny-world`` only: then rounds of one simulator batch and one agent batch."""
-    world_hidden_size: int = bounded(128, 16, 4096, integer=True)
-    """``tiny-world`` only: hidden size of the model built for the world."""
-    world_layers: int = bounded(3, 1, 64, integer=True)
-    """``tiny-world`` only: number of its decoder layers."""
-    world_anchor: str = "newest"
-    """``tiny-world`` only: where the world's teacher starts the simulator's next task in the pre-training corpus:
-    ``newest`` (the newest recent task's level; the seed's when the context has none), ``seed`` (always the seed
-    task's level, the hint only moving it) or ``task`` (as ``seed``, keeping the rest of the seed task where the
-    world can: a count keeps its start), genenv_lab/domains/worlds.py."""
-    world_seed: int = bounded(0, 0, MAX_SEED, integer=True)
-    """``tiny-world`` only: seed of the world corpus and the model's initialisation (one model serves every loop
-    seed, so a comparison's seeds differ in the loop only)."""
-
     @property
     def targets_chosen(self) -> bool:
         """Whether ``target_modules`` is a list of the user's own (then every name must be a linear layer of the
@@ -95,10 +82,35 @@ class ModelConfig:
         require(self.dtype in DTYPES, w, "dtype", self.dtype, f"one of {DTYPES}")
         require(isinstance(self.shared_prefix, bool), w, "shared_prefix", self.shared_prefix, "true or false")
         require(len(self.target_modules) > 0, w, "target_modules", self.target_modules, "at least one module name")
-        require(self.world_hidden_size % 4 == 0, w, "world_hidden_size", self.world_hidden_size,
-                 "a multiple of 4 (4 attention heads)")
-        require(self.world_anchor in ("newest", "seed", "task"), w, "world_anchor", self.world_anchor,
-                 "'newest', 'seed' or 'task'")
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """The world model (``model.name_or_path = "tiny-world"`` only): a tiny model built for the domain's world and
+    pre-trained on it once (genenv_lab.models.world), cached by these settings."""
+
+    steps: int = bounded(450, 1, 10**6, integer=True)
+    """Pre-training steps of the agent role on the domain's world."""
+    env_steps: int = bounded(200, 0, 10**6, integer=True)
+    """Then rounds of one simulator batch and one agent batch."""
+    hidden_size: int = bounded(128, 16, 4096, integer=True)
+    """Hidden size of the model built for the world."""
+    layers: int = bounded(3, 1, 64, integer=True)
+    """Number of its decoder layers."""
+    anchor: str = "newest"
+    """Where the world's teacher starts the simulator's next task in the pre-training corpus: ``newest`` (the newest
+    recent task's level; the seed's when the context has none), ``seed`` (always the seed task's level, the hint
+    only moving it) or ``task`` (as ``seed``, keeping the rest of the seed task where the world can: a count keeps
+    its start), genenv_lab/domains/worlds.py."""
+    seed: int = bounded(0, 0, MAX_SEED, integer=True)
+    """Seed of the world corpus and the model's initialisation (one model serves every loop seed, so a comparison's
+    seeds differ in the loop only)."""
+
+    def __post_init__(self) -> None:
+        check_bounds(self)  # the ranges declared on the fields (bounded(...))
+        w = "WorldConfig"
+        require(self.hidden_size % 4 == 0, w, "hidden_size", self.hidden_size, "a multiple of 4 (4 attention heads)")
+        require(self.anchor in WORLD_ANCHORS, w, "anchor", self.anchor, f"one of {WORLD_ANCHORS}")
 
 
 @dataclass(frozen=True)
@@ -254,39 +266,9 @@ class LoopConfig:
     report_to: str = "none"
     """Also log each epoch's record to a tracker: ``tensorboard`` (event files under ``<run>/tensorboard/``),
     ``wandb`` or ``trackio`` (genenv_lab/trackers.py)."""
-    eval_every: int = bounded(0, 0, 100000, integer=True)
-    """Evaluate the agent on ``eval_benchmark`` every this many epochs (0: never); the score is logged in
-    ``epochs.jsonl`` as ``extra["eval/<benchmark>"]``."""
-    eval_benchmark: str = "bamboogle"
-    """A benchmark name, or ``domain``: the domain's held-out set (``data/<domain>_heldout.jsonl``), greedy."""
-    eval_category: str = ""
-    """Benchmark category (empty: all covered ones)."""
-    eval_limit: int = bounded(20, 0, 10**7, integer=True)
-    """Items per category in each evaluation (0: all)."""
-    eval_data_dir: str = ""
-    """Benchmark data folder (empty: ``$GENENV_LAB_DATA`` or the cache; see genenv_lab.evaluation)."""
-    eval_max_new_tokens: int = bounded(64, 1, 32768, integer=True)
-    """Generation budget per item of the held-out evaluation (per model step, for BFCL multi-turn)."""
-    eval_protocol: str = "per-turn"
-    """BFCL multi-turn categories only: ``per-turn`` (each turn from the answer key's state, the paper's reading;
-    the share of turns right) or ``official`` (BFCL's: the model's own history, an entry right only if every turn
-    is). See genenv_lab/evaluation/bfcl_multi_turn.py."""
-
     def __post_init__(self) -> None:
         check_bounds(self)  # the ranges declared on the fields (bounded(...))
         w = "LoopConfig"
-        require(self.eval_protocol in ("official", "per-turn"), w, "eval_protocol", self.eval_protocol,
-                 "'official' or 'per-turn'")
-        if self.eval_every and self.eval_benchmark != "domain":
-            from ..evaluation.runner import BENCHMARKS, get_benchmark
-
-            try:
-                get_benchmark(self.eval_benchmark)
-            except ValueError:
-                require(False, w, "eval_benchmark", self.eval_benchmark,
-                         f"'domain' (the domain's held-out set) or one of {sorted(BENCHMARKS)}")
-        require(not self.eval_category or self.eval_benchmark != "domain", w, "eval_category", self.eval_category,
-                 "empty with eval_benchmark='domain' (the domain's held-out set has no categories)")
         require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
         for name in ("seeds", "heldout"):
             value = getattr(self, name)
@@ -298,15 +280,55 @@ class LoopConfig:
 
 
 @dataclass(frozen=True)
+class EvalConfig:
+    """The agent's held-out evaluation during a run (genenv_lab.heldout): what it is scored on, and how often."""
+
+    every: int = bounded(0, 0, 100000, integer=True)
+    """Evaluate the agent on ``benchmark`` every this many epochs (0: never); the score is logged in
+    ``epochs.jsonl`` as ``extra["eval/<benchmark>"]``."""
+    benchmark: str = "bamboogle"
+    """A benchmark name, or ``domain``: the domain's held-out set (``data/<domain>_heldout.jsonl``), greedy."""
+    category: str = ""
+    """Benchmark category (empty: all covered ones)."""
+    limit: int = bounded(20, 0, 10**7, integer=True)
+    """Items per category in each evaluation (0: all)."""
+    data_dir: str = ""
+    """Benchmark data folder (empty: ``$GENENV_LAB_DATA`` or the cache; see genenv_lab.evaluation)."""
+    max_new_tokens: int = bounded(64, 1, 32768, integer=True)
+    """Generation budget per item of the held-out evaluation (per model step, for BFCL multi-turn)."""
+    protocol: str = "per-turn"
+    """BFCL multi-turn categories only: ``per-turn`` (each turn from the answer key's state, the paper's reading;
+    the share of turns right) or ``official`` (BFCL's: the model's own history, an entry right only if every turn
+    is). See genenv_lab/evaluation/bfcl_multi_turn.py."""
+
+    def __post_init__(self) -> None:
+        check_bounds(self)  # the ranges declared on the fields (bounded(...))
+        w = "EvalConfig"
+        require(self.protocol in EVAL_PROTOCOLS, w, "protocol", self.protocol, f"one of {EVAL_PROTOCOLS}")
+        if self.every and self.benchmark != "domain":
+            from ..evaluation.runner import BENCHMARKS, get_benchmark
+
+            try:
+                get_benchmark(self.benchmark)
+            except ValueError:
+                require(False, w, "benchmark", self.benchmark,
+                         f"'domain' (the domain's held-out set) or one of {sorted(BENCHMARKS)}")
+        require(not self.category or self.benchmark != "domain", w, "category", self.category,
+                 "empty with benchmark='domain' (the domain's held-out set has no categories)")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Everything a run needs; written resolved to ``config.json``."""
 
     preset: str = "custom"
     model: ModelConfig = field(default_factory=ModelConfig)
+    world: WorldConfig = field(default_factory=WorldConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:
         from ..domains import domain_class  # late import: domains import config-free modules only
@@ -361,11 +383,13 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RunConfig":
-        """Rebuild a config from ``to_dict`` output (e.g. a run's ``config.json``); unknown keys are errors."""
-        parts = {"model": ModelConfig, "env": EnvConfig, "agent": AgentConfig,
-                 "curriculum": CurriculumConfig, "loop": LoopConfig}
+        """Rebuild a config from ``to_dict`` output (e.g. a run's ``config.json``; one written before a field moved
+        section is read with a notice, :func:`~.spellings.upgrade`); unknown keys are errors."""
+        import typing
+
+        parts = {name: kind for name, kind in typing.get_type_hints(cls).items() if name != "preset"}
         kwargs: dict[str, Any] = {}
-        for key, value in data.items():
+        for key, value in upgrade(data).items():
             if key == "preset":
                 if not isinstance(value, str) or len(value) > 100:
                     raise ConfigError(f"preset={json.dumps(value, default=str)[:60]} is invalid: accepted a "
@@ -380,6 +404,7 @@ class RunConfig:
     def replace(self, **sections: Mapping[str, Any]) -> "RunConfig":
         """A copy with some fields of some sections changed, validated again: ``cfg.replace(loop={"epochs": 5})``."""
         kwargs: dict[str, Any] = {}
+        sections = upgrade(sections)  # a field named by its old spelling: its new place, with a notice
         for name, changes in sections.items():
             if name == "preset":
                 kwargs[name] = changes
@@ -397,17 +422,17 @@ class RunConfig:
         """This config with its domain's recommended settings (``Domain.recommended``: a ``max_*`` token budget only
         grows, other fields take the domain's value), except the fields in ``given`` (set with the domain in one
         :meth:`replace`: what is said explicitly wins). A per-epoch held-out score on the domain's own set
-        (``eval_benchmark="domain"``) is turned off when the domain ships none (``tools``, ``qa``)."""
+        (``eval.benchmark="domain"``) is turned off when the domain ships none (``tools``, ``qa``)."""
         from ..domains import domain_class
 
         given = {k: v for k, v in (given or {}).items() if isinstance(v, Mapping)}
         cls = domain_class(self.loop.domain)
         changes: dict[str, dict[str, Any]] = {}
-        lp = self.loop
-        if lp.eval_every and lp.eval_benchmark == "domain" and not lp.heldout and not cls().heldout_tasks() \
-                and "eval_every" not in given.get("loop", {}):
-            changes["loop"] = {"eval_every": 0}
-        for section, fields in cls.recommended.items():
+        ev = self.eval
+        if ev.every and ev.benchmark == "domain" and not self.loop.heldout and not cls().heldout_tasks() \
+                and "every" not in given.get("eval", {}):
+            changes["eval"] = {"every": 0}
+        for section, fields in upgrade(cls.recommended).items():
             current = getattr(self, section)
             for name, value in fields.items():
                 if name in given.get(section, {}):

@@ -66,11 +66,11 @@ class WorldModelSpec:
 
 def world_spec(cfg) -> WorldModelSpec | None:
     """The world model a :class:`~genenv_lab.config.RunConfig` asks for (``None`` unless it names ``tiny-world``)."""
-    m = cfg.model
-    if m.name_or_path != "tiny-world":
+    if cfg.model.name_or_path != "tiny-world":
         return None
-    return WorldModelSpec(domain=cfg.loop.domain, seed=m.world_seed, steps=m.world_steps, env_steps=m.world_env_steps,
-                          hidden_size=m.world_hidden_size, num_layers=m.world_layers, anchor=m.world_anchor)
+    w = cfg.world
+    return WorldModelSpec(domain=cfg.loop.domain, seed=w.seed, steps=w.steps, env_steps=w.env_steps,
+                          hidden_size=w.hidden_size, num_layers=w.layers, anchor=w.anchor)
 
 
 def world_class(domain_name: str):
