@@ -1,4 +1,4 @@
-"""The whole agent update, side by side in one process: the project's ``grpo_step`` against a plain TRL GRPOTrainer.
+"""The whole agent update, side by side in one process: the project's against a plain TRL GRPOTrainer.
 
     python benchmarks/grpo_step.py                       # cpu-smollm2 (SmolLM2-135M-Instruct, G = 8, 8 tasks a step)
     python benchmarks/grpo_step.py --steps 2 --repeats 3 --json out.json
@@ -8,7 +8,8 @@ Both arms take the same tasks (the ``times99`` seeds, cycled) and the same GRPO 
 (:func:`genenv_lab.backends.agent_trainer.grpo_settings` of the cpu-smollm2 preset: G = 8, 8 tasks a step,
 LoRA r 8 on every linear layer, constant learning rate), each on its own model instance:
 
-- ``project``: ``HFBackend.grpo_step`` as the loop calls it every epoch, everything included: building the trainer
+- ``project``: ``HFBackend.train_agent`` with the ``grpo`` trainer, as the loop calls it every epoch
+  (:func:`genenv_lab.agent_trainers.update_agent`), everything included: building the trainer
   (:func:`~genenv_lab.backends.agent_trainer.build_grpo_trainer`: config, dataset, TRL's trainer set-up), the
   rollouts and the update with each prompt encoded once, the metrics;
 - ``trl``: TRL's ``GRPOTrainer`` as a user would write it (a PeftModel with the same LoRA, TRL's own paths; the
@@ -61,6 +62,7 @@ def main(argv=None) -> int:
     from transformers.trainer_callback import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    from genenv_lab.agent_trainers import TRAINERS
     from genenv_lab.backends.agent_trainer import grpo_settings
     from genenv_lab.backends.agent_trainer import grpo_reward, timed_trainer
     from genenv_lab.backends.hf import HFBackend, grpo_dataset
@@ -84,7 +86,7 @@ def main(argv=None) -> int:
     plain_trainer = timed_trainer(GRPOTrainer, share_prefix=False)  # TRL's own paths, its rollout phase timed
     for repeat in range(args.repeats):
         start = time.perf_counter()
-        update = backend.grpo_step(prompts, _reward)
+        update = backend.train_agent(TRAINERS["grpo"], prompts, _reward)
         total = time.perf_counter() - start
         rows["project"].append(total / update.steps)
         rows["project_rollouts"].append(update.rollout_s / update.steps)

@@ -54,6 +54,7 @@ def run_arm(args) -> dict:
     import torch
     from dataclasses import replace
 
+    from genenv_lab.agent_trainers import TRAINERS
     from genenv_lab.backends.hf import HFBackend
     from genenv_lab.config import preset
 
@@ -71,7 +72,7 @@ def run_arm(args) -> dict:
         return [float(len(t) % 2) for t in texts]
 
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = backend.grpo_trainer(prompts, reward, tmp)
+        trainer = TRAINERS["grpo"].build(backend.trainer_kit(prompts, reward, tmp))
         trainer.current_gradient_accumulation_steps = 1
         batch = next(iter(trainer.get_train_dataloader()))
         backend.model.train()

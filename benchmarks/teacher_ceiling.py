@@ -74,7 +74,7 @@ class TeacherBackend:
             out.append([" " + self.world.task_at(self.rng, self._target(user))[len("Task: "):] for _ in range(n)])
         return out
 
-    def grpo_step(self, prompts, reward_fn) -> AgentUpdate:
+    def train_agent(self, trainer, prompts, reward_fn) -> AgentUpdate:
         for p in prompts:
             reward_fn([p.task_id] * self.g, self._answers(p.messages, self.g))
         self.midpoint += self.agent_rate

@@ -212,8 +212,8 @@ def close() -> None:
 
 
 class DataParallelBackend:
-    """A backend whose generation is split across processes and whose GRPO reward log holds every process's
-    completions (see the module docstring). Everything else is the wrapped backend's."""
+    """A backend whose generation is split across processes and whose agent update's reward log holds every
+    process's completions (see the module docstring). Everything else is the wrapped backend's."""
 
     def __init__(self, inner: Any, procs: Processes):
         self.inner = inner
@@ -225,14 +225,22 @@ class DataParallelBackend:
     def generate(self, adapter: str, prompts, **kwargs) -> list[list[str]]:
         return self.procs.gather(self.inner.generate(adapter, self.procs.shard(prompts), **kwargs))
 
+    def train_agent(self, trainer, prompts, reward_fn):
+        return self._gathering(reward_fn, lambda recorded: self.inner.train_agent(trainer, prompts, recorded))
+
     def grpo_step(self, prompts, reward_fn):
+        """Deprecated (kept for one release, as the engines' own): ``train_agent`` with the configured trainer."""
+        return self._gathering(reward_fn, lambda recorded: self.inner.grpo_step(prompts, recorded))
+
+    def _gathering(self, reward_fn, update_with):
+        """``update_with(recorded)``'s update, every other process's completions then scored into ``reward_fn``."""
         local: list[tuple[str, str]] = []
 
         def recorded(task_ids, completions):
             local.extend(zip(task_ids, completions))
             return reward_fn(task_ids, completions)
 
-        update = self.inner.grpo_step(prompts, recorded)
+        update = update_with(recorded)
         # every process's (rank, task id, completion); the others' are scored into this process's log as well
         everything = self.procs.gather([(self.procs.rank, t, c) for t, c in local])
         others = [(t, c) for rank, t, c in everything if rank != self.procs.rank]

@@ -2,7 +2,8 @@
 
 Phase 1  generate and interact: env contexts (seed + lineage statistics) → π_env variations → parse/validate →
          agent rollouts (inside the GRPO pass) → p̂ and R_env per generated task.
-Phase 2  dual update: π_agent by GRPO (the same rollouts), π_env by RWR on in-band generations.
+Phase 2  dual update: π_agent by its trainer (:func:`.agent_trainers.update_agent`, GRPO by default; the same
+         rollouts), π_env by RWR on in-band generations.
 Phase 3  aggregate: valid tasks join the pool D_train; env records are kept in the run directory (D_env).
 
 Deliberate choices (method.md where the paper is silent):
@@ -48,6 +49,7 @@ from typing import Any, Iterator, Sequence
 from tqdm.auto import tqdm
 
 from . import curriculum as cur
+from .agent_trainers import update_agent
 from .backends.base import AgentPrompt, Backend
 from .backends.factory import check_engine, make_backend
 from .config import ConfigError, RunConfig
@@ -97,7 +99,8 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
     on_phase("rollouts + agent update")
     batch = agent_batch(fresh, state, seeds, cfg, rng)
     rewards = RewardLog(domain, batch)
-    agent_update = backend.grpo_step([AgentPrompt(b.task_id, domain.agent_messages(b.spec)) for b in batch], rewards)
+    agent_update = update_agent(backend, cfg, [AgentPrompt(b.task_id, domain.agent_messages(b.spec)) for b in batch],
+                                rewards)
     timer.seconds["rollouts"] = agent_update.rollout_s
     timer.seconds["agent_update"] = agent_update.update_s
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: one model cache per test session, a tiny config, the scripted fake backend."""
+"""Shared fixtures: one model cache per test session, a tiny config, the scripted fake backends (tests/fakes.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+import fakes
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -26,6 +28,20 @@ def tiny_cfg():
     return preset("tiny")
 
 
+@pytest.fixture(scope="session")
+def scripted_backend() -> type[fakes.ScriptedBackend]:
+    """The scripted fake backend (tests/fakes.py; the loop's component tests run on it without a model): the class,
+    to call with the arguments a test needs (``scripted_backend(num_generations=4)``) or to subclass.
+    tests/test_backend_base.py holds it to the Backend protocol."""
+    return fakes.ScriptedBackend
+
+
+@pytest.fixture(scope="session")
+def scripted_counter() -> type[fakes.ScriptedCounter]:
+    """The scripted fake backend on the ``count`` domain (tests/fakes.py), as :func:`scripted_backend`."""
+    return fakes.ScriptedCounter
+
+
 # ----------------------------------------------------------------------------------------------------- tiers
 
 TIERS = {
@@ -34,9 +50,10 @@ TIERS = {
              "test_bfcl_multi_turn", "test_domain_fuzz", "test_domain_qa", "test_domain_tools", "test_arith",
              "test_count", "test_times", "test_diagnostics", "test_bounded_reads", "test_config",
              "test_environment_file", "test_offline_html", "test_tailing", "test_metric_names"),
-    "component": ("test_loop_component", "test_loop_online_filter", "test_agent_trainer", "test_crash_points",
-                  "test_committed_work", "test_compare", "test_trackers", "test_domains_own", "test_model_source",
-                  "test_eval_runner", "test_export", "test_prefix", "test_backend_base", "test_old_runs"),
+    "component": ("test_loop_component", "test_loop_online_filter", "test_agent_trainer", "test_agent_trainers",
+                  "test_crash_points", "test_committed_work", "test_compare", "test_trackers", "test_domains_own",
+                  "test_model_source", "test_eval_runner", "test_export", "test_prefix", "test_backend_base",
+                  "test_old_runs"),
     "e2e": ("test_e2e_tiny", "test_cli_fields", "test_cli_summary", "test_eval_cli", "test_wheel",
             "test_readme_figures"),
     "app": ("test_app_views", "test_app_compare", "test_app_smoke"),

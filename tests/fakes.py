@@ -2,8 +2,9 @@
 
 Its simulator rewrites the seed's expression (adding operands as its version grows) and writes a malformed reply
 every fourth time; its agent solves a task when the task has fewer operands than its skill, half the rollouts at
-equal skill, none above; every GRPO step raises the skill, every RWR step with examples raises the version. A token is a
-whitespace-separated word.
+equal skill, none above; every agent update raises the skill, every RWR step with examples raises the version. A token
+is a whitespace-separated word. The tests take these classes from the fixtures of tests/conftest.py
+(``scripted_backend``, ``scripted_counter``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class ScriptedBackend:
         self.skill = skill
         self.version = 0
         self.calls = {"generate": 0, "grpo": 0, "rwr": 0}
+        self.trainers: list[str] = []  # the name of the trainer each agent update was taken from
         self.rwr_batches: list[list] = []
         self._count = 0
 
@@ -51,8 +53,9 @@ class ScriptedBackend:
             out.append([cut_at_stop(g, stop) for g in gens])
         return out
 
-    def grpo_step(self, prompts, reward_fn):
+    def train_agent(self, trainer, prompts, reward_fn):
         self.calls["grpo"] += 1
+        self.trainers.append(trainer.name)
         for p in prompts:
             reward_fn([p.task_id] * self.g, self._solve(p.messages, self.g))
         self.skill += 1

@@ -11,6 +11,7 @@ import sys
 import torch
 
 from genenv_lab import distributed
+from genenv_lab.agent_trainers import TRAINERS
 from genenv_lab.backends.base import AgentPrompt
 from genenv_lab.backends.factory import make_backend
 from genenv_lab.config import preset
@@ -56,7 +57,7 @@ def one_step(shared: bool, kl_beta: float) -> dict:
         seen.setdefault("grads", [p.grad.detach().clone() for g in optimizer.param_groups for p in g["params"]])
 
     opt.register_step_pre_hook(keep_grads)
-    update = backend.grpo_step(prompts, recording_reward)
+    update = backend.train_agent(TRAINERS["grpo"], prompts, recording_reward)
     texts = distributed.processes().gather(seen["texts"])  # every process's, in process order
     return {"texts": texts, "loss": update.loss, "grads": seen["grads"], "path": update.metrics["agent/prefix_path"]}
 

@@ -11,6 +11,7 @@ from collections import Counter
 import pytest
 import torch
 
+from genenv_lab.agent_trainers import TRAINERS, update_agent
 from genenv_lab.backends.agent_trainer import METHOD_FIELDS, build_grpo_trainer, grpo_settings
 from genenv_lab.backends.hf import grpo_dataset
 from genenv_lab.backends.prefix import supports_shared_prefix
@@ -19,15 +20,16 @@ from prefix_step_driver import reward, tiny_backend
 
 
 def test_the_built_trainer_takes_the_configured_update(tmp_path):
-    """The one builder (:func:`build_grpo_trainer`, what every engine calls) gives TRL the method fields as
-    configured, a constant learning rate, the run-long optimiser of the agent role, beta set after construction
-    with no reference adapter copied (the anchor is the base with adapters disabled), and records what ran. The
-    Unsloth engine's trainer is compared with this one in the Unsloth CPU tier (tests/test_unsloth_cpu.py)."""
+    """The one builder (:func:`build_grpo_trainer`, what the ``grpo`` trainer builds with on every engine) gives TRL
+    the method fields as configured, a constant learning rate, the run-long optimiser of the agent role, beta set
+    after construction with no reference adapter copied (the anchor is the base with adapters disabled), and records
+    what ran. The Unsloth engine's trainer is compared with this one in the Unsloth CPU tier
+    (tests/test_unsloth_cpu.py)."""
     backend, prompts = tiny_backend(shared=True, kl_beta=0.1, tasks=2)
     cfg = backend.cfg.replace(agent={"loss_type": "dr_grpo", "num_iterations": 2, "epsilon_high": 0.28,
                                      "scale_rewards": "batch", "mask_truncated_completions": True})
     backend.cfg = cfg
-    trainer = backend.grpo_trainer(prompts, reward, str(tmp_path / "hf"))
+    trainer = TRAINERS["grpo"].build(backend.trainer_kit(prompts, reward, str(tmp_path / "hf")))
     settings = grpo_settings(cfg, output_dir="x", seed=0)
     for name in METHOD_FIELDS:
         built = trainer.beta if name == "beta" else getattr(trainer.args, name)
@@ -71,7 +73,7 @@ def test_gradient_checkpointing_takes_full_rows_and_says_so():
     backend.model.get_base_model().gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     backend.model.enable_input_require_grads()
     assert "gradient checkpointing" in supports_shared_prefix(backend.model.get_base_model())
-    update = backend.grpo_step(prompts, reward)
+    update = update_agent(backend, backend.cfg, prompts, reward)
     assert update.metrics["agent/prefix_path"] == "full-rows"
     assert update.metrics["agent/gradient_checkpointing"] is True
     assert math.isfinite(update.loss)
@@ -106,7 +108,7 @@ def test_each_objective_trains_and_feeds_g_completions_per_task(objective):
         return reward(task_ids, texts)
 
     before = [p.detach().clone() for n, p in backend.model.named_parameters() if "lora" in n and ".agent." in n]
-    update = backend.grpo_step(prompts, recording_reward)
+    update = update_agent(backend, backend.cfg, prompts, recording_reward)
     after = [p.detach() for n, p in backend.model.named_parameters() if "lora" in n and ".agent." in n]
     assert dict(seen) == {p.task_id: g for p in prompts}  # each rollout scored once: p̂ from exactly G
     assert math.isfinite(update.loss)
@@ -126,7 +128,7 @@ def test_the_trainer_asks_for_one_optimiser_steps_tasks_at_a_time():
         calls.append(list(task_ids))
         return reward(task_ids, texts)
 
-    update = backend.grpo_step(prompts, recording_reward)
+    update = update_agent(backend, backend.cfg, prompts, recording_reward)
     assert len(calls) == update.steps == 3
     assert all(sorted(Counter(c).values()) == [g, g] for c in calls)  # two whole groups a step
     order = list(dict.fromkeys(t for c in calls for t in c))

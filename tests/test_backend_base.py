@@ -53,19 +53,20 @@ def _protocol_methods():
             if not name.startswith("_") and callable(getattr(Backend, name))}
 
 
-@pytest.mark.parametrize("where, name", [("fakes", "ScriptedBackend"), ("fakes", "ScriptedCounter"),
+@pytest.mark.parametrize("where, name", [("fixture", "scripted_backend"), ("fixture", "scripted_counter"),
                                          ("genenv_lab.backends.hf", "HFBackend"),
                                          ("genenv_lab.backends.unsloth_engine", "UnslothBackend")])
-def test_the_scripted_fakes_and_the_engines_take_the_backend_protocols_calls(where, name):
+def test_the_scripted_fakes_and_the_engines_take_the_backend_protocols_calls(where, name, request):
     """The loop runs on the scripted fake as on a real engine only if the fake answers the same calls: every method
     of :class:`~genenv_lab.backends.base.Backend` is there, and takes the protocol's parameters by the same names
-    and kinds (a fake that drifted from the interface would test a loop no engine runs)."""
+    and kinds (a fake that drifted from the interface would test a loop no engine runs). The fakes are the
+    fixtures of tests/conftest.py."""
     import importlib
     import inspect
 
     from genenv_lab.backends.base import Backend
 
-    cls = getattr(importlib.import_module(where), name)
+    cls = request.getfixturevalue(name) if where == "fixture" else getattr(importlib.import_module(where), name)
     for method, wanted in _protocol_methods().items():
         assert hasattr(cls, method), f"{name} lacks {method}"
         have = inspect.signature(getattr(cls, method)).parameters
@@ -75,5 +76,41 @@ def test_the_scripted_fakes_and_the_engines_take_the_backend_protocols_calls(whe
             if param.default is not inspect.Parameter.empty:
                 assert have[param.name].default is not inspect.Parameter.empty, \
                     f"{name}.{method}: {param.name!r} has no default"
-    if where == "fakes":
+    if where == "fixture":
         assert isinstance(cls(), Backend)
+    assert not hasattr(Backend, "grpo_step")  # the interface says what an engine does, not which algorithm
+
+
+def test_every_agent_trainer_is_an_agent_trainer_and_the_loop_names_no_engine_method_but_its_own():
+    """The agent's update goes through one call of genenv_lab.agent_trainers: the loop never calls an engine's
+    training method itself (a second trainer then touches the trainer module and the configuration's table only)."""
+    import inspect
+
+    from genenv_lab import loop
+    from genenv_lab.agent_trainers import TRAINERS
+    from genenv_lab.backends.base import AgentTrainer
+
+    assert all(isinstance(t, AgentTrainer) for t in TRAINERS.values())
+    source = inspect.getsource(loop)
+    assert "update_agent(backend, cfg," in source
+    assert ".train_agent(" not in source and ".grpo_step(" not in source
+
+
+def test_grpo_step_is_a_deprecated_alias_of_train_agent_with_the_configured_trainer(tiny_cfg):
+    """Kept for one release for code that calls an engine's ``grpo_step``: one DeprecationWarning, then the update
+    of :meth:`train_agent` with the trainer ``agent.trainer`` names."""
+    from genenv_lab.agent_trainers import TRAINERS
+    from genenv_lab.backends.hf import HFBackend
+
+    class Engine(HFBackend):
+        def __init__(self, cfg):  # no model: only the alias is under test
+            self.cfg, self.taken = cfg, []
+
+        def train_agent(self, trainer, prompts, reward_fn):
+            self.taken.append((trainer, prompts, reward_fn))
+            return "update"
+
+    engine = Engine(tiny_cfg.replace(agent={"trainer": "high_entropy"}))
+    with pytest.warns(DeprecationWarning, match="grpo_step is deprecated.*update_agent"):
+        assert engine.grpo_step(["p"], len) == "update"
+    assert engine.taken == [(TRAINERS["high_entropy"], ["p"], len)]

@@ -235,14 +235,21 @@ def test_the_reward_log_gets_every_process_completions_once():
         return [1.0] * len(task_ids)
 
     class Inner:
-        def grpo_step(self, prompts, fn):  # TRL calls the reward function once per generation batch
+        def train_agent(self, trainer, prompts, fn):  # TRL calls the reward function once per generation batch
             fn(["t1", "t1"], ["x", "y"])
             fn(["t2", "t2"], ["z", "w"])
-            return "update"
+            return f"update by {trainer}"
+
+        def grpo_step(self, prompts, fn):  # the engines' deprecated name, kept for one release
+            return self.train_agent("grpo", prompts, fn)
 
     procs = TwoProcesses(lambda mine: [(1, "t3", "p"), (1, "t3", "q")])
-    assert DataParallelBackend(Inner(), procs).grpo_step([], reward_fn) == "update"
-    assert calls == [(["t1", "t1"], ["x", "y"]), (["t2", "t2"], ["z", "w"]), (["t3", "t3"], ["p", "q"])]
+    wanted = [(["t1", "t1"], ["x", "y"]), (["t2", "t2"], ["z", "w"]), (["t3", "t3"], ["p", "q"])]
+    assert DataParallelBackend(Inner(), procs).train_agent("high_entropy", [], reward_fn) == "update by high_entropy"
+    assert calls == wanted
+    calls.clear()
+    assert DataParallelBackend(Inner(), procs).grpo_step([], reward_fn) == "update by grpo"
+    assert calls == wanted
 
 
 def test_the_accelerate_configs_load_with_accelerate():

@@ -11,7 +11,6 @@ from genenv_lab.domains import get_domain
 from genenv_lab.loop import run
 from genenv_lab.runlog import RunDirError, read_epochs, read_state, read_table
 
-from fakes import ScriptedBackend
 
 REQUIRED_KEYS = {"epoch", "n_generated", "n_valid", "valid_frac", "p_hat_mean", "in_band_frac", "env_reward_mean",
                  "frac_zero_std", "agent_reward_mean", "wall_s"}
@@ -22,8 +21,8 @@ def cfg(tiny_cfg):
     return tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4})
 
 
-def test_epoch_bookkeeping(cfg, tmp_path):
-    backend = ScriptedBackend(num_generations=4)
+def test_epoch_bookkeeping(cfg, tmp_path, scripted_backend):
+    backend = scripted_backend(num_generations=4)
     records = list(run(cfg, tmp_path / "r", backend=backend, progress=False))
     assert [r.epoch for r in records] == [1, 2, 3]
     on_disk = read_epochs(tmp_path / "r")
@@ -54,8 +53,8 @@ def test_epoch_bookkeeping(cfg, tmp_path):
     assert read_state(tmp_path / "r")["status"] == "finished"
 
 
-def test_env_update_sees_only_in_band_canonical_texts(cfg, tmp_path):
-    backend = ScriptedBackend(num_generations=4)
+def test_env_update_sees_only_in_band_canonical_texts(cfg, tmp_path, scripted_backend):
+    backend = scripted_backend(num_generations=4)
     list(run(cfg, tmp_path / "r", backend=backend, progress=False))
     tasks = read_table(tmp_path / "r", "tasks")
     in_band_texts = set(tasks.loc[tasks["in_band"], "text"])
@@ -64,23 +63,23 @@ def test_env_update_sees_only_in_band_canonical_texts(cfg, tmp_path):
     assert {"Expression:" + ex.target for ex in examples} <= in_band_texts  # target continues the prefill
 
 
-def test_random_env_never_updates_the_simulator(cfg, tmp_path):
-    backend = ScriptedBackend(num_generations=4)
+def test_random_env_never_updates_the_simulator(cfg, tmp_path, scripted_backend):
+    backend = scripted_backend(num_generations=4)
     records = list(run(cfg.replace(loop={"variant": "random_env"}), tmp_path / "r", backend=backend, progress=False))
     assert backend.calls["rwr"] == 0
     assert all(r.env_version == 0 and r.extra["rwr/steps"] == 0 for r in records)
 
 
-def test_context_carries_lineage_statistics(cfg, tmp_path):
-    list(run(cfg.replace(loop={"epochs": 3}), tmp_path / "r", backend=ScriptedBackend(), progress=False))
+def test_context_carries_lineage_statistics(cfg, tmp_path, scripted_backend):
+    list(run(cfg.replace(loop={"epochs": 3}), tmp_path / "r", backend=scripted_backend(), progress=False))
     tasks = read_table(tmp_path / "r", "tasks")
     later = [json.loads(c)[1]["content"] for c in tasks.loc[tasks["epoch"] == 3, "context"]]  # the user turn
     assert any("recent attempts" in c for c in later)
 
 
-def test_resume_after_interruption_and_torn_writes(cfg, tmp_path):
+def test_resume_after_interruption_and_torn_writes(cfg, tmp_path, scripted_backend):
     out = tmp_path / "r"
-    gen = run(cfg, out, backend=ScriptedBackend(), progress=False)
+    gen = run(cfg, out, backend=scripted_backend(), progress=False)
     next(gen)
     next(gen)
     gen.close()  # stopped after epoch 2, as a killed process would be
@@ -95,7 +94,7 @@ def test_resume_after_interruption_and_torn_writes(cfg, tmp_path):
     partial = out / "adapters" / "epoch_003.partial"  # an adapter save cut short by the kill
     partial.mkdir(parents=True)
     (partial / "agent.safetensors").write_bytes(b"torn")
-    records = list(run(cfg, out, resume=True, backend=ScriptedBackend(), progress=False))
+    records = list(run(cfg, out, resume=True, backend=scripted_backend(), progress=False))
     assert [r.epoch for r in records] == [3]
     assert not partial.exists()
     assert [r["epoch"] for r in read_epochs(out)] == [1, 2, 3]
@@ -139,39 +138,39 @@ def test_a_commit_writes_only_its_own_epochs_rows(tmp_path, monkeypatch):
     assert len(tasks) == 153 and tasks["task_id"].is_unique and list(tasks["epoch"].unique()) == list(range(1, 52))
 
 
-def test_a_run_in_the_single_file_layout_reads_and_resumes(cfg, tmp_path):
+def test_a_run_in_the_single_file_layout_reads_and_resumes(cfg, tmp_path, scripted_backend):
     """A run written before the per-epoch layout (one tasks.parquet / attempts.parquet) is read as it was and
     resumed: the new epochs go to per-epoch files beside it."""
     out = tmp_path / "old"
-    list(run(cfg.replace(loop={"epochs": 2}), out, backend=ScriptedBackend(), progress=False))
+    list(run(cfg.replace(loop={"epochs": 2}), out, backend=scripted_backend(), progress=False))
     for name in ("tasks", "attempts"):
         frames = [pd.read_parquet(p) for p in sorted((out / name).glob("epoch_*.parquet"))]
         pd.concat(frames, ignore_index=True).to_parquet(out / f"{name}.parquet", index=False)
         shutil.rmtree(out / name)
     before = read_table(out, "tasks")
     assert sorted(before["epoch"].unique()) == [1, 2]
-    records = list(run(cfg.replace(loop={"epochs": 3}), out, resume=True, backend=ScriptedBackend(),
+    records = list(run(cfg.replace(loop={"epochs": 3}), out, resume=True, backend=scripted_backend(),
                        progress=False))
     assert [r.epoch for r in records] == [3]
     tasks = read_table(out, "tasks")
     assert sorted(tasks["epoch"].unique()) == [1, 2, 3] and tasks["task_id"].is_unique
 
 
-def test_refuses_non_empty_dir_and_bad_resume(cfg, tmp_path):
+def test_refuses_non_empty_dir_and_bad_resume(cfg, tmp_path, scripted_backend):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "file").write_text("hi")
     with pytest.raises(RunDirError, match="not empty"):
-        next(run(cfg, tmp_path / "x", backend=ScriptedBackend(), progress=False))
+        next(run(cfg, tmp_path / "x", backend=scripted_backend(), progress=False))
     with pytest.raises(RunDirError, match="not a run directory"):
-        next(run(cfg, tmp_path / "x", resume=True, backend=ScriptedBackend(), progress=False))
-    list(run(cfg.replace(loop={"epochs": 1}), tmp_path / "y", backend=ScriptedBackend(), progress=False))
+        next(run(cfg, tmp_path / "x", resume=True, backend=scripted_backend(), progress=False))
+    list(run(cfg.replace(loop={"epochs": 1}), tmp_path / "y", backend=scripted_backend(), progress=False))
     with pytest.raises(RunDirError, match="another configuration"):
-        next(run(cfg.replace(agent={"lr": 0.5}), tmp_path / "y", resume=True, backend=ScriptedBackend(),
+        next(run(cfg.replace(agent={"lr": 0.5}), tmp_path / "y", resume=True, backend=scripted_backend(),
                  progress=False))
 
 
-def test_static_generates_a_fixed_set_once_and_samples_the_budget(cfg, tmp_path):
-    backend = ScriptedBackend(num_generations=4)
+def test_static_generates_a_fixed_set_once_and_samples_the_budget(cfg, tmp_path, scripted_backend):
+    backend = scripted_backend(num_generations=4)
     cfg = cfg.replace(loop={"variant": "static"}, env={"static_variations": 3})
     records = list(run(cfg, tmp_path / "r", backend=backend, progress=False))
     n_seeds = len(get_domain("arith").seed_tasks())
@@ -183,8 +182,8 @@ def test_static_generates_a_fixed_set_once_and_samples_the_budget(cfg, tmp_path)
     assert set(attempts["source"]) >= {"fixed", "seed"}
 
 
-def test_filter_only_is_blind_frozen_and_keeps_only_last_epoch(cfg, tmp_path):
-    backend = ScriptedBackend(num_generations=4)
+def test_filter_only_is_blind_frozen_and_keeps_only_last_epoch(cfg, tmp_path, scripted_backend):
+    backend = scripted_backend(num_generations=4)
     cfg = cfg.replace(loop={"variant": "filter_only"}, env={"seeds_per_epoch": 5, "n_variations": 3})
     records = list(run(cfg, tmp_path / "r", backend=backend, progress=False))
     assert backend.calls["rwr"] == 0
@@ -197,13 +196,13 @@ def test_filter_only_is_blind_frozen_and_keeps_only_last_epoch(cfg, tmp_path):
     assert records[-1].pool_size == expected
 
 
-def test_offline_teacher_writes_the_fixed_set(cfg):
+def test_offline_teacher_writes_the_fixed_set(cfg, scripted_backend):
     from genenv_lab.domains import get_domain
     from genenv_lab.loop import LoopState, run_epoch
 
     cfg = cfg.replace(loop={"variant": "offline_teacher", "epochs": 2},
                       env={"teacher_model": "some/teacher", "teacher_data_multiplier": 1.8})
-    student, teacher = ScriptedBackend(), ScriptedBackend()
+    student, teacher = scripted_backend(), scripted_backend()
     domain = get_domain("arith")
     state, result = run_epoch(LoopState(), student, domain, domain.seed_tasks(), cfg, generator=teacher)
     assert teacher.calls["generate"] == 1 and student.calls["generate"] == 0
@@ -212,28 +211,28 @@ def test_offline_teacher_writes_the_fixed_set(cfg):
     assert result.record.extra["fresh/tasks"] == cfg.budget
 
 
-def test_reference_tasks_measure_the_agent_each_epoch_and_survive_resume(cfg, tmp_path):
+def test_reference_tasks_measure_the_agent_each_epoch_and_survive_resume(cfg, tmp_path, scripted_backend):
     cfg = cfg.replace(loop={"reference_tasks": 5})
     out = tmp_path / "r"
-    gen = run(cfg, out, backend=ScriptedBackend(), progress=False)
+    gen = run(cfg, out, backend=scripted_backend(), progress=False)
     first = next(gen)
     gen.close()
     ref = read_table(out, "reference_tasks")
     assert len(ref) == 5 and ref["task_id"].str.startswith("ref-").all()
     assert 0.0 <= first.extra["reference/p_hat"] <= 1.0
-    rest = list(run(cfg, out, resume=True, backend=ScriptedBackend(skill=5), progress=False))
+    rest = list(run(cfg, out, resume=True, backend=scripted_backend(skill=5), progress=False))
     assert [r.epoch for r in rest] == [2, 3]
     assert all("reference/p_hat" in r.extra for r in rest)
     assert read_table(out, "reference_tasks")["task_id"].tolist() == ref["task_id"].tolist()
 
 
-def test_an_interrupt_during_setup_marks_the_run_interrupted(cfg, tmp_path, monkeypatch):
+def test_an_interrupt_during_setup_marks_the_run_interrupted(cfg, tmp_path, monkeypatch, scripted_backend):
     """Ctrl-C or the lab's Stop while the model loads: the run says "interrupted" (not a dead "running"), and a
     resumed run keeps its simulator version."""
     import genenv_lab.loop as loop
 
     out = tmp_path / "r"
-    list(run(cfg.replace(loop={"epochs": 2}), out, backend=ScriptedBackend(), progress=False))
+    list(run(cfg.replace(loop={"epochs": 2}), out, backend=scripted_backend(), progress=False))
     version = read_state(out)["env_version"]
 
     def interrupted_load(cfg, domain):
@@ -247,7 +246,7 @@ def test_an_interrupt_during_setup_marks_the_run_interrupted(cfg, tmp_path, monk
     assert state["env_version"] == version
 
 
-def test_hostile_outputs_are_counted_never_fatal(cfg, tmp_path, monkeypatch):
+def test_hostile_outputs_are_counted_never_fatal(cfg, tmp_path, monkeypatch, scripted_backend):
     """A parser that raises on a generation makes it a counted rejection; a scorer that raises on a completion
     scores it 0 and counts it (``extra.agent/score_errors``); the run completes."""
     from genenv_lab.domains.arith import ArithDomain
@@ -266,7 +265,7 @@ def test_hostile_outputs_are_counted_never_fatal(cfg, tmp_path, monkeypatch):
 
     monkeypatch.setattr(ArithDomain, "parse", hostile_parse)
     monkeypatch.setattr(ArithDomain, "score", hostile_score)
-    records = list(run(cfg.replace(loop={"epochs": 2}), tmp_path / "r", backend=ScriptedBackend(num_generations=4),
+    records = list(run(cfg.replace(loop={"epochs": 2}), tmp_path / "r", backend=scripted_backend(num_generations=4),
                        progress=False))
     assert [r.epoch for r in records] == [1, 2]
     assert any(r.reject_reasons.get("unparseable generation (RecursionError)") for r in records)
@@ -288,48 +287,53 @@ def test_safe_score_rejects_rewards_outside_the_unit_interval(monkeypatch):
     assert d.safe_parse("Expression: 1").reason == "unparseable generation (ZeroDivisionError)"
 
 
-def test_one_writer_per_run_directory(cfg, tmp_path):
+def test_one_writer_per_run_directory(cfg, tmp_path, scripted_backend):
     """While a run is being written, a --resume of it is refused and changes nothing; once the writer has let go
     (finished, stopped or killed), resuming works."""
     out = tmp_path / "r"
-    gen = run(cfg.replace(loop={"epochs": 3}), out, backend=ScriptedBackend(), progress=False)
+    gen = run(cfg.replace(loop={"epochs": 3}), out, backend=scripted_backend(), progress=False)
     next(gen)  # epoch 1 committed; the writer is alive and holds the lock
     before = (out / "epochs.jsonl").read_text()
     with pytest.raises(RunDirError, match="being written by another process"):
-        next(run(cfg.replace(loop={"epochs": 3}), out, resume=True, backend=ScriptedBackend(), progress=False))
+        next(run(cfg.replace(loop={"epochs": 3}), out, resume=True, backend=scripted_backend(), progress=False))
     assert (out / "epochs.jsonl").read_text() == before
     gen.close()  # the writer stops
-    records = list(run(cfg.replace(loop={"epochs": 3}), out, resume=True, backend=ScriptedBackend(),
+    records = list(run(cfg.replace(loop={"epochs": 3}), out, resume=True, backend=scripted_backend(),
                        progress=False))
     assert [r.epoch for r in records] == [2, 3]
     assert [r["epoch"] for r in read_epochs(out)] == [1, 2, 3]
 
 
-class _Exploding(ScriptedBackend):
-    """Fails in the agent update of its ``at``-th call."""
+@pytest.fixture
+def exploding(scripted_backend):
+    class _Exploding(scripted_backend):
+        """Fails in the agent update of its ``at``-th call."""
 
-    def __init__(self, at: int, **kw):
-        super().__init__(**kw)
-        self.at = at
+        def __init__(self, at: int, **kw):
+            super().__init__(**kw)
+            self.at = at
 
-    def grpo_step(self, prompts, reward_fn):
-        if self.calls["grpo"] + 1 >= self.at:
-            raise RuntimeError("device lost")
-        return super().grpo_step(prompts, reward_fn)
+        def train_agent(self, trainer, prompts, reward_fn):
+            if self.calls["grpo"] + 1 >= self.at:
+                raise RuntimeError("device lost")
+            return super().train_agent(trainer, prompts, reward_fn)
+
+    return _Exploding
 
 
-def test_a_failed_run_says_failed_and_a_failed_resume_leaves_the_state_as_it_was(cfg, tmp_path):
+def test_a_failed_run_says_failed_and_a_failed_resume_leaves_the_state_as_it_was(cfg, tmp_path, scripted_backend,
+                                                                                 exploding):
     out = tmp_path / "r"
     with pytest.raises(RuntimeError, match="device lost"):
-        list(run(cfg.replace(loop={"epochs": 3}), out, backend=_Exploding(at=2), progress=False))
+        list(run(cfg.replace(loop={"epochs": 3}), out, backend=exploding(at=2), progress=False))
     assert read_state(out)["status"] == "failed" and read_state(out)["last_complete_epoch"] == 1
     assert "failed: RuntimeError: device lost" in (out / "events.log").read_text()
 
     done = tmp_path / "done"
-    list(run(cfg.replace(loop={"epochs": 1}), done, backend=ScriptedBackend(), progress=False))
+    list(run(cfg.replace(loop={"epochs": 1}), done, backend=scripted_backend(), progress=False))
     before = (done / "state.json").read_bytes()
     with pytest.raises(RuntimeError, match="device lost"):
-        list(run(cfg.replace(loop={"epochs": 2}), done, resume=True, backend=_Exploding(at=1), progress=False))
+        list(run(cfg.replace(loop={"epochs": 2}), done, resume=True, backend=exploding(at=1), progress=False))
     assert (done / "state.json").read_bytes() == before and read_state(done)["status"] == "finished"
 
 
@@ -349,14 +353,14 @@ def _cumulative_from_attempts(attempts: pd.DataFrame) -> dict[int, tuple[int, in
 
 
 @pytest.mark.parametrize("variant", ["genenv", "static", "filter_only"])
-def test_records_count_training_rollouts_tokens_and_distinct_tasks(cfg, tmp_path, variant):
+def test_records_count_training_rollouts_tokens_and_distinct_tasks(cfg, tmp_path, variant, scripted_backend):
     """cumulative/* counts the GRPO pass's completions and nothing the run only measures with: the counterfactual
     reference rollouts and the held-out evaluation (both on here) are left out."""
     from genenv_lab.compare import tasks_consumed_by_epoch
 
     cfg = cfg.replace(loop={"variant": variant, "epochs": 3, "reference_tasks": 5},
                       eval={"every": 1, "benchmark": "domain", "limit": 4})
-    records = list(run(cfg, tmp_path / "r", backend=ScriptedBackend(num_generations=4), progress=False))
+    records = list(run(cfg, tmp_path / "r", backend=scripted_backend(num_generations=4), progress=False))
     on_disk = read_epochs(tmp_path / "r")
     attempts = read_table(tmp_path / "r", "attempts")
     expected = _cumulative_from_attempts(attempts)
@@ -375,34 +379,33 @@ def test_records_count_training_rollouts_tokens_and_distinct_tasks(cfg, tmp_path
         assert not any(k.startswith("screen/") for k in e)  # only online_filter screens
 
 
-class _NoTokenCount(ScriptedBackend):
-    completion_tokens = None  # a backend that cannot count tokens
+def test_tokens_a_backend_cannot_count_are_null_and_rollouts_survive_resume(cfg, tmp_path, scripted_backend):
+    class NoTokenCount(scripted_backend):
+        completion_tokens = None  # a backend that cannot count tokens
 
-
-def test_tokens_a_backend_cannot_count_are_null_and_rollouts_survive_resume(cfg, tmp_path):
     out = tmp_path / "r"
-    gen = run(cfg, out, backend=_NoTokenCount(num_generations=4), progress=False)
+    gen = run(cfg, out, backend=NoTokenCount(num_generations=4), progress=False)
     first = next(gen)
     gen.close()
     assert first.extra["cumulative/agent_tokens"] is None
     assert read_epochs(out)[0]["extra"]["cumulative/agent_tokens"] is None  # null in epochs.jsonl
-    rest = list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=4), progress=False))
+    rest = list(run(cfg, out, resume=True, backend=scripted_backend(num_generations=4), progress=False))
     assert all(r.extra["cumulative/agent_tokens"] is None for r in rest)  # unknown once: unknown after
     rows = _cumulative_from_attempts(read_table(out, "attempts"))
     assert [r.extra["cumulative/agent_rollouts"] for r in rest] == [rows[2][0], rows[3][0]]
     assert [r.extra["cumulative/distinct_tasks"] for r in rest] == [rows[2][1], rows[3][1]]
 
 
-def test_a_run_written_before_the_cumulative_keys_resumes_counting_from_its_attempts(cfg, tmp_path):
+def test_a_run_written_before_the_cumulative_keys_resumes_counting_from_its_attempts(cfg, tmp_path, scripted_backend):
     out = tmp_path / "r"
-    gen = run(cfg, out, backend=ScriptedBackend(num_generations=4), progress=False)
+    gen = run(cfg, out, backend=scripted_backend(num_generations=4), progress=False)
     next(gen)
     gen.close()
     lines = [json.loads(line) for line in (out / "epochs.jsonl").read_text().splitlines()]
     for rec in lines:  # as an older version wrote it
         rec["extra"] = {k: v for k, v in rec["extra"].items() if not k.startswith("cumulative/")}
     (out / "epochs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    rest = list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=4), progress=False))
+    rest = list(run(cfg, out, resume=True, backend=scripted_backend(num_generations=4), progress=False))
     rows = _cumulative_from_attempts(read_table(out, "attempts"))
     assert [r.extra["cumulative/agent_rollouts"] for r in rest] == [rows[2][0], rows[3][0]]
     assert all(r.extra["cumulative/agent_tokens"] is None for r in rest)  # never counted for epoch 1
@@ -423,13 +426,13 @@ def test_read_table_joins_epochs_whose_column_types_differ(tmp_path):
     assert read_table(tmp_path, "tasks")["p_hat"].tolist() == [0.5, 1.0, "high"]
 
 
-def test_a_full_disk_during_the_adapter_save_is_one_line_and_loses_no_epoch(cfg, tmp_path):
+def test_a_full_disk_during_the_adapter_save_is_one_line_and_loses_no_epoch(cfg, tmp_path, scripted_backend):
     """Round 4, L1: a disk that filled while safetensors wrote the adapters gave a ``SafetensorError`` traceback.
     It is one line naming the committed epochs and how to continue; the cut-short save is removed, the epochs before
     it stay, and ``--resume`` finishes the run."""
     from safetensors import SafetensorError
 
-    class DiskFillsAtEpoch2(ScriptedBackend):
+    class DiskFillsAtEpoch2(scripted_backend):
         saves = 0
 
         def save_adapters(self, directory):
@@ -446,11 +449,11 @@ def test_a_full_disk_during_the_adapter_save_is_one_line_and_loses_no_epoch(cfg,
     assert "\n" not in str(info.value)
     assert [r["epoch"] for r in read_epochs(out)] == [1] and read_state(out)["last_complete_epoch"] == 1
     assert sorted(p.name for p in (out / "adapters").iterdir()) == ["epoch_001"]
-    records = list(run(cfg.replace(loop={"epochs": 3}), out, backend=ScriptedBackend(), resume=True, progress=False))
+    records = list(run(cfg.replace(loop={"epochs": 3}), out, backend=scripted_backend(), resume=True, progress=False))
     assert [r.epoch for r in records] == [2, 3] and [r["epoch"] for r in read_epochs(out)] == [1, 2, 3]
 
 
-def test_an_epoch_leaves_its_inputs_unchanged_and_its_rows_are_frozen(cfg):
+def test_an_epoch_leaves_its_inputs_unchanged_and_its_rows_are_frozen(cfg, scripted_backend):
     """No step changes what it was given: the state, the seeds and the generated tasks are the same after an epoch
     (the epoch's generations are scored by copying), and the rows that cross the steps are frozen records."""
     import copy
@@ -462,7 +465,7 @@ def test_an_epoch_leaves_its_inputs_unchanged_and_its_rows_are_frozen(cfg):
 
     domain = get_domain(cfg.loop.domain)
     seeds = domain.seed_tasks()
-    backend = ScriptedBackend(num_generations=cfg.agent.num_generations)
+    backend = scripted_backend(num_generations=cfg.agent.num_generations)
     state, _ = run_epoch(LoopState(), backend, domain, seeds, cfg)  # a pool and statistics to read
     before_state, before_seeds = copy.deepcopy(state), copy.deepcopy(seeds)
     new_state, result = run_epoch(state, backend, domain, seeds, cfg)

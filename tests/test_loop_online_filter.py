@@ -13,22 +13,38 @@ from genenv_lab.config import ConfigError
 from genenv_lab.loop import run
 from genenv_lab.runlog import read_epochs, read_table
 
-from fakes import ScriptedBackend
 
 G = 4
 
 
-class _Recording(ScriptedBackend):
-    """Records the prompts of every agent ``generate`` call (here: the screening's; no reference set, no eval)."""
+@pytest.fixture
+def recording(scripted_backend):
+    class _Recording(scripted_backend):
+        """Records the prompts of every agent ``generate`` call (here: the screening's; no reference set, no eval)."""
 
-    def __init__(self, **kw):
-        super().__init__(**kw)
-        self.screened: list[list[str]] = []
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.screened: list[list[str]] = []
 
-    def generate(self, adapter, prompts, **kw):
-        if adapter == "agent":
-            self.screened.append([m[-1]["content"] for m in prompts])
-        return super().generate(adapter, prompts, **kw)
+        def generate(self, adapter, prompts, **kw):
+            if adapter == "agent":
+                self.screened.append([m[-1]["content"] for m in prompts])
+            return super().generate(adapter, prompts, **kw)
+
+    return _Recording
+
+
+@pytest.fixture
+def stuck(scripted_backend):
+    class _Stuck(scripted_backend):
+        """An agent that never learns: its update leaves the skill where it was."""
+
+        def train_agent(self, trainer, prompts, reward_fn):
+            out = super().train_agent(trainer, prompts, reward_fn)
+            self.skill -= 1
+            return out
+
+    return _Stuck
 
 
 @pytest.fixture
@@ -37,8 +53,8 @@ def cfg(tiny_cfg):
                             env={"static_variations": 4}, loop={"variant": "online_filter", "epochs": 5})
 
 
-def test_online_filter_trains_on_informative_tasks_and_uses_up_solved_ones(cfg, tmp_path):
-    backend = _Recording(num_generations=G)
+def test_online_filter_trains_on_informative_tasks_and_uses_up_solved_ones(cfg, tmp_path, recording):
+    backend = recording(num_generations=G)
     records = list(run(cfg, tmp_path / "r", backend=backend, progress=False))
     budget, cap = cfg.budget, cfg.budget * cfg.loop.screen_factor
     tasks, attempts = read_table(tmp_path / "r", "tasks"), read_table(tmp_path / "r", "attempts")
@@ -78,26 +94,17 @@ def test_online_filter_trains_on_informative_tasks_and_uses_up_solved_ones(cfg, 
     assert any(r.extra["screen/kept"] == budget for r in records) and any(r.extra["screen/fill"] for r in records)
 
 
-def test_the_cap_bounds_the_screening(cfg, tmp_path):
+def test_the_cap_bounds_the_screening(cfg, tmp_path, stuck):
     """A hard fixed set (the scripted agent solves nothing): every epoch screens exactly the cap, finds nothing
     informative, and trains on the budget of unsolved tasks topped up."""
     cfg = cfg.replace(loop={"epochs": 2, "screen_factor": 2})
-    records = list(run(cfg, tmp_path / "r", backend=_Stuck(num_generations=G, skill=0), progress=False))
+    records = list(run(cfg, tmp_path / "r", backend=stuck(num_generations=G, skill=0), progress=False))
     for rec in records:
         assert rec.extra["screen/screened"] == 2 * cfg.budget and rec.extra["screen/kept"] == 0
         assert rec.extra["screen/fill"] == rec.extra["fresh/tasks"] == cfg.budget
         assert rec.extra["screen/unsolved"] == 2 * cfg.budget and rec.extra["screen/used_up"] == []
     with pytest.raises(ConfigError, match="screen_factor"):
         cfg.replace(loop={"screen_factor": 0})
-
-
-class _Stuck(ScriptedBackend):
-    """An agent that never learns: its GRPO step leaves the skill where it was."""
-
-    def grpo_step(self, prompts, reward_fn):
-        out = super().grpo_step(prompts, reward_fn)
-        self.skill -= 1
-        return out
 
 
 def _content(out):
@@ -113,13 +120,14 @@ def _content(out):
 
 
 @pytest.mark.parametrize("stop_after", [1, 2, 3])
-def test_an_interrupted_and_resumed_online_filter_run_equals_an_uninterrupted_one(cfg, tmp_path, stop_after):
+def test_an_interrupted_and_resumed_online_filter_run_equals_an_uninterrupted_one(cfg, tmp_path, stop_after,
+                                                                                   scripted_backend):
     """Stopped after an epoch, with the next epoch's commit torn (rows written, record half-written), then resumed
     with a fresh backend: the pool less its used-up tasks, the screening and the cumulative counts are rebuilt from
     the run directory, and every record, task and attempt equals an uninterrupted run's."""
-    list(run(cfg, tmp_path / "whole", backend=ScriptedBackend(num_generations=G), progress=False))
+    list(run(cfg, tmp_path / "whole", backend=scripted_backend(num_generations=G), progress=False))
     out = tmp_path / "resumed"
-    gen = run(cfg, out, backend=ScriptedBackend(num_generations=G), progress=False)
+    gen = run(cfg, out, backend=scripted_backend(num_generations=G), progress=False)
     for _ in range(stop_after):
         next(gen)
     gen.close()
@@ -129,6 +137,6 @@ def test_an_interrupted_and_resumed_online_filter_run_equals_an_uninterrupted_on
     torn.to_parquet(out / "attempts" / f"epoch_{stop_after + 1:03d}.parquet", index=False)
     with open(out / "epochs.jsonl", "a") as fh:
         fh.write('{"epoch": %d, "extra": {"screen/used_up": ["e001-s00-v00"' % (stop_after + 1))
-    rest = list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=G), progress=False))
+    rest = list(run(cfg, out, resume=True, backend=scripted_backend(num_generations=G), progress=False))
     assert [r.epoch for r in rest] == list(range(stop_after + 1, cfg.loop.epochs + 1))
     assert _content(out) == _content(tmp_path / "whole")

@@ -22,6 +22,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from genenv_lab.agent_trainers import TRAINERS
 from genenv_lab.backends import prefix
 
 DRIVER = str(Path(__file__).resolve().parent / "prefix_step_driver.py")
@@ -71,7 +72,7 @@ def test_the_trl_methods_the_trainer_overrides_are_still_there():
 # ------------------------------------------------------------------------------------------------ equality
 def _trainer(kl_beta: float, tasks: int, shared: bool = True):
     backend, prompts = tiny_backend(shared, kl_beta, tasks)
-    trainer = backend.grpo_trainer(prompts, reward, tempfile.mkdtemp(prefix="genenv-test-"))
+    trainer = TRAINERS["grpo"].build(backend.trainer_kit(prompts, reward, tempfile.mkdtemp(prefix="genenv-test-")))
     trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train(); compute_loss reads it
     return backend, trainer
 

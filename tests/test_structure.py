@@ -92,8 +92,8 @@ LAYERS = [
     # 5. the run directory and what is computed from a run's numbers
     ["genenv_lab.runfiles", "genenv_lab.runread", "genenv_lab.runlog", "genenv_lab.epoch_stats",
      "genenv_lab.diagnostics"],
-    # 6. the loop's state and the engines
-    ["genenv_lab.state", "genenv_lab.backends"],
+    # 6. the loop's state, the engines, and the agent's trainers by name
+    ["genenv_lab.state", "genenv_lab.backends", "genenv_lab.agent_trainers"],
     # 7. the loop's steps that need an engine: the simulator's side of an epoch, held-out evaluation of a model
     ["genenv_lab.simulator", "genenv_lab.heldout"],
     # 8. the co-evolution loop, and exporting what it trained

@@ -22,16 +22,16 @@ def kill_in_epoch_two(out: str, cli_args: list[str]) -> int:
     from genenv_lab.backends.unsloth_engine import UnslothBackend
     from genenv_lab.cli import main
 
-    original = UnslothBackend.grpo_step
+    original = UnslothBackend.train_agent
     calls = [0]
 
-    def grpo_step(self, prompts, reward_fn):
+    def train_agent(self, trainer, prompts, reward_fn):
         calls[0] += 1
         if calls[0] == 2:
             os.kill(os.getpid(), signal.SIGKILL)
-        return original(self, prompts, reward_fn)
+        return original(self, trainer, prompts, reward_fn)
 
-    UnslothBackend.grpo_step = grpo_step
+    UnslothBackend.train_agent = train_agent
     return main(["run", *cli_args, "--out", out])
 
 
@@ -42,6 +42,7 @@ def compare_trainers(out: str) -> None:
     per-token log-probabilities of one batch, and one update's loss and weight change."""
     import torch
 
+    from genenv_lab.agent_trainers import TRAINERS
     from genenv_lab.backends.agent_trainer import METHOD_FIELDS
     from genenv_lab.backends.base import AgentPrompt
     from genenv_lab.backends.factory import make_backend
@@ -67,8 +68,9 @@ def compare_trainers(out: str) -> None:
 
     report: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
-        trainers = {"hf": hf.grpo_trainer(prompts, reward, f"{tmp}/hf"),
-                    "unsloth": un.grpo_trainer(prompts, reward, f"{tmp}/un")}
+        grpo = TRAINERS["grpo"]
+        trainers = {"hf": grpo.build(hf.trainer_kit(prompts, reward, f"{tmp}/hf")),
+                    "unsloth": grpo.build(un.trainer_kit(prompts, reward, f"{tmp}/un"))}
         for engine, tr in trainers.items():
             opt = tr.optimizer
             sched = tr.create_scheduler(num_training_steps=4, optimizer=opt)
@@ -116,7 +118,7 @@ def compare_trainers(out: str) -> None:
                   for e in trainers}
         for engine, backend in (("hf", hf), ("unsloth", un)):
             backend._grpo_calls = 0  # the same trainer seed for both updates
-            update = backend.grpo_step(prompts, reward)
+            update = backend.train_agent(TRAINERS["grpo"], prompts, reward)
             after = backend.adapter_state("agent")
             report[engine]["update_loss"] = update.loss
             report[engine]["update_kl"] = update.metrics["grpo/kl"]

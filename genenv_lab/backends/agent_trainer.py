@@ -1,9 +1,10 @@
 """The agent's GRPO trainer, built by one function for every engine.
 
-Both engines that train the agent (``hf``: transformers + peft + TRL; ``unsloth``: Unsloth's patched TRL on a GPU,
-stock TRL under Unsloth's CPU backend) build their trainer with :func:`build_grpo_trainer`. The engine hands it
-only what is its own: the trainer class (TRL's ``GRPOTrainer`` or Unsloth's), the config class, the optimiser of the
-``agent`` role, and its device flags (vLLM rollouts). Everything the update depends on is decided here, once:
+On both engines that train the agent (``hf``: transformers + peft + TRL; ``unsloth``: Unsloth's patched TRL on a
+GPU, stock TRL under Unsloth's CPU backend) the trainers of :mod:`genenv_lab.agent_trainers` build the update with
+:func:`build_grpo_trainer`. The engine lends it only what is its own (a :class:`~.base.TrainerKit`): the trainer
+class (TRL's ``GRPOTrainer`` or Unsloth's), the config class, the optimiser of the ``agent`` role, and its device
+flags (vLLM rollouts). Everything the update depends on is decided here, once:
 
 - the settings (:func:`grpo_settings`): the batch (G completions for each of ``prompts_per_step`` tasks), the
   learning rate, held **constant** (TRL's default decays it to 0 within each call, i.e. within each epoch), the RL
@@ -96,12 +97,12 @@ def weights_dtype(model):
     return torch.float32
 
 
-def check_method_fields(args, settings: dict[str, Any]) -> None:
-    """Refuse a built config that lost or changed a field of :data:`METHOD_FIELDS` (an installed TRL or Unsloth
-    config class without it, or one that rewrites it): that would silently run another update than the one
-    configured. ``beta`` is checked against 0 (set on the trainer after)."""
+def check_method_fields(args, settings: dict[str, Any], names: tuple[str, ...] = METHOD_FIELDS) -> None:
+    """Refuse a built config that lost or changed a field of ``names`` (:data:`METHOD_FIELDS` and a trainer's own
+    settings; an installed TRL or Unsloth config class without it, or one that rewrites it): that would silently run
+    another update than the one configured. ``beta`` is checked against 0 (set on the trainer after)."""
     changed = []
-    for name in METHOD_FIELDS:
+    for name in names:
         want = 0.0 if name == "beta" else settings[name]
         have = getattr(args, name, _MISSING)
         have = getattr(have, "value", have)  # enums (lr_scheduler_type) compare by value
@@ -127,25 +128,28 @@ def _same(a, b) -> bool:
 
 def build_grpo_trainer(*, cfg, model, tokenizer, dataset, reward_fn, optimizer, output_dir: str, seed: int,
                        trainer_cls, config_cls, on_cuda: bool, world_size: int = 1, share_prefix: bool = False,
-                       engine_args: dict[str, Any] | None = None):
+                       engine_args: dict[str, Any] | None = None, trainer_args: dict[str, Any] | None = None):
     """The agent's GRPOTrainer for one update (one pass over ``dataset``, G completions each), for any engine.
 
     ``trainer_cls``/``config_cls``: TRL's ``GRPOTrainer``/``GRPOConfig`` or Unsloth's; ``optimizer``: the engine's
-    run-long optimiser of the agent role; ``engine_args``: the engine's own GRPOConfig flags (``use_vllm``), which
-    may not touch a method field. The trainer adds up its rollout time and, with ``share_prefix``, encodes each
-    prompt once where the model allows it (:func:`timed_trainer`)."""
+    run-long optimiser of the agent role; ``engine_args``: the engine's own GRPOConfig flags (``use_vllm``);
+    ``trainer_args``: the GRPOConfig settings of an agent trainer beyond the configured ones
+    (:data:`genenv_lab.agent_trainers.TRAINERS`), checked as built. Neither may touch a method field. The trainer
+    adds up its rollout time and, with ``share_prefix``, encodes each prompt once where the model allows it
+    (:func:`timed_trainer`)."""
     from transformers.trainer_callback import PrinterCallback
 
 
-    engine_args = dict(engine_args or {})
-    clash = sorted(set(engine_args) & set(METHOD_FIELDS))
-    if clash:
-        raise ValueError(f"engine flags may not set method fields {clash}; they come from the run configuration")
+    engine_args, trainer_args = dict(engine_args or {}), dict(trainer_args or {})
+    for who, flags in (("engine flags", engine_args), ("a trainer's settings", trainer_args)):
+        clash = sorted(set(flags) & set(METHOD_FIELDS))
+        if clash:
+            raise ValueError(f"{who} may not set method fields {clash}; they come from the run configuration")
     settings = grpo_settings(cfg, output_dir=output_dir, seed=seed, world_size=world_size)
     args = config_cls(**{**settings, "beta": 0.0}, **precision_flags(weights_dtype(model), on_cuda),
                       use_cpu=not on_cuda, ddp_find_unused_parameters=False,  # only the active adapter trains
-                      **engine_args)
-    check_method_fields(args, settings)
+                      **engine_args, **trainer_args)
+    check_method_fields(args, {**settings, **trainer_args}, METHOD_FIELDS + tuple(trainer_args))
     trainer = timed_trainer(trainer_cls, share_prefix=share_prefix)(
         model=model, reward_funcs=[grpo_reward(reward_fn)], args=args, train_dataset=dataset,
         processing_class=tokenizer, optimizers=(optimizer, None))

@@ -1,19 +1,20 @@
 """The small interface the loop talks to, so that it also runs with a scripted fake.
 
 A backend holds one base model with two adapters (``agent`` and ``env``) and offers four operations:
-``generate`` (sampling with a chosen adapter), ``grpo_step`` (the agent update, whose rollouts also give the
-rewards from which p̂ is computed), ``rwr_step`` (the environment update) and adapter save/load.
+``generate`` (sampling with a chosen adapter), ``train_agent`` (it takes an update of the agent adapter from a trainer
+of :mod:`genenv_lab.agent_trainers`, lending it a :class:`TrainerKit`; the update's rollouts also give the rewards
+from which p̂ is computed), ``rwr_step`` (the environment update) and adapter save/load.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 Messages = list[dict[str, str]]
 
-# reward_fn(task_ids, completions) -> rewards: called by the GRPO step for every generation batch.
+# reward_fn(task_ids, completions) -> rewards: called by the agent's update for every generation batch.
 RewardFn = Callable[[Sequence[str], Sequence[str]], list[float]]
 
 
@@ -50,6 +51,47 @@ class EnvUpdate:
     """Mean per-token KL(π_env ‖ π_env⁰) on the batch after the update."""
     steps: int = 0
     stopped_by_kl_cap: bool = False
+
+
+@dataclass(frozen=True)
+class TrainerKit:
+    """What an engine lends an agent trainer for one update (:meth:`Backend.train_agent`): the run's configuration,
+    the model with the ``agent`` adapter active and its tokenizer, the epoch's prompts as a data set (``prompt``,
+    ``task_id``), the reward function, the run-long optimiser of the agent role, a scratch folder, the update's seed,
+    the engine's trainer and config classes (TRL's ``GRPOTrainer``/``GRPOConfig`` or Unsloth's) and its own flags
+    (``engine_args``: vLLM rollouts), the device, the number of processes and whether the project's shared-prefix
+    forward may serve the trainer class. The fields are :func:`~.agent_trainer.build_grpo_trainer`'s arguments."""
+
+    cfg: Any
+    model: Any
+    tokenizer: Any
+    dataset: Any
+    reward_fn: RewardFn
+    optimizer: Any
+    output_dir: str
+    seed: int
+    trainer_cls: Any
+    config_cls: Any
+    on_cuda: bool
+    world_size: int = 1
+    share_prefix: bool = False
+    engine_args: dict[str, Any] = field(default_factory=dict)
+
+    def kwargs(self) -> dict[str, Any]:
+        """The fields as keyword arguments (the objects themselves, not copies)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@runtime_checkable
+class AgentTrainer(Protocol):
+    """An agent trainer of :data:`genenv_lab.agent_trainers.TRAINERS`: a name and the update it builds."""
+
+    name: str
+
+    def build(self, kit: TrainerKit) -> Any:
+        """The trainer of one update from what the engine lends: an object with ``train()``, TRL's ``state``
+        (``log_history``, ``global_step``), ``args`` and ``rollout_s`` (seconds spent in rollouts), as TRL's
+        GRPOTrainer built by :func:`~.agent_trainer.build_grpo_trainer` has."""
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -92,8 +134,10 @@ class Backend(Protocol):
         part of the returned text (vLLM's ``stop``; see :func:`cut_at_stop`). A non-empty ``alphabet`` restricts
         sampling to the tokens spelt with its characters (and end of sequence; see :func:`alphabet_token_ids`)."""
 
-    def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
-        """One pass of GRPO over ``prompts`` (G completions each) on the ``agent`` adapter."""
+    def train_agent(self, trainer: AgentTrainer, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
+        """Take one update of the ``agent`` adapter from ``trainer`` over ``prompts`` (G completions each, scored by
+        ``reward_fn``): lend it a :class:`TrainerKit`, run what it built, return the update's figures and leave the
+        ``agent`` adapter active. The loop calls it through :func:`genenv_lab.agent_trainers.update_agent`."""
 
     def rwr_step(self, examples: Sequence[EnvExample]) -> EnvUpdate:
         """Weighted NLL of (context → target) on the ``env`` adapter, with a KL penalty and a KL cap."""

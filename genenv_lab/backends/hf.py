@@ -4,10 +4,11 @@
 - Each distinct prompt is encoded once (``model.shared_prefix``, on by default; :mod:`genenv_lab.backends.prefix`): in
   generation, in TRL's rollouts and in every log-prob forward of the GRPO update, with the same numbers as TRL's
   full rows (docs/prefix_sharing.md). ``extra.agent/prefix_path`` records the path taken.
-- Agent update: TRL's ``GRPOTrainer`` on the PeftModel with the ``agent`` adapter active (only its LoRA weights
+- Agent update: taken from a trainer of :mod:`genenv_lab.agent_trainers` (:meth:`HFBackend.train_agent`; the
+  default is TRL's ``GRPOTrainer``) on the PeftModel with the ``agent`` adapter active (only its LoRA weights
   require grad). A fresh trainer per epoch (one pass over the epoch's batch, G completions per task, constant
   learning rate) around one AdamW optimiser that lives for the whole run, so Adam's moments carry across epochs.
-  With ``kl_beta > 0`` the reference is the base with adapters disabled (see :meth:`HFBackend.grpo_trainer`).
+  With ``kl_beta > 0`` the reference is the base with adapters disabled (see :mod:`.agent_trainer`).
   TRL's logged metrics are averaged over the epoch's steps and returned as ``grpo/*`` (see :data:`GRPO_METRICS`).
 - Environment update (RWR): written by hand, because no library offers a per-sample weighted NLL with a KL penalty
   to the adapter-disabled base and a KL stopping cap. Loss per mini-batch::
@@ -47,9 +48,9 @@ from ..models.loading import ADAPTERS, attach_adapters, load_base
 from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
 from . import prefix
-from .agent_trainer import build_grpo_trainer, trainer_record
-from .base import (AgentPrompt, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn, alphabet_token_ids,
-                   cut_at_stop)
+from .agent_trainer import trainer_record
+from .base import (AgentPrompt, AgentTrainer, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn, TrainerKit,
+                   alphabet_token_ids, cut_at_stop)
 
 # transformers 5 renames gradient_checkpointing to activation_checkpointing and warns on every GRPOConfig and every
 # TRL step that reads the old name (dozens of lines a run in a notebook); the old name is the one that works across
@@ -67,7 +68,8 @@ PATHS`: ``shared-prefix``, or ``full-rows`` when ``model.shared_prefix`` is off 
 
 
 class HFBackend:
-    """One base model, two LoRA adapters, TRL GRPO for the agent and a hand-written RWR step for the env."""
+    """One base model, two LoRA adapters, the agent trained by a trainer of :mod:`genenv_lab.agent_trainers` (TRL
+    GRPO), and a hand-written RWR step for the env."""
 
     def __init__(self, cfg: RunConfig, format_corpus: Sequence[str] = ()):
         self.cfg = cfg
@@ -181,7 +183,7 @@ class HFBackend:
         self._use("agent")
         return out
 
-    # ------------------------------------------------------------------------------------------- agent (GRPO)
+    # ------------------------------------------------------------------------------------------------- agent
     def grpo_classes(self):
         """(trainer class, config class) of this engine's agent update: TRL's."""
         from trl import GRPOConfig, GRPOTrainer
@@ -192,13 +194,14 @@ class HFBackend:
         """This engine's own GRPOConfig flags (none for ``hf``)."""
         return {}
 
-    def grpo_trainer(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn, output_dir: str):
-        """The epoch's GRPOTrainer (one pass over ``prompts``, G completions each), around the run-long optimiser,
-        built by :func:`~.agent_trainer.build_grpo_trainer` (the same function for every engine); it encodes each
-        prompt once unless ``model.shared_prefix`` is off or the model does not allow it."""
+    def trainer_kit(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn, output_dir: str) -> TrainerKit:
+        """What this engine lends a trainer for the epoch's update (one pass over ``prompts``, G completions each):
+        the model with the ``agent`` adapter active, the run-long optimiser, the next trainer seed, its trainer
+        classes and flags; the shared-prefix forward unless ``model.shared_prefix`` is off or the trainer class has
+        its own."""
         self._use("agent")
         trainer_cls, config_cls = self.grpo_classes()
-        return build_grpo_trainer(
+        return TrainerKit(
             cfg=self.cfg, model=self.model, tokenizer=self.tokenizer, dataset=grpo_dataset(self, prompts),
             reward_fn=reward_fn, optimizer=self.optimizer("agent"), output_dir=output_dir,
             seed=self.next_trainer_seed(), trainer_cls=trainer_cls, config_cls=config_cls,
@@ -214,9 +217,11 @@ class HFBackend:
         """The path the update took, read from the trainer (:data:`PREFIX_PATH`)."""
         return trainer.prefix_path
 
-    def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
+    def train_agent(self, trainer: AgentTrainer, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
+        """One update of the ``agent`` adapter built by ``trainer`` from this engine's :meth:`trainer_kit`: trained,
+        timed (rollouts apart), its TRL log averaged into ``grpo/*`` and what ran recorded under ``agent/*``."""
         with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
-            trainer = self.grpo_trainer(prompts, reward_fn, tmp)
+            trainer = trainer.build(self.trainer_kit(prompts, reward_fn, tmp))
             start = time.perf_counter()
             trainer.train()
             total = time.perf_counter() - start
@@ -226,6 +231,15 @@ class HFBackend:
         return AgentUpdate(loss=metrics["grpo/loss"], rollout_s=trainer.rollout_s,
                            update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
                            metrics=metrics)
+
+    def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
+        """Deprecated (kept for one release): :meth:`train_agent` with the configured trainer."""
+        from ..agent_trainers import trainer_named
+
+        warnings.warn("grpo_step is deprecated; use genenv_lab.agent_trainers.update_agent(backend, cfg, prompts, "
+                      "reward_fn) or backend.train_agent(trainer, prompts, reward_fn)", DeprecationWarning,
+                      stacklevel=2)
+        return self.train_agent(trainer_named(self.cfg.agent.trainer), prompts, reward_fn)
 
     def after_grpo(self) -> None:
         """Whatever the engine's trainer leaves to restore after ``train()`` (nothing for ``hf``)."""

@@ -352,8 +352,9 @@ class UnslothBackend(HFBackend):
             self.FastLanguageModel.for_training(self.model)
 
     # ---------------------------------------------------------------------------------------------- agent (GRPO)
-    # The trainer is the hf engine's (HFBackend.grpo_trainer -> agent_trainer.build_grpo_trainer); what differs
-    # is named by the hooks below.
+    # The update is the hf engine's (HFBackend.train_agent lends HFBackend.trainer_kit to a trainer of
+    # genenv_lab.agent_trainers, which builds it with agent_trainer.build_grpo_trainer); what differs is named by the
+    # hooks below.
     def grpo_classes(self):
         """Unsloth's patched GRPOTrainer (stock TRL's under Unsloth's CPU backend) and the running GRPOConfig."""
         from trl import GRPOConfig  # Unsloth's subclass once unsloth is imported (on a GPU)

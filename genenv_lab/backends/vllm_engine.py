@@ -308,9 +308,9 @@ def _vllm_backend_class():
             return self.generator.generate(self.adapter_folder(adapter), prompts, n=n, max_new_tokens=max_new_tokens,
                                            temperature=temperature, top_p=top_p, stop=stop, alphabet=alphabet)
 
-        def grpo_step(self, prompts, reward_fn):
+        def train_agent(self, trainer, prompts, reward_fn):
             self._stale.add(self._name("agent"))
-            return super().grpo_step(prompts, reward_fn)
+            return super().train_agent(trainer, prompts, reward_fn)
 
         def rwr_step(self, examples):
             self._stale.add(self._name("env"))

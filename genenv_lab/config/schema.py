@@ -22,6 +22,8 @@ ENGINES = ("hf", "unsloth", "vllm")
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 """TRL's GRPO loss formulations (``GRPOConfig.loss_type``; TRL's default ``dapo`` first)."""
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
+AGENT_TRAINERS = ("grpo", "high_entropy")
+"""The agent's trainers by name: genenv_lab/agent_trainers.py holds them (``TRAINERS``; a test keeps the two equal)."""
 REWARD_SCALINGS = ("group", "batch", "none")
 
 
@@ -188,6 +190,9 @@ class AgentConfig:
     """μ: optimiser passes over each batch of rollouts (more learning per rollout; ratios are then clipped)."""
     mask_truncated_completions: bool = False
     """Leave completions cut at ``max_completion_length`` out of the loss (DAPO)."""
+    trainer: str = "grpo"
+    """The agent's trainer (genenv_lab/agent_trainers.py): ``grpo`` (TRL's GRPOTrainer with the objective above) or
+    ``high_entropy`` (the same, its loss on the 20 % highest-entropy tokens of each batch)."""
 
     def __post_init__(self) -> None:
         check_bounds(self)  # the ranges declared on the fields (bounded(...))
@@ -199,6 +204,8 @@ class AgentConfig:
                  f"one of {REWARD_SCALINGS}")
         require(isinstance(self.mask_truncated_completions, bool), w, "mask_truncated_completions",
                  self.mask_truncated_completions, "true or false")
+        require(self.trainer in AGENT_TRAINERS, w, "trainer", self.trainer,
+                f"one of {AGENT_TRAINERS} (a new trainer goes into genenv_lab/agent_trainers.py and AGENT_TRAINERS)")
 
 
 @dataclass(frozen=True)
