@@ -80,7 +80,7 @@ LAYERS = [
     ["genenv_lab.types", "genenv_lab.efficiency", "genenv_lab.curriculum", "genenv_lab.rwr", "genenv_lab.screening",
      "genenv_lab.safe_io", "genenv_lab.distributed", "genenv_lab.trackers",
      "genenv_lab.plots", "genenv_lab.dryrun", "genenv_lab.paired", "genenv_lab.seeds",
-     "genenv_lab.style"],
+     "genenv_lab.style", "genenv_lab.metric_names"],
     # 1. the benchmarks' scorers (pure: predictions in, scores out)
     ["genenv_lab.evaluation"],
     # 2. domains (they may score with a benchmark's scorer) and each domain's world
