@@ -94,7 +94,7 @@ def test_the_lab_shows_a_tiny_run_live_in_chromium(tmp_path):
         log.close()
 
 
-def test_snapshots_of_a_comparison_report_and_of_the_lab(tmp_path):
+def test_snapshots_of_a_comparison_report_and_of_the_lab(tmp_path, scripted_backend):
     """``python -m tools.snapshots`` (the docs' figures): the report's figure and the lab's difficulty
     histogram and curves of one run, as PNGs of what Chromium shows, on a comparison made with the scripted fake."""
     from PIL import Image
@@ -102,11 +102,9 @@ def test_snapshots_of_a_comparison_report_and_of_the_lab(tmp_path):
     from genenv_lab.compare import compare_grid, variant_entries
     from tools.snapshots import main
 
-    from fakes import ScriptedBackend
-
     cmp = tmp_path / "cmp"
     compare_grid(variant_entries(["tiny"], ["genenv"], epochs=2, reference_tasks=3), 1, cmp, progress=False,
-                 backend_factory=lambda cfg: ScriptedBackend(num_generations=cfg.agent.num_generations))
+                 backend_factory=lambda cfg: scripted_backend(num_generations=cfg.agent.num_generations))
     run_name = next((cmp / "runs").iterdir()).name
     assert main(["--compare", str(cmp), "--run", run_name, "--out", str(tmp_path / "png")]) == 0
     shots = {p.name: Image.open(p).size for p in (tmp_path / "png").glob("*.png")}
@@ -139,10 +137,10 @@ TABS = ("Curriculum", "Tasks & attempts", "Events", "Comparisons", "Start a run"
 
 
 @contextlib.contextmanager
-def lab_on_a_fake_run(tmp_path: Path, width: int, height: int):
-    """The lab (``app.py --run fake-run``) over a finished 3-epoch run made with the scripted fake (G = 4, band
-    ±0.1), opened in Chromium at ``width`` × ``height``; yields the browser, then closes browser and server."""
-    from fakes import ScriptedBackend
+def lab_on_a_fake_run(tmp_path: Path, width: int, height: int, scripted_backend):
+    """The lab (``app.py --run fake-run``) over a finished 3-epoch run made with ``scripted_backend`` (the fixture's
+    scripted fake; G = 4, band ±0.1), opened in Chromium at ``width`` × ``height``; yields the browser, then closes
+    browser and server."""
     from genenv_lab.config import preset
     from genenv_lab.loop import run as run_loop
 
@@ -150,7 +148,7 @@ def lab_on_a_fake_run(tmp_path: Path, width: int, height: int):
     cfg = preset("tiny").replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
                                  loop={"epochs": 3}, eval={"every": 0})
     with pytest.warns(UserWarning, match="single difficulty level"):
-        list(run_loop(cfg, runs / "fake-run", backend=ScriptedBackend(num_generations=4), progress=False))
+        list(run_loop(cfg, runs / "fake-run", backend=scripted_backend(num_generations=4), progress=False))
     with served_lab(runs, tmp_path, run="fake-run", width=width, height=height, timeout=120) as browser:
         yield browser
 
@@ -175,14 +173,14 @@ def keep_screenshot(shot: Path) -> None:
         Image.open(shot).convert("RGB").quantize(256).save(Path(keep) / shot.name, optimize=True)
 
 
-def test_histogram_bars_sit_on_their_p_hat_and_inside_or_outside_the_band_at_1280px(tmp_path):
+def test_histogram_bars_sit_on_their_p_hat_and_inside_or_outside_the_band_at_1280px(tmp_path, scripted_backend):
     """On a finished run (scripted fake, 3 epochs, G = 4, band ±0.1 around 0.5): every drawn bar's x-extent, read
     from the SVG and converted to data coordinates by the figure's own axis, lies within half a p̂ step of its p̂
     level, inside the shaded band iff its level is in the band. Then one screenshot per tab at 1280×900
     (written to $GENENV_LAB_SCREENSHOTS too when set: that is how docs/figures/lab-*.png are made)."""
     from genenv_lab.lab.figures import band_span
 
-    with lab_on_a_fake_run(tmp_path, 1280, 900) as browser:
+    with lab_on_a_fake_run(tmp_path, 1280, 900, scripted_backend) as browser:
         assert browser.wait_for(f"({BARS_JS % 'fake-run'}) !== null", 90), "the histogram was not drawn"
         time.sleep(1.0)
         drawn = json.loads(browser.evaluate(BARS_JS % "fake-run"))
@@ -235,11 +233,11 @@ FIRST_SCREEN_JS = """(() => {
 })()"""
 
 
-def test_first_screen_at_1280x800_shows_the_runs_whole_and_the_curriculum_at_a_glance(tmp_path):
+def test_first_screen_at_1280x800_shows_the_runs_whole_and_the_curriculum_at_a_glance(tmp_path, scripted_backend):
     """At 1280×800, before any scrolling: the runs table is not clipped and the at-a-glance figure starts above the
     fold; a screenshot is saved (to $GENENV_LAB_SCREENSHOTS as lab-first-screen.png when set: docs/figures). Then a
     click on a row of the generated-tasks table selects that task (the Task dropdown takes its id)."""
-    with lab_on_a_fake_run(tmp_path, 1280, 800) as browser:
+    with lab_on_a_fake_run(tmp_path, 1280, 800, scripted_backend) as browser:
         assert browser.wait_for(f"({FIRST_SCREEN_JS % 'fake-run'}) !== null", 90), "the first screen did not draw"
         time.sleep(1.0)
         seen = json.loads(browser.evaluate(FIRST_SCREEN_JS % "fake-run"))
@@ -294,7 +292,7 @@ def _show_run(browser: Chromium, run: str) -> None:
     browser.click(x, y)
 
 
-def test_a_second_users_view_returns_while_a_huge_runs_view_is_in_flight(tmp_path):
+def test_a_second_users_view_returns_while_a_huge_runs_view_is_in_flight(tmp_path, scripted_backend):
     """Two users of one lab: user A opens a 300-epoch run of large batches (200× the small run's rows per epoch,
     hundreds of thousands of task rows: its view takes ~15 s), and while that view is in flight user B opens an
     intact small run, whose view returns within 5 s, as fast as with nothing else in flight (views share a few
@@ -305,7 +303,7 @@ def test_a_second_users_view_returns_while_a_huge_runs_view_is_in_flight(tmp_pat
     long_run = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(long_run)
     second = None
-    with lab_on_a_fake_run(tmp_path, 1280, 900) as first:
+    with lab_on_a_fake_run(tmp_path, 1280, 900, scripted_backend) as first:
         runs = tmp_path / "runs"
         long_run.make_long_run(runs / "fake-run", runs / "huge", 300, rows=200)
         shutil.copytree(runs / "fake-run", runs / "small")

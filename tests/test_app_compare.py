@@ -18,23 +18,22 @@ from genenv_lab.lab import comparisons, views
 from genenv_lab.lab.comparisons import comparison_dirs, comparison_fingerprint, load_comparison, resolve_comparison
 from genenv_lab.lab.runs import LabError, discover_runs, is_comparison
 
-from fakes import ScriptedBackend
 from test_app_views import make_run
 
 LABELS = ("tiny:genenv", "tiny:random_env")
 
 
-def _make_comparison(out: Path) -> Path:
+def _make_comparison(out: Path, scripted_backend) -> Path:
     entries = variant_entries(["tiny"], ["genenv", "random_env"], epochs=2, reference_tasks=3)
     compare_grid(entries, 2, out, progress=False,
-                 backend_factory=lambda cfg: ScriptedBackend(num_generations=cfg.agent.num_generations))
+                 backend_factory=lambda cfg: scripted_backend(num_generations=cfg.agent.num_generations))
     return out
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory) -> Path:
+def made(tmp_path_factory, scripted_backend) -> Path:
     """One finished comparison (2 configurations × 2 seeds × 2 epochs), copied by the tests that alter it."""
-    return _make_comparison(tmp_path_factory.mktemp("made") / "cmp1")
+    return _make_comparison(tmp_path_factory.mktemp("made") / "cmp1", scripted_backend)
 
 
 def _copy(made: Path, dest: Path) -> Path:

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakes import ScriptedBackend
 from genenv_lab.compare import compare_grid, run_dir_for, variant_entries
 from genenv_lab.loop import run
 from genenv_lab.runlog import RunDirError, read_epochs
@@ -30,11 +29,11 @@ def _committed(snapshot: dict[str, bytes]) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
+def finished(tmp_path_factory, scripted_backend):
     """A finished two-epoch comparison of one arm and one seed (so also a finished run), adapters saved."""
     out = tmp_path_factory.mktemp("finished") / "cmp"
     entries = variant_entries(["tiny"], ["genenv"], epochs=EPOCHS, reference_tasks=4)
-    compare_grid(entries, [0], out, progress=False, backend_factory=lambda c: ScriptedBackend(4))
+    compare_grid(entries, [0], out, progress=False, backend_factory=lambda c: scripted_backend(4))
     return out, entries
 
 
@@ -45,38 +44,50 @@ def _copy(finished, tmp_path: Path) -> tuple[Path, Path, list]:
     return copy, run_dir_for(copy, entries[0][0], 0), entries
 
 
-def _compare(out: Path, entries) -> None:
-    compare_grid(entries, [0], out, progress=False, backend_factory=lambda c: ScriptedBackend(4))
+@pytest.fixture(scope="module")
+def compare_again(scripted_backend):
+    """``compare_again(out, entries)``: the comparison of ``entries`` in ``out`` on the scripted fake, seed 0."""
+
+    def compare_again(out: Path, entries) -> None:
+        compare_grid(entries, [0], out, progress=False, backend_factory=lambda c: scripted_backend(4))
+
+    return compare_again
 
 
-def _resume(run_dir: Path, entries) -> None:
-    cfg = entries[0][1].replace(loop={"seed": 0})
-    list(run(cfg, run_dir, resume=True, backend=ScriptedBackend(4), progress=False))
+@pytest.fixture(scope="module")
+def resume_run(scripted_backend):
+    """``resume_run(run_dir, entries)``: ``run --resume`` of the first entry's run, seed 0, on the scripted fake."""
+
+    def resume_run(run_dir: Path, entries) -> None:
+        cfg = entries[0][1].replace(loop={"seed": 0})
+        list(run(cfg, run_dir, resume=True, backend=scripted_backend(4), progress=False))
+
+    return resume_run
 
 
-def test_compare_refuses_a_run_whose_state_json_is_missing_and_deletes_nothing(finished, tmp_path):
+def test_compare_refuses_a_run_whose_state_json_is_missing_and_deletes_nothing(finished, tmp_path, compare_again):
     """Round 4, failure 1: ``compare`` deleted and retrained a run folder whose state.json was missing."""
     out, run_dir, entries = _copy(finished, tmp_path)
     (run_dir / "state.json").unlink()
     before = _snapshot(run_dir)
     with pytest.raises(RunDirError, match="no state.json but holds committed epochs"):
-        _compare(out, entries)
+        compare_again(out, entries)
     assert _snapshot(run_dir) == before
 
 
 @pytest.mark.parametrize("state", ["{}", '{"status": "finished", "pid": 1}', '{"last_complete_epoch": null}'])
-def test_resume_refuses_a_state_json_that_does_not_say_what_is_committed(finished, tmp_path, state):
+def test_resume_refuses_a_state_json_that_does_not_say_what_is_committed(finished, tmp_path, state, resume_run):
     """Round 4, failure 2: ``--resume`` on a state.json without ``last_complete_epoch`` (or ``{}``) discarded every
     committed epoch; it is refused in one line and nothing changes."""
     _, run_dir, entries = _copy(finished, tmp_path)
     (run_dir / "state.json").write_text(state)
     before = _snapshot(run_dir)
     with pytest.raises(RunDirError, match="last_complete_epoch"):
-        _resume(run_dir, entries)
+        resume_run(run_dir, entries)
     assert _snapshot(run_dir) == before
 
 
-def test_resume_refuses_a_state_behind_more_than_the_epoch_in_flight(finished, tmp_path):
+def test_resume_refuses_a_state_behind_more_than_the_epoch_in_flight(finished, tmp_path, resume_run):
     """Round 5: ``"last_complete_epoch": 0`` over two committed epochs retrained both, exit 0. A kill leaves at most
     the epoch in flight past state.json; a state further behind is damaged, refused, and nothing changes."""
     _, run_dir, entries = _copy(finished, tmp_path)
@@ -84,11 +95,11 @@ def test_resume_refuses_a_state_behind_more_than_the_epoch_in_flight(finished, t
     (run_dir / "state.json").write_text(json.dumps(state | {"last_complete_epoch": EPOCHS - 2}))
     before = _snapshot(run_dir)
     with pytest.raises(RunDirError, match=f"says {EPOCHS - 2} epoch.*holds epochs up to {EPOCHS}"):
-        _resume(run_dir, entries)
+        resume_run(run_dir, entries)
     assert _snapshot(run_dir) == before
 
 
-def test_an_epochs_file_that_repeats_an_epoch_is_refused(finished, tmp_path):
+def test_an_epochs_file_that_repeats_an_epoch_is_refused(finished, tmp_path, resume_run):
     """Round 5: line 2's epoch set to 1 was resumed over (the records ran 1, 1, ...); the records must run 1, 2, 3
     once each."""
     _, run_dir, entries = _copy(finished, tmp_path)
@@ -97,7 +108,7 @@ def test_an_epochs_file_that_repeats_an_epoch_is_refused(finished, tmp_path):
     (run_dir / "epochs.jsonl").write_text("\n".join(lines) + "\n")
     before = _snapshot(run_dir)
     with pytest.raises(RunDirError, match="record 2 is epoch 1, not 2"):
-        _resume(run_dir, entries)
+        resume_run(run_dir, entries)
     assert _snapshot(run_dir) == before
 
 
@@ -107,7 +118,7 @@ DAMAGE = st.sampled_from(["remove", "empty", "garbage", "truncate"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(choice=st.data())
 def test_any_removed_or_corrupted_files_are_continued_from_or_refused_never_reduced(finished, tmp_path_factory,
-                                                                                     choice):
+                                                                                     choice, compare_again, resume_run):
     """For any subset of a finished run's files removed or damaged, ``--resume`` and ``compare`` each either
     continue (the run is finished: nothing to add) or refuse with a RunDirError or a one-line OSError/ValueError, and
     every committed file still there before is there after, byte for byte."""
@@ -121,7 +132,7 @@ def test_any_removed_or_corrupted_files_are_continued_from_or_refused_never_redu
             path.unlink()
         else:
             path.write_bytes({"empty": b"", "garbage": b"\x00\xff{not json", "truncate": data[: len(data) // 2]}[how])
-    for operation in (_resume, lambda _, e: _compare(out, e)):
+    for operation in (resume_run, lambda _, e: compare_again(out, e)):
         before = _committed(_snapshot(run_dir))
         try:
             operation(run_dir, entries)
@@ -159,7 +170,7 @@ def test_the_lab_lists_every_run_beside_a_symlink_loop_and_a_huge_pid(finished, 
     assert load_comparison(out).runs
 
 
-def test_a_refused_comparison_changes_nothing_and_reused_runs_must_match(finished, tmp_path):
+def test_a_refused_comparison_changes_nothing_and_reused_runs_must_match(finished, tmp_path, compare_again):
     """Round 4, failure 8: a second ``compare`` on the same folder had rewritten ``manifest.json`` before it was
     refused, and finished runs were reused whatever their configuration or epochs. Now the comparison holds a lock
     before it writes anything, and a reused run must have this arm's configuration and no more epochs than asked."""
@@ -173,22 +184,22 @@ def test_a_refused_comparison_changes_nothing_and_reused_runs_must_match(finishe
     try:
         other = variant_entries(["tiny"], ["genenv", "random_env"], epochs=EPOCHS, reference_tasks=4)
         with pytest.raises(RunDirError, match="another comparison"):
-            _compare(out, other)
+            compare_again(out, other)
     finally:
         os.close(fd)
     assert (out / "manifest.json").read_bytes() == manifest
     fewer = variant_entries(["tiny"], ["genenv"], epochs=1, reference_tasks=4)
     with pytest.raises(RunDirError, match="holds 2 epochs, more than the 1 asked"):
-        _compare(out, fewer)
+        compare_again(out, fewer)
     changed = variant_entries(["tiny"], ["genenv"], epochs=EPOCHS, reference_tasks=2)
     with pytest.raises(RunDirError, match="another configuration"):
-        _compare(out, changed)
+        compare_again(out, changed)
     assert (out / "manifest.json").read_bytes() == manifest
-    _compare(out, entries)  # the same comparison again: every run finished, reused, the report rewritten
+    compare_again(out, entries)  # the same comparison again: every run finished, reused, the report rewritten
     assert (out / "manifest.json").read_bytes() == manifest
 
 
-def test_a_resume_that_cannot_start_leaves_a_finished_run_finished(finished, tmp_path):
+def test_a_resume_that_cannot_start_leaves_a_finished_run_finished(finished, tmp_path, scripted_backend):
     """Round 3's L4, still open in round 4: with ``events.log`` made a folder, ``--resume`` failed in one line but
     left ``state.json`` ``running`` with a dead pid; it goes back to what it was."""
     _, run_dir, entries = _copy(finished, tmp_path)
@@ -197,12 +208,12 @@ def test_a_resume_that_cannot_start_leaves_a_finished_run_finished(finished, tmp
     (run_dir / "events.log").mkdir()
     cfg = entries[0][1].replace(loop={"seed": 0, "epochs": EPOCHS + 1})
     with pytest.raises(IsADirectoryError):
-        list(run(cfg, run_dir, resume=True, backend=ScriptedBackend(4), progress=False))
+        list(run(cfg, run_dir, resume=True, backend=scripted_backend(4), progress=False))
     assert (run_dir / "state.json").read_bytes() == state
 
 
 @pytest.mark.parametrize("line", ["5", '{"epoch": "2"}', '{"epoch": true}', "[1]"])
-def test_an_epochs_line_that_is_no_epoch_record_is_one_refusal(finished, tmp_path, line):
+def test_an_epochs_line_that_is_no_epoch_record_is_one_refusal(finished, tmp_path, line, resume_run):
     """Round 3's L1, still open: an ``epochs.jsonl`` line ``5`` or ``{"epoch": "2"}`` raised a TypeError traceback on
     ``--resume``; now a RunDirError naming the line, and nothing changes."""
     _, run_dir, entries = _copy(finished, tmp_path)
@@ -210,5 +221,5 @@ def test_an_epochs_line_that_is_no_epoch_record_is_one_refusal(finished, tmp_pat
     (run_dir / "epochs.jsonl").write_text("\n".join([line] + lines) + "\n")
     before = _snapshot(run_dir)
     with pytest.raises(RunDirError, match="epochs.jsonl:1 is not an epoch record"):
-        _resume(run_dir, entries)
+        resume_run(run_dir, entries)
     assert _committed(_snapshot(run_dir)) == _committed(before)

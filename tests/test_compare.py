@@ -9,7 +9,6 @@ import pytest
 from genenv_lab.compare import (band_residence, collect, compare_grid, summarise, sweep_entries,
                                 variant_entries)
 
-from fakes import ScriptedBackend
 
 
 def test_variant_entries_and_validation():
@@ -26,13 +25,13 @@ def test_variant_entries_and_validation():
     assert len(sweep) == 4 and {c.curriculum.shape for _, c in sweep} == {"gaussian", "azr"}
 
 
-def test_grid_with_fake_backend_collects_summarises_and_resumes(tmp_path):
+def test_grid_with_fake_backend_collects_summarises_and_resumes(tmp_path, scripted_backend):
     entries = variant_entries(["tiny"], ["genenv", "random_env", "static"], epochs=3, reference_tasks=4)
     calls = []
 
     def factory(cfg):
         calls.append(cfg.loop.variant)
-        return ScriptedBackend(num_generations=cfg.agent.num_generations)
+        return scripted_backend(num_generations=cfg.agent.num_generations)
 
     table = compare_grid(entries, 2, tmp_path, progress=False, backend_factory=factory)
     assert len(table) == 3 * 2 * (3 + 1) and len(calls) == 6  # epochs 1-3 and the untrained agent's epoch 0
@@ -94,7 +93,8 @@ def test_missing_held_out_benchmark_data_fails_before_any_model_loads(tmp_path):
     assert not out.exists()
 
 
-def test_online_filter_in_a_grid_counts_its_screening_and_the_report_reads_rollouts_to_reach(tmp_path):
+def test_online_filter_in_a_grid_counts_its_screening_and_the_report_reads_rollouts_to_reach(tmp_path,
+                                                                                             scripted_backend):
     from genenv_lab.cli import build_parser
 
     args = build_parser().parse_args(["compare", "--variants", "genenv", "static", "online_filter", "--out", "x"])
@@ -102,7 +102,7 @@ def test_online_filter_in_a_grid_counts_its_screening_and_the_report_reads_rollo
     entries = variant_entries(["tiny"], ["genenv", "static", "online_filter"], epochs=2, reference_tasks=3)
     assert [cfg.loop.variant for _, cfg in entries] == ["genenv", "static", "online_filter"]
     table = compare_grid(entries, 2, tmp_path, progress=False,
-                         backend_factory=lambda cfg: ScriptedBackend(num_generations=cfg.agent.num_generations))
+                         backend_factory=lambda cfg: scripted_backend(num_generations=cfg.agent.num_generations))
     assert table["agent_rollouts"].notna().all() and table["agent_tokens"].notna().all()
     assert (table.loc[table["epoch"] == 0, ["agent_rollouts", "agent_tokens"]] == 0).all().all()
     assert table.groupby(["label", "seed"])["agent_rollouts"].apply(lambda s: s.is_monotonic_increasing).all()
@@ -151,7 +151,8 @@ def test_rollouts_to_reach_table_hand_worked():
     assert list(cells[0]) == ["p:static", "p:online_filter"] and list(cells[1]) == ["2.00", "not reached"]
 
 
-def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_path, monkeypatch, capsys):
+def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_path, monkeypatch, capsys,
+                                                                          scripted_backend):
     import json
 
     import genenv_lab.cli as cli
@@ -165,7 +166,7 @@ def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_pa
     def scripted_grid(entries, seeds, out, **kwargs):  # the CLI's grid on the scripted backend
         asked.append(list(seeds))
         return real(entries, seeds, out, progress=False,
-                    backend_factory=lambda cfg: ScriptedBackend(num_generations=cfg.agent.num_generations))
+                    backend_factory=lambda cfg: scripted_backend(num_generations=cfg.agent.num_generations))
 
     monkeypatch.setattr(compare, "compare_grid", scripted_grid)
     monkeypatch.setattr(cli, "_interruptible", lambda: None)
@@ -281,7 +282,7 @@ def test_late_averages_read_each_runs_own_second_half_and_last_third():
     assert out.loc[1, "p_hat_reference_last_third"] == pytest.approx(0.92)
 
 
-def test_a_counting_comparison_reads_dry_runs_and_efficiency_and_an_old_one_still_compares(tmp_path):
+def test_a_counting_comparison_reads_dry_runs_and_efficiency_and_an_old_one_still_compares(tmp_path, scripted_counter):
     """genenv and static on ``count`` (the scripted counter: levels, a frontier): the verdict says how often static
     ran dry and the data efficiency paired by seed, the report draws both; the same runs with the instrument's keys
     removed (as written before it) compare as before, without the dry-run line."""
@@ -290,11 +291,10 @@ def test_a_counting_comparison_reads_dry_runs_and_efficiency_and_an_old_one_stil
 
     from genenv_lab.compare import dry_run_table, efficiency_table, report_figure, verdict
 
-    from fakes import ScriptedCounter
 
     entries = variant_entries(["tiny"], ["genenv", "static"], epochs=4, domain="count", reference_tasks=2)
     table = compare_grid(entries, 2, tmp_path / "new", progress=False,
-                         backend_factory=lambda cfg: ScriptedCounter(num_generations=cfg.agent.num_generations))
+                         backend_factory=lambda cfg: scripted_counter(num_generations=cfg.agent.num_generations))
     dry = dry_run_table(table).set_index("variant")
     assert list(dry["epochs"]) == [4, 4]  # epochs 3-4 of each of 2 seeds
     text = verdict(table)

@@ -13,7 +13,6 @@ import os
 
 import pytest
 
-from fakes import ScriptedBackend
 from genenv_lab.loop import run
 from genenv_lab.runlog import read_epochs, read_state, read_table
 
@@ -21,8 +20,9 @@ EPOCHS = 2
 PRIMITIVES = ("mkdir", "fsync", "replace")
 
 
-def _child(cfg, out, crash_at: int) -> None:
-    """Run (or resume) in this forked process; die at the ``crash_at``-th commit primitive (0: never)."""
+def _child(cfg, out, crash_at: int, backend_cls) -> None:
+    """Run (or resume) in this forked process on ``backend_cls`` (the scripted fake); die at the ``crash_at``-th
+    commit primitive (0: never)."""
     count = [0]
 
     def step(fn):
@@ -36,7 +36,7 @@ def _child(cfg, out, crash_at: int) -> None:
     for name in PRIMITIVES:
         setattr(os, name, step(getattr(os, name)))
     try:
-        list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=4), progress=False))
+        list(run(cfg, out, resume=True, backend=backend_cls(num_generations=4), progress=False))
     except BaseException:  # noqa: BLE001 - the exit code is the report; the traceback goes to stderr
         import traceback
 
@@ -45,10 +45,10 @@ def _child(cfg, out, crash_at: int) -> None:
     os._exit(100 + min(count[0], 99))  # how many primitives an uninterrupted run used
 
 
-def _fork(cfg, out, crash_at: int) -> int:
+def _fork(cfg, out, crash_at: int, backend_cls) -> int:
     pid = os.fork()
     if pid == 0:
-        _child(cfg, out, crash_at)
+        _child(cfg, out, crash_at, backend_cls)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
@@ -62,10 +62,10 @@ def _summary(out):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_kill_at_every_commit_step_then_resume(tiny_cfg, tmp_path):
+def test_kill_at_every_commit_step_then_resume(tiny_cfg, tmp_path, scripted_backend):
     cfg = tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
                            loop={"epochs": EPOCHS}, eval={"every": 0})
-    code = _fork(cfg, tmp_path / "reference", 0)
+    code = _fork(cfg, tmp_path / "reference", 0, scripted_backend)
     assert code > 100, code
     steps = code - 100
     reference = _summary(tmp_path / "reference")
@@ -73,14 +73,14 @@ def test_kill_at_every_commit_step_then_resume(tiny_cfg, tmp_path):
     assert steps >= 5 * EPOCHS  # tables, adapters, record and state of every epoch
     for n in range(1, steps + 1):
         out = tmp_path / f"kill-{n:02d}"
-        assert _fork(cfg, out, n) == 137
-        assert _fork(cfg, out, 0) > 100, f"resume after a kill at step {n} failed"
+        assert _fork(cfg, out, n, scripted_backend) == 137
+        assert _fork(cfg, out, 0, scripted_backend) > 100, f"resume after a kill at step {n} failed"
         assert _summary(out) == reference, f"kill at commit step {n}"
 
 
-def _run_child(cfg, out) -> None:
+def _run_child(cfg, out, backend_cls) -> None:
     try:
-        list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=4), progress=False))
+        list(run(cfg, out, resume=True, backend=backend_cls(num_generations=4), progress=False))
     except BaseException:  # noqa: BLE001 - the exit code is the report
         import traceback
 
@@ -90,7 +90,7 @@ def _run_child(cfg, out) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_twenty_random_sigkills_then_resume(tiny_cfg, tmp_path):
+def test_twenty_random_sigkills_then_resume(tiny_cfg, tmp_path, scripted_backend):
     """SIGKILL at random moments (not only at commit steps: mid-write, mid-epoch), resuming after each, 20 times on
     one run: it completes equal to an uninterrupted run, no epoch, task or attempt lost or duplicated."""
     import random
@@ -101,7 +101,7 @@ def test_twenty_random_sigkills_then_resume(tiny_cfg, tmp_path):
     cfg = tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
                            loop={"epochs": epochs}, eval={"every": 0})
     t0 = time.perf_counter()
-    assert _fork(cfg, tmp_path / "reference", 0) > 100
+    assert _fork(cfg, tmp_path / "reference", 0, scripted_backend) > 100
     duration = time.perf_counter() - t0
     reference = _summary(tmp_path / "reference")
     rng = random.Random(20)
@@ -109,7 +109,7 @@ def test_twenty_random_sigkills_then_resume(tiny_cfg, tmp_path):
     while kills < 20:
         pid = os.fork()
         if pid == 0:
-            _run_child(cfg, out)
+            _run_child(cfg, out, scripted_backend)
         time.sleep(rng.uniform(0.0, duration))
         try:
             os.kill(pid, signal.SIGKILL)
@@ -122,7 +122,7 @@ def test_twenty_random_sigkills_then_resume(tiny_cfg, tmp_path):
             assert code == 0, f"a resume failed (exit {code}) after {kills} kills"
             if (out / "state.json").is_file() and read_state(out)["status"] == "finished":
                 break  # finished before 20 kills landed: start over on a new folder, keep counting
-    assert _fork(cfg, out, 0) > 100
+    assert _fork(cfg, out, 0, scripted_backend) > 100
     assert _summary(out) == reference, f"after {kills} random kills"
 
 
@@ -132,16 +132,16 @@ def _files(out):
             if p.is_file() and p.name not in (".writer.lock", "events.log")}
 
 
-def _finished_run(tiny_cfg, out):
+def _finished_run(tiny_cfg, out, backend_cls):
     cfg = tiny_cfg.replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},
                            loop={"epochs": EPOCHS}, eval={"every": 0})
-    list(run(cfg, out, backend=ScriptedBackend(num_generations=4), progress=False))
+    list(run(cfg, out, backend=backend_cls(num_generations=4), progress=False))
     return cfg
 
 
 @pytest.mark.parametrize("damage", ["missing", "fraction", "boolean", "negative", "string", "huge", "list",
                                     "nested", "env_version"])
-def test_resume_with_unreadable_state_refuses_and_changes_nothing(tiny_cfg, tmp_path, damage):
+def test_resume_with_unreadable_state_refuses_and_changes_nothing(tiny_cfg, tmp_path, damage, scripted_backend):
     """A finished run whose state.json is gone or holds a count that is not a whole number of epochs: --resume
     refuses with one line and every committed file stays byte for byte (it used to retrain from scratch, or read
     2.5 as 2 and discard epoch 3 on)."""
@@ -150,7 +150,7 @@ def test_resume_with_unreadable_state_refuses_and_changes_nothing(tiny_cfg, tmp_
     from genenv_lab.runlog import RunDirError
 
     out = tmp_path / "run"
-    cfg = _finished_run(tiny_cfg, out)
+    cfg = _finished_run(tiny_cfg, out, scripted_backend)
     state = json.loads((out / "state.json").read_text())
     written = {"fraction": {**state, "last_complete_epoch": 1.5}, "boolean": {**state, "last_complete_epoch": True},
                "negative": {**state, "last_complete_epoch": -1}, "string": {**state, "last_complete_epoch": "2"},
@@ -164,6 +164,6 @@ def test_resume_with_unreadable_state_refuses_and_changes_nothing(tiny_cfg, tmp_
         (out / "state.json").write_text(json.dumps(written[damage]))
     before = _files(out)
     with pytest.raises(RunDirError) as err:
-        list(run(cfg, out, resume=True, backend=ScriptedBackend(num_generations=4), progress=False))
+        list(run(cfg, out, resume=True, backend=scripted_backend(num_generations=4), progress=False))
     assert "\n" not in str(err.value) and "state.json" in str(err.value)
     assert _files(out) == before

@@ -19,7 +19,6 @@ from genenv_lab.dryrun import (FRONTIER_KEY, dry_step_frac, frontier_counts, fro
 from genenv_lab.loop import run
 from genenv_lab.runlog import read_epochs, read_table
 
-from fakes import ScriptedBackend, ScriptedCounter
 
 groups = st.lists(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=1, max_size=5), max_size=24)
 
@@ -94,9 +93,9 @@ def _groups_in_order(attempts, epoch):
     return list(out.values())
 
 
-def test_a_counting_run_records_the_instrument_and_a_resume_repeats_it(tiny_cfg, tmp_path):
+def test_a_counting_run_records_the_instrument_and_a_resume_repeats_it(tiny_cfg, tmp_path, scripted_counter):
     cfg = _counted(tiny_cfg)
-    records = [r.to_dict() for r in run(cfg, tmp_path / "r", backend=ScriptedCounter(), progress=False)]
+    records = [r.to_dict() for r in run(cfg, tmp_path / "r", backend=scripted_counter(), progress=False)]
     baseline = json.loads((tmp_path / "r" / "baseline.json").read_text())
     assert baseline[FRONTIER_KEY] == 6.0  # the scripted agent greedily counts to any end below its skill, 6
     attempts, tasks = read_table(tmp_path / "r", "attempts"), read_table(tmp_path / "r", "tasks")
@@ -117,28 +116,28 @@ def test_a_counting_run_records_the_instrument_and_a_resume_repeats_it(tiny_cfg,
         assert x["features/level"] == pytest.approx(sum(levels) / len(levels))
     assert any(r["extra"]["dry/step_frac"] > 0 for r in records)  # seeds below the skill: some steps carry nothing
     # killed after epoch 2 and resumed: the third record's instrument is the uninterrupted run's
-    list(run(cfg.replace(loop={"epochs": 2}), tmp_path / "k", backend=ScriptedCounter(), progress=False))
-    resumed = [r.to_dict() for r in run(cfg, tmp_path / "k", resume=True, backend=ScriptedCounter(),
+    list(run(cfg.replace(loop={"epochs": 2}), tmp_path / "k", backend=scripted_counter(), progress=False))
+    resumed = [r.to_dict() for r in run(cfg, tmp_path / "k", resume=True, backend=scripted_counter(),
                                         progress=False)]
     keys = [k for k in records[2]["extra"] if k.startswith(("dry/", "levels/", "heldout/"))]
     assert len(keys) == 7 and {k: resumed[-1]["extra"][k] for k in keys} == {k: records[2]["extra"][k] for k in keys}
 
 
-def test_a_resume_before_the_first_epoch_keeps_the_untrained_agents_frontier(tiny_cfg, tmp_path):
+def test_a_resume_before_the_first_epoch_keeps_the_untrained_agents_frontier(tiny_cfg, tmp_path, scripted_counter):
     out = tmp_path / "r"
     cfg = _counted(tiny_cfg, epochs=1)
-    list(run(cfg, out, backend=ScriptedCounter(), progress=False))
+    list(run(cfg, out, backend=scripted_counter(), progress=False))
     for name in ("epochs.jsonl", "state.json"):  # as if killed during epoch 1, after baseline.json
         (out / name).unlink()
     (out / "state.json").write_text(json.dumps({"last_complete_epoch": 0, "status": "interrupted"}))
-    again = list(run(cfg, out, resume=True, backend=ScriptedCounter(), progress=False))
+    again = list(run(cfg, out, resume=True, backend=scripted_counter(), progress=False))
     assert again[0].extra["dry/frontier_level"] == 6.0
 
 
-def test_a_domain_without_levels_records_the_dry_steps_only(tiny_cfg, tmp_path):
+def test_a_domain_without_levels_records_the_dry_steps_only(tiny_cfg, tmp_path, scripted_backend):
     cfg = tiny_cfg.replace(loop={"epochs": 2}, eval={"every": 1, "benchmark": "domain"},
                            agent={"num_generations": 4})
-    list(run(cfg, tmp_path / "r", backend=ScriptedBackend(num_generations=4), progress=False))
+    list(run(cfg, tmp_path / "r", backend=scripted_backend(num_generations=4), progress=False))
     for r in read_epochs(tmp_path / "r"):
         x = r["extra"]
         assert 0.0 <= x["dry/step_frac"] <= 1.0
@@ -146,12 +145,12 @@ def test_a_domain_without_levels_records_the_dry_steps_only(tiny_cfg, tmp_path):
     assert FRONTIER_KEY not in json.loads((tmp_path / "r" / "baseline.json").read_text())
 
 
-def test_every_key_of_a_counting_runs_records_is_documented(tiny_cfg, tmp_path):
+def test_every_key_of_a_counting_runs_records_is_documented(tiny_cfg, tmp_path, scripted_counter):
     """docs/run_directory.md names every key a record holds: as `key`, `extra.key`, or a family `prefix/<name>`."""
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "run_directory.md").read_text()
-    record = next(run(_counted(tiny_cfg, epochs=1), tmp_path / "r", backend=ScriptedCounter(), progress=False))
+    record = next(run(_counted(tiny_cfg, epochs=1), tmp_path / "r", backend=scripted_counter(), progress=False))
     keys = list(record.to_dict()) + list(record.extra)
     missing = [k for k in keys if f"`{k}`" not in doc and f"`extra.{k}`" not in doc
                and not re.search(rf"{re.escape(k.split('/')[0])}/<\w+>", doc)]
