@@ -118,13 +118,15 @@ def _add_field(group, flag: str, section: str, name: str, kind: type, doc: str, 
                hidden: bool = False) -> None:
     """One option setting field ``section.name`` (see :func:`config_arguments`)."""
     from .config import bounds_of, field_choices
+    from .config.fields import FIELD_METAVARS
 
     cls = _section_class(section)
     bounds = bounds_of(cls, name)
     if bounds is not None:  # the range declared on the field, as the config checks it
         doc = f"{doc} ({bounds.text()})" if doc else bounds.text()
     options = field_choices().get((section, name))
-    metavar = {bool: "true|false", int: "N", float: "X", str: "TEXT"}.get(kind, "LIST")
+    metavar = FIELD_METAVARS.get((section, name)) or {bool: "true|false", int: "N", float: "X", str: "TEXT"}.get(
+        kind, "LIST")
     text = (help_prefix + doc).replace("``", "").replace("%", "%%")
     group.add_argument(flag, dest=f"{FIELD_DEST}{flag}", type=_parser_for(kind, _default_of(cls, name)),
                        choices=options, metavar=None if options else metavar,

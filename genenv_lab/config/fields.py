@@ -8,7 +8,8 @@ import dataclasses
 from ..curriculum import ENV_REWARD_SHAPES
 from ..trackers import TRACKERS
 from .schema import (
-    DTYPES, ENGINES, EVAL_PROTOCOLS, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, REWARD_SCALINGS, RunConfig, WORLD_ANCHORS)
+    AGENT_TRAINERS, DTYPES, ENGINES, EVAL_PROTOCOLS, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, REWARD_SCALINGS,
+    RunConfig, WORLD_ANCHORS)
 from .variants import VARIANTS
 
 SECTIONS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "preset")
@@ -39,8 +40,13 @@ def field_choices() -> dict[tuple[str, str], tuple[str, ...]]:
     not one: it may be a class from outside the package)."""
     return {("model", "engine"): ENGINES, ("model", "dtype"): DTYPES, ("curriculum", "shape"): ENV_REWARD_SHAPES,
             ("agent", "loss_type"): LOSS_TYPES, ("agent", "importance_sampling_level"): IMPORTANCE_SAMPLING_LEVELS,
-            ("agent", "scale_rewards"): REWARD_SCALINGS, ("loop", "variant"): VARIANTS,
+            ("agent", "scale_rewards"): REWARD_SCALINGS, ("agent", "trainer"): AGENT_TRAINERS,
+            ("loop", "variant"): VARIANTS,
             ("loop", "report_to"): TRACKERS, ("eval", "protocol"): EVAL_PROTOCOLS, ("world", "anchor"): WORLD_ANCHORS}
+
+
+FIELD_METAVARS = {("loop", "domain"): "NAME|package.module:Class", ("model", "name_or_path"): "NAME|DIR"}
+"""The placeholder a field's flag shows where its type's (TEXT, N, X) says too little."""
 
 
 def config_fields() -> list[tuple[str, str, type, str]]:
