@@ -26,6 +26,7 @@ no level distribution: those keys are absent from its records, and ``dry/step_fr
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 LEVEL = "level"
@@ -123,22 +124,30 @@ def level_counts(levels: Iterable[float | None]) -> dict[int | float, int]:
     return dict(sorted(counts.items()))
 
 
-def dry_metrics(trained: Sequence[tuple[Mapping[str, Any], Sequence[float]]], prompts_per_step: int,
-                frontier: float | None, valid_features: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The record's ``dry/*`` and ``levels/*`` keys of one epoch, from its GRPO groups as (task features, rewards)
-    in the order they were trained, ``prompts_per_step``, the frontier of the latest held-out evaluation before the
-    epoch (None: no evaluation, or a domain without levels), and the features of the simulator's valid tasks.
+@dataclass(frozen=True)
+class TrainedGroup:
+    """One GRPO group of an epoch's agent update: its task's difficulty features and its G rewards."""
 
-    >>> groups = [({"level": 4}, [1, 1]), ({"level": 5}, [1, 0]), ({"level": 5}, [0, 0]), ({"level": 6}, [0, 0])]
+    features: Mapping[str, Any]
+    rewards: tuple[float, ...]
+
+
+def dry_metrics(trained: Sequence[TrainedGroup], prompts_per_step: int, frontier: float | None,
+                valid_features: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The record's ``dry/*`` and ``levels/*`` keys of one epoch, from its GRPO groups in the order they were
+    trained, ``prompts_per_step``, the frontier of the latest held-out evaluation before the epoch (None: no
+    evaluation, or a domain without levels), and the features of the simulator's valid tasks.
+
+    >>> groups = [TrainedGroup({"level": lv}, g) for lv, g in ((4, (1, 1)), (5, (1, 0)), (5, (0, 0)), (6, (0, 0)))]
     >>> dry_metrics(groups, 2, 5.0, [{"level": 5}, {"level": 6}, {"level": 6}])
     {'dry/step_frac': 0.5, 'dry/frontier_level': 5.0, 'dry/frontier_groups': 2, 'dry/frontier_informative': 1, \
 'levels/counts': {5: 1, 6: 2}, 'levels/max': 6}
-    >>> dry_metrics([({"n_operands": 2}, [1, 0])], 1, None, [{"n_operands": 2}])
+    >>> dry_metrics([TrainedGroup({"n_operands": 2}, (1, 0))], 1, None, [{"n_operands": 2}])
     {'dry/step_frac': 0.0}
     """
-    out: dict[str, Any] = {"dry/step_frac": dry_step_frac([g for _, g in trained], prompts_per_step)}
+    out: dict[str, Any] = {"dry/step_frac": dry_step_frac([g.rewards for g in trained], prompts_per_step)}
     if frontier is not None:
-        at, useful = frontier_counts(((level_of(f), g) for f, g in trained), frontier)
+        at, useful = frontier_counts(((level_of(g.features), g.rewards) for g in trained), frontier)
         out.update({"dry/frontier_level": frontier, "dry/frontier_groups": at, "dry/frontier_informative": useful})
     counts = level_counts(level_of(f) for f in valid_features)
     if counts:

@@ -8,6 +8,7 @@ from typing import Sequence
 
 from . import curriculum as cur
 from .domains import Domain
+from .dryrun import TrainedGroup
 from .types import Attempt, BatchTask
 
 
@@ -44,10 +45,10 @@ class RewardLog:
     def groups(self) -> list[list[float]]:
         return [self.rewards(t) for t in self.records if self.records[t]]
 
-    def trained_groups(self) -> list[tuple[dict, list[float]]]:
-        """(task features, its G rewards) of every task of the batch, in the order they were trained
+    def trained_groups(self) -> list[TrainedGroup]:
+        """Every task of the batch as its GRPO group (task features, G rewards), in the order they were trained
         (:attr:`order`): what the dry-run instrument reads (:func:`genenv_lab.dryrun.dry_metrics`)."""
-        return [(self.specs[t].features, self.rewards(t)) for t in self.order]
+        return [TrainedGroup(dict(self.specs[t].features), tuple(self.rewards(t))) for t in self.order]
 
     def attempts(self, epoch: int, threshold: float) -> list[Attempt]:
         out = []
