@@ -21,6 +21,14 @@ def model_cache(tmp_path_factory) -> Path:
     return Path(os.environ["GENENV_LAB_CACHE"])
 
 
+@pytest.fixture(autouse=True)
+def fresh_notices():
+    """Each test starts with no renamed-field notice said yet (they are said once per process)."""
+    from genenv_lab.config import spellings
+
+    spellings._SAID.clear()
+
+
 @pytest.fixture
 def tiny_cfg():
     from genenv_lab.config import preset

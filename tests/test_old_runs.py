@@ -78,6 +78,19 @@ def test_the_lab_opens_an_old_run_and_draws_its_renamed_curves(old):
     assert list(story["p_hat_reference"].iloc[1:]) == pytest.approx([r["extra"]["p_hat_reference"] for r in raw])
 
 
+def test_the_lab_reads_a_damaged_old_run_under_the_current_names_too(old):
+    """A bad line sends the lab to its lenient reader; the records it keeps are renamed as read_epochs renames them."""
+    from genenv_lab.lab.runs import load_run
+
+    path = old / "runs" / "tiny_genenv-s0" / "epochs.jsonl"
+    raw = raw_records(old / "runs" / "tiny_genenv-s0")
+    path.write_text("{not json\n" + path.read_text())
+    run = load_run(old / "runs" / "tiny_genenv-s0")
+    assert run.problems and len(run.records) == 2
+    for before, after in zip(raw, run.records):
+        assert not old_keys(after) and after["extra"]["reference/p_hat"] == before["extra"]["p_hat_reference"]
+
+
 def test_the_lab_opens_an_old_comparison(old):
     from genenv_lab.lab.comparisons import comparison_figure, load_comparison
 

@@ -391,12 +391,12 @@ class RunConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RunConfig":
         """Rebuild a config from ``to_dict`` output (e.g. a run's ``config.json``; one written before a field moved
-        section is read with a notice, :func:`~.spellings.upgrade`); unknown keys are errors."""
+        section is read with a notice, always: :func:`~.spellings.upgrade`); unknown keys are errors."""
         import typing
 
         parts = {name: kind for name, kind in typing.get_type_hints(cls).items() if name != "preset"}
         kwargs: dict[str, Any] = {}
-        for key, value in upgrade(data).items():
+        for key, value in upgrade(data, stored=True).items():
             if key == "preset":
                 if not isinstance(value, str) or len(value) > 100:
                     raise ConfigError(f"preset={json.dumps(value, default=str)[:60]} is invalid: accepted a "

@@ -1,7 +1,9 @@
 """Every other spelling of a config field, as tables: the short flags users type most, each an alias of one field
 (:data:`ALIASES`; ``--epochs 5`` is ``--loop.epochs 5``), and the old names of the fields that moved section
-(:data:`MOVED`), still read for one release, wherever a field is named (a flag, ``--set``, a config file, a run's
-``config.json``, ``RunConfig.replace``), with a one-line notice (:class:`RenamedField`) naming the new spelling."""
+(:data:`MOVED`), with a one-line notice (:class:`RenamedField`) naming the new spelling. What a user types (a flag,
+``--set``, ``RunConfig.replace``) is read under an old name for one release; a stored config (a run's
+``config.json``, a ``--config`` file) is read in the old layout for good, as every old run's records are
+(:mod:`genenv_lab.metric_names`), so a run started before the move always resumes, compares and opens."""
 
 from __future__ import annotations
 
@@ -47,12 +49,16 @@ class RenamedField(UserWarning):
     """A config field was named by its old spelling (:data:`MOVED`); the message says the new one."""
 
 
-_SAID: dict = {}  # the warnings registry of the notices: each one is shown once per process
+_SAID: set[str] = set()
+"""The notices shown so far in this process. A set of our own, not a warnings registry: the warning machinery empties
+its registries whenever any library changes the filters, which showed a notice twice in one run."""
 
 
 def notice(text: str) -> None:
-    """``text`` as a one-line :class:`RenamedField` warning, shown once per process (``-W always`` shows each)."""
-    warnings.warn_explicit(text, RenamedField, "genenv-lab", 0, registry=_SAID)
+    """``text`` as a one-line :class:`RenamedField` warning, once per process."""
+    if text not in _SAID:
+        _SAID.add(text)
+        warnings.warn_explicit(text, RenamedField, "genenv-lab", 0)
 
 
 def current_name(path: str, *, flag: bool = False) -> str:
@@ -64,10 +70,10 @@ def current_name(path: str, *, flag: bool = False) -> str:
     return new
 
 
-def upgrade(sections: Mapping[str, Any]) -> dict[str, Any]:
-    """``sections`` (config.json's layout, or the changes of ``RunConfig.replace``) with every moved field under its
-    new name, and one notice naming them; a field given under both names with two values is a :class:`ConfigError`.
-    A section that is not a mapping is left for the config's own check to refuse."""
+def upgrade(sections: Mapping[str, Any], *, stored: bool = False) -> dict[str, Any]:
+    """``sections`` (config.json's layout with ``stored``, or the changes of ``RunConfig.replace``) with every moved
+    field under its new name, and one notice naming them; a field given under both names with two values is a
+    :class:`ConfigError`. A section that is not a mapping is left for the config's own check to refuse."""
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in sections.items()}
     moved = []
     for old, new in MOVED.items():
@@ -85,7 +91,8 @@ def upgrade(sections: Mapping[str, Any]) -> dict[str, Any]:
         target[new_field] = value
         moved.append(old)
     if moved:
-        notice(f"config fields moved: {_said(moved)} ({RELEASE_NOTE}; write the new names)")
+        notice(f"a config written before fields moved, read in the new places: {_said(moved)}" if stored else
+               f"config fields moved: {_said(moved)} ({RELEASE_NOTE}; write the new names)")
     return out
 
 

@@ -39,6 +39,7 @@ from ..runlog import (
     read_state,
     read_table,
 )
+from ..metric_names import current_names
 from ..safe_io import MB, loads_json, read_regular
 from .names import RUN_NAME, LabError, resolve_run, shown_name, validate_run_name  # noqa: F401 - re-exported
 from .safety import EVENTS_TAIL, FILE_LIMITS, TABLE_FILE_LIMIT, tail_text, unsafe_files  # noqa: F401 - re-exported
@@ -78,12 +79,15 @@ def read_json_dict(path: Path, problems: list[str]) -> dict[str, Any]:
 
 
 def _lenient_epochs(path: Path) -> list[dict[str, Any]]:
+    """The records of a damaged ``epochs.jsonl`` that still parse, under their current names (as ``read_epochs``
+    gives them: :func:`~genenv_lab.metric_names.current_names`)."""
     out = []
     for line in path.read_text(errors="replace").splitlines():
         try:
-            out.append(loads_json(line))
+            record = loads_json(line)
         except ValueError:
             continue
+        out.append(current_names(record) if isinstance(record, dict) else record)
     return out
 
 
