@@ -192,6 +192,11 @@ def adapter_hash(backend: Any, adapters: Sequence[str]) -> str:
     return h.hexdigest()
 
 
+GRPO_STEP_DEPRECATED = ("grpo_step is deprecated; use genenv_lab.agent_trainers.update_agent(backend, cfg, prompts, "
+                        "reward_fn) or backend.train_agent(trainer, prompts, reward_fn)")
+"""The one notice of the engines' deprecated ``grpo_step`` (theirs and :class:`DataParallelBackend`'s)."""
+
+
 _PROCESSES: Processes | None = None
 
 
@@ -234,8 +239,7 @@ class DataParallelBackend:
         default filters hide a DeprecationWarning that does not point at ``__main__``)."""
         import warnings
 
-        warnings.warn("grpo_step is deprecated; use genenv_lab.agent_trainers.update_agent(backend, cfg, prompts, "
-                      "reward_fn) or backend.train_agent(trainer, prompts, reward_fn)", DeprecationWarning,
+        warnings.warn(GRPO_STEP_DEPRECATED, DeprecationWarning,
                       stacklevel=2)
         with warnings.catch_warnings():  # said above, for the caller
             warnings.simplefilter("ignore", DeprecationWarning)

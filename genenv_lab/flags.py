@@ -6,6 +6,7 @@ types the commands share. Only :mod:`genenv_lab.cli` parses arguments; this modu
 from __future__ import annotations
 
 import argparse
+import functools
 import typing
 from pathlib import Path
 
@@ -117,14 +118,14 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_field(group, flag: str, section: str, name: str, kind: type, doc: str, *, help_prefix: str = "",
                hidden: bool = False) -> None:
     """One option setting field ``section.name`` (see :func:`config_arguments`)."""
-    from .config import bounds_of, field_choices
+    from .config import bounds_of
     from .config.fields import FIELD_METAVARS
 
     cls = _section_class(section)
     bounds = bounds_of(cls, name)
     if bounds is not None:  # the range declared on the field, as the config checks it
         doc = f"{doc} ({bounds.text()})" if doc else bounds.text()
-    options = field_choices().get((section, name))
+    options = _choices().get((section, name))
     metavar = FIELD_METAVARS.get((section, name)) or {bool: "true|false", int: "N", float: "X", str: "TEXT"}.get(
         kind, "LIST")
     text = (help_prefix + doc).replace("``", "").replace("%", "%%")
@@ -133,10 +134,24 @@ def _add_field(group, flag: str, section: str, name: str, kind: type, doc: str, 
                        help=argparse.SUPPRESS if hidden else text or None)
 
 
-def _section_class(section: str) -> type:
+@functools.cache
+def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
+    """The fields' fixed choices (:func:`~genenv_lab.config.field_choices`), read once."""
+    from .config import field_choices
+
+    return field_choices()
+
+
+@functools.cache
+def _section_classes() -> dict[str, type]:
+    """Each section's dataclass, by name (read once: the parser asks for one per flag)."""
     from .config import RunConfig
 
-    return typing.get_type_hints(RunConfig)[section]
+    return typing.get_type_hints(RunConfig)
+
+
+def _section_class(section: str) -> type:
+    return _section_classes()[section]
 
 
 def _default_of(cls: type, name: str):

@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import RunConfig
-from ..distributed import processes
+from ..distributed import GRPO_STEP_DEPRECATED, processes
 from ..seeds import trainer_seed
 from ..models.loading import ADAPTERS, attach_adapters, load_base
 from ..models.world import world_spec
@@ -236,8 +236,7 @@ class HFBackend:
         """Deprecated (kept for one release): :meth:`train_agent` with the configured trainer."""
         from ..agent_trainers import trainer_named
 
-        warnings.warn("grpo_step is deprecated; use genenv_lab.agent_trainers.update_agent(backend, cfg, prompts, "
-                      "reward_fn) or backend.train_agent(trainer, prompts, reward_fn)", DeprecationWarning,
+        warnings.warn(GRPO_STEP_DEPRECATED, DeprecationWarning,
                       stacklevel=2)
         return self.train_agent(trainer_named(self.cfg.agent.trainer), prompts, reward_fn)
 
