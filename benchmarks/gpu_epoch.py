@@ -3,6 +3,7 @@
     python benchmarks/gpu_epoch.py                                   # unsloth engine, tiny model built here
     python benchmarks/gpu_epoch.py --engine vllm --epochs 2          # hf training + vLLM generation
     python benchmarks/gpu_epoch.py --engine hf                       # the reference engine on the GPU
+    python benchmarks/gpu_epoch.py --trainer high_entropy --epochs 1 # the agent's other trainer (agent.trainer)
     python benchmarks/gpu_epoch.py --preset colab-t4 --model /path/to/Qwen2.5-0.5B-Instruct --epochs 1
     python benchmarks/gpu_epoch.py --json out.json                   # also write the numbers as JSON
     python benchmarks/gpu_epoch.py --report a.json b.json            # the JSON files as docs/gpu.md's table
@@ -55,7 +56,7 @@ def build_cfg(args):
                              gpu_memory_utilization=args.gpu_memory_utilization, lora_r=8, lora_alpha=16)
     if args.four_bit is not None:
         model_changes["load_in_4bit"] = args.four_bit
-    return cfg.replace(model=model_changes, loop={"epochs": args.epochs})
+    return cfg.replace(model=model_changes, loop={"epochs": args.epochs}, agent={"trainer": args.trainer})
 
 
 def make(cfg):
@@ -84,7 +85,8 @@ def report(paths: list[str]) -> str:
         r = json.loads(Path(path).read_text())
         for e in r["epochs"]:
             ph = e["phase_s"]
-            lines.append(f"| {r['engine']} | {r['gpu']} | {Path(r['model']).name} | {r['load_s']} | "
+            engine = r["engine"] if r.get("trainer", "grpo") == "grpo" else f"{r['engine']} ({r['trainer']})"
+            lines.append(f"| {engine} | {r['gpu']} | {Path(r['model']).name} | {r['load_s']} | "
                          f"{e['wall_s']} (epoch {e['epoch']}) | " + " | ".join(str(ph.get(p, 0.0)) for p in PHASES)
                          + f" | {r['peak_allocated_gib']} | {r['peak_used_gib']} |")
     return "\n".join(lines)
@@ -96,6 +98,7 @@ def main() -> None:
     ap.add_argument("--preset", default="tiny", help="tiny (default) or a GPU preset: colab-t4, colab-l4, a100")
     ap.add_argument("--model", default=None, help="local model directory (default: tiny model built here)")
     ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--trainer", default="grpo", help="the agent's trainer (agent.trainer): grpo or high_entropy")
     ap.add_argument("--hidden", type=int, default=256, help="tiny model hidden size (4 heads)")
     ap.add_argument("--warmup", type=int, default=300, help="tiny model format warm-up steps")
     ap.add_argument("--gpu-memory-utilization", type=float, default=0.3)
@@ -128,7 +131,7 @@ def main() -> None:
     backend = make(cfg)
     sync()
     load_s = time.perf_counter() - start
-    result = {"engine": args.engine, "preset": args.preset, "model": cfg.model.name_or_path,
+    result = {"engine": args.engine, "trainer": args.trainer, "preset": args.preset, "model": cfg.model.name_or_path,
               "gpu": torch.cuda.get_device_name(0) if cuda else "none (CPU dry run)", "load_s": round(load_s, 2),
               "used_gib_after_load": used_gib(), "epochs": []}
     if args.engine == "unsloth":

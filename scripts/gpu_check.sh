@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The device check: on a machine with a CUDA GPU and no network, install the wheels carried in .whl/gpu
-# (scripts/gpu_wheels.sh) offline over the machine's torch/transformers/peft/accelerate, then run the gpu test tier and
-# benchmarks/gpu_epoch.py with --engine unsloth and --engine hf on the tiny model (hidden 256). Every step is
-# time-limited (the whole check is sized for 8 minutes); one failing step does not stop the others. Writes to
-# $OUT (default runs/gpu-check): summary.json (each step's exit code and seconds), versions.txt, gpu-tier.xml,
-# unsloth.json and hf.json (gpu_epoch.py's figures), figures.md (the table for docs/gpu.md) and each step's log.
+# (scripts/gpu_wheels.sh, built for that machine's Python) offline into a folder of their own that goes first on
+# PYTHONPATH, over the machine's torch/transformers/accelerate; then the gpu test tier and benchmarks/gpu_epoch.py with
+# --engine unsloth (the agent's two trainers) and --engine hf on the tiny model (hidden 256). Every step is
+# time-limited (the whole check is sized for 8 minutes, the most useful steps first); one failing step does not stop
+# the others. Writes to $OUT (default runs/gpu-check): summary.json (each step's exit code and seconds), versions.txt,
+# gpu-tier.xml, unsloth.json, unsloth-high_entropy.json and hf.json (gpu_epoch.py's figures), figures.md (the table
+# for docs/gpu.md) and each step's log.
 #
 #   bash scripts/gpu_check.sh              on the GPU machine
 #   bash scripts/gpu_check.sh --dry-run    anywhere (CI runs it in the Unsloth CPU tier): the current environment,
@@ -37,12 +39,16 @@ step() {  # step NAME SECONDS command...: run with a time limit, log to $OUT/NAM
 echo "gpu check ($([ $dry = 1 ] && echo "dry run, no GPU needed" || echo GPU)) -> $OUT"
 if [ "$dry" = 0 ]; then
     [ -d "$WHEELS" ] || { echo "no wheels at $WHEELS: run bash scripts/gpu_wheels.sh where there is a network" >&2; exit 2; }
-    step install 240 "$PY" -m pip install --no-index --no-deps --find-links "$WHEELS" "$WHEELS"/*.whl
-    step install-lab 60 "$PY" -m pip install --no-index --no-deps --no-build-isolation -e .
+    site="${GENENV_LAB_GPU_SITE:-/tmp/genenv-gpu-site}"
+    step install 60 "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" "$WHEELS"/*.whl
+    export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+    export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 UNSLOTH_ENABLE_LOGGING=1
+    nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
 else
     export GENENV_LAB_UNSLOTH_CPU=1
 fi
-step versions 120 "$PY" -c '
+export GENENV_LAB_CACHE="${GENENV_LAB_CACHE:-$OUT/cache}"  # one tiny model for the tier and the benchmarks
+step versions 90 "$PY" -c '
 import importlib, importlib.metadata as m, torch
 for p in ("torch", "transformers", "peft", "accelerate", "trl", "datasets", "unsloth", "unsloth-zoo", "bitsandbytes",
           "xformers", "vllm", "pandas", "pyarrow"):
@@ -54,15 +60,19 @@ print("cuda", torch.version.cuda, "device", torch.cuda.get_device_name(0) if tor
 import unsloth, genenv_lab.backends.unsloth_engine, genenv_lab.loop
 print("imports ok")'
 cp "$OUT/versions.log" "$OUT/versions.txt"
-step gpu-tier 240 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py tests/test_unsloth_gpu.py \
+step gpu-tier 180 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py tests/test_unsloth_gpu.py \
     --junitxml "$OUT/gpu-tier.xml"
 allow=()
 [ "$dry" = 1 ] && allow=(--allow-cpu)
-step epoch-unsloth 200 "$PY" benchmarks/gpu_epoch.py --engine unsloth --epochs 2 --json "$OUT/unsloth.json" "${allow[@]}"
-step epoch-hf 150 "$PY" benchmarks/gpu_epoch.py --engine hf --epochs 2 --json "$OUT/hf.json" "${allow[@]}"
+step epoch-unsloth 120 "$PY" benchmarks/gpu_epoch.py --engine unsloth --epochs 2 --json "$OUT/unsloth.json" "${allow[@]}"
+step epoch-unsloth-he 90 "$PY" benchmarks/gpu_epoch.py --engine unsloth --trainer high_entropy --epochs 1 \
+    --json "$OUT/unsloth-high_entropy.json" "${allow[@]}"
+step epoch-hf 60 "$PY" benchmarks/gpu_epoch.py --engine hf --epochs 2 --json "$OUT/hf.json" "${allow[@]}"
+# Whether the GRPO trainer Unsloth compiled keeps TRL's entropy mask (top_entropy_quantile): its lines, if any
+grep -n "top_entropy_quantile\|entropy_mask" unsloth_compiled_cache/*GRPO*.py >"$OUT/entropy-mask.txt" 2>&1
 printf '\n}\n' >>"$summary"
 reports=()
-for f in "$OUT/unsloth.json" "$OUT/hf.json"; do [ -f "$f" ] && reports+=("$f"); done
+for f in "$OUT/unsloth.json" "$OUT/unsloth-high_entropy.json" "$OUT/hf.json"; do [ -f "$f" ] && reports+=("$f"); done
 if [ "${#reports[@]}" -gt 0 ]; then
     { echo "Measured $(date -u +%Y-%m-%d) by scripts/gpu_check.sh$([ $dry = 1 ] && echo ' --dry-run (CPU: no GPU figures)')"
       echo; "$PY" benchmarks/gpu_epoch.py --report "${reports[@]}"; } >"$OUT/figures.md"

@@ -143,6 +143,43 @@ def test_generation_samples_the_same_tokens_with_shared_prompts():
     assert len({t for group in out[True] for t in group}) > 3  # sampled, not one text repeated
 
 
+def test_a_model_whose_forward_returns_a_tuple_cache_generates_without_sharing():
+    """Unsloth's fast forward on a GPU returns its cache as legacy (key, value) tuples, which have no reorder_cache
+    (found by the first device check: every generation of the unsloth engine raised). Such a model generates the plain
+    way, the same tokens as with sharing off, and is not prefilled again."""
+    from genenv_lab.backends.factory import make_backend
+    from genenv_lab.config import preset
+    from genenv_lab.domains import get_domain
+
+    domain = get_domain("arith")
+    prompts = [domain.agent_messages(s.spec) for s in domain.seed_tasks()[:2]]
+    out, calls = {}, []
+    for shared in (False, True):
+        cfg = preset("tiny").replace(model={"shared_prefix": shared})
+        backend = make_backend(cfg, domain)
+        causal_lm = backend.model.get_base_model()
+        forward = causal_lm.forward
+
+        def tuple_cache_forward(*args, _forward=forward, **kwargs):  # a cache it made itself comes back as tuples
+            made_here = kwargs.get("cache") is None and kwargs.get("past_key_values") is None
+            result = _forward(*args, **kwargs)
+            name = "cache" if "cache" in result else "past_key_values"
+            if made_here and kwargs.get("use_cache") and result.get(name) is not None:
+                calls.append(name)
+                result[name] = tuple((layer.keys, layer.values) for layer in result[name].layers)
+            return result
+
+        causal_lm.forward = tuple_cache_forward
+        torch.manual_seed(0)
+        out[shared] = backend.generate("agent", prompts, n=4, max_new_tokens=8, temperature=1.0)
+        if shared:
+            assert getattr(backend.model, prefix.LEGACY_CACHE_MARK) is True
+            before = len(calls)
+            backend.generate("agent", prompts, n=4, max_new_tokens=8, temperature=1.0)
+            assert len(calls) == before  # marked: no prefill forward again
+    assert calls and out[True] == out[False]
+
+
 def test_trls_rollouts_sample_the_same_tokens_with_shared_prompts():
     backend, trainer = _trainer(0.0, 3)
     batch = next(iter(trainer.get_train_dataloader()))

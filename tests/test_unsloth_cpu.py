@@ -182,7 +182,7 @@ def test_the_device_check_dry_run_fails_only_where_a_gpu_is_missing(tmp_path):
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary) == {"versions", "gpu-tier", "epoch-unsloth", "epoch-hf"}
+    assert set(summary) == {"versions", "gpu-tier", "epoch-unsloth", "epoch-unsloth-he", "epoch-hf"}
     assert all(step["rc"] == 0 for step in summary.values()), summary
     suite = ET.parse(out / "gpu-tier.xml").getroot().find("testsuite")
     assert int(suite.get("tests")) > 0 and int(suite.get("failures")) == 0 and int(suite.get("errors")) == 0

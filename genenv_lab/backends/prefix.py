@@ -29,6 +29,7 @@ import inspect
 
 import torch
 import torch.nn.functional as F
+from transformers.cache_utils import Cache
 from transformers.utils import ModelOutput
 
 SHARED = "shared-prefix"
@@ -184,13 +185,16 @@ def install_prefix_forward(causal_lm: Any) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ generation
+LEGACY_CACHE_MARK = "_genenv_legacy_cache"  # set on a model whose forward returned a tuple cache: no prefill again
 @torch.no_grad()
 def prefill_shared(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor):
     """A cache of every row's prompt but its last token, computed once per distinct prompt and repeated per row,
     for ``generate(input_ids, attention_mask, past_key_values=cache)`` (which then encodes only the last prompt
     token and what it samples). ``None`` when no prompt repeats or the prompt is a single token: plain
-    ``generate`` does the same work then."""
-    if input_ids.size(1) < 2:
+    ``generate`` does the same work then; ``None`` too for a model whose forward returns its cache in the legacy
+    tuple form (Unsloth's fast forward on a GPU does), which has no ``reorder_cache`` and which such a model's own
+    generation keeps in a layout of its own: the model is marked and never prefilled again (plain ``generate``)."""
+    if input_ids.size(1) < 2 or getattr(model, LEGACY_CACHE_MARK, False):
         return None
     first, inverse = group_rows(input_ids, attention_mask)
     if not worth_sharing(inverse):
@@ -199,6 +203,9 @@ def prefill_shared(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     out = model(input_ids=ids, attention_mask=mask, position_ids=_prefix_positions(mask), use_cache=True,
                 logits_to_keep=1)
     cache = _cache_of(out)
+    if not isinstance(cache, Cache):
+        setattr(model, LEGACY_CACHE_MARK, True)
+        return None
     cache.reorder_cache(inverse)
     return cache
 
