@@ -204,8 +204,8 @@ def _commit_problem(task) -> str | None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import (band_residence, bands_of, compare_grid, read_study, rollouts_to_reach_table, spread_lines,
-                          summarise, sweep_entries, variant_entries, verdict)
+    from .compare import (band_residence, bands_of, check_jobs, compare_grid, read_study, rollouts_to_reach_table,
+                          spread_lines, summarise, sweep_entries, variant_entries, verdict)
 
     console = _console()
     if not _one_process(console, args.command):
@@ -220,6 +220,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                       teacher=args.teacher, teacher_multipliers=args.teacher_multipliers,
                                       reference_tasks=args.reference_tasks, eval_limit=args.eval_limit,
                                       data_dir=args.data_dir or "")
+        check_jobs(args.jobs, [cfg for _, cfg in entries])
     except (ConfigError, ValueError) as exc:
         console.print(f"[red]config error:[/red] {exc}")
         return 2
@@ -244,7 +245,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _interruptible()
     try:
         seeds = list(range(args.first_seed, args.first_seed + args.seeds))  # --first-seed N: N .. N+seeds-1
-        table = compare_grid(entries, seeds, out)
+        table = compare_grid(entries, seeds, out, jobs=args.jobs)
     except BenchmarkDataMissing as exc:
         console.print(f"[red]held-out data missing:[/red] {exc}")
         return 2
@@ -384,6 +385,10 @@ def _grid_options(q: argparse.ArgumentParser) -> None:
                    help="held-out items per evaluation (default: the preset's, else 20; 0: all)")
     q.add_argument("--data-dir", help="benchmark data of the held-out score when the domain ships no held-out "
                                       "set (tools: BFCL; default $GENENV_LAB_DATA/<name> or the cache)")
+    q.add_argument("--jobs", type=count_type(1, 64), default=1, metavar="N",
+                   help="runs at a time, each in its own process on its share of the CPU cores (default 1; CPU "
+                        "presets only). A run's numbers depend on its thread count: with N jobs on C cores each run "
+                        "equals the sequential one under OMP_NUM_THREADS=C/N")
     q.add_argument("--out", required=True, type=nonempty_type,
                    help="comparison folder (runs/, comparison.csv, report.html)")
     q.set_defaults(func=cmd_compare)

@@ -17,7 +17,8 @@ for arg in "$@"; do
 done
 # --spread-from: one seed has no spread, and numbers differ across machines (floating point makes the runs part
 # after the first epochs), so the verdict ends with the per-seed differences of the committed study beside this one
-genenv-lab compare --presets cpu-dry --variants genenv static --seeds 1 --out runs/demo \
+# --jobs 2: the two arms run side by side, each on half the cores (after the world model is built, once)
+genenv-lab compare --presets cpu-dry --variants genenv static --seeds 1 --out runs/demo --jobs 2 \
   --spread-from docs/studies/cpu-dry_paired_by_seed.csv "$@"
 echo "Next: the lab on these runs: python app.py --runs $out/runs · the full comparison (4 arms, 3 seeds; the" \
      "finished runs are skipped): genenv-lab compare --presets cpu-dry --variants genenv static online_filter" \

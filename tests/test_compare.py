@@ -6,8 +6,9 @@ import sys
 import pandas as pd
 import pytest
 
-from genenv_lab.compare import (band_residence, collect, compare_grid, summarise, sweep_entries,
-                                variant_entries)
+from genenv_lab.compare import (band_residence, check_jobs, collect, compare_grid, summarise, sweep_entries,
+                                threads_per_job, variant_entries)
+from genenv_lab.config import preset
 
 
 
@@ -81,6 +82,36 @@ def test_compare_cli_end_to_end_on_tiny(tmp_path):
     assert collect(out).shape[0] == 4 + 2  # the untrained agent's epoch 0 of each run too
     trained = table[table["epoch"] > 0]  # the real backend counts its completions' tokens with the tokenizer
     assert (trained["agent_tokens"] > 0).all() and (trained["agent_rollouts"] > 0).all()
+
+
+def test_parallel_runs_write_what_sequential_runs_write_at_the_same_thread_count(tmp_path):
+    """--jobs 2: each run in its own process with its share of the cores equals the run made one at a time with that
+    many torch threads (the real tiny model, built once by the parent)."""
+    import torch
+
+    entries = variant_entries(["tiny"], ["genenv", "static"], epochs=2, reference_tasks=3, eval_limit=4)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads_per_job(2))
+    try:
+        one_at_a_time = compare_grid(entries, 1, tmp_path / "seq", progress=False)
+    finally:
+        torch.set_num_threads(before)
+    parallel = compare_grid(entries, 1, tmp_path / "par", progress=False, jobs=2)
+    assert sorted(parallel["label"].unique()) == ["tiny:genenv", "tiny:static"] and len(parallel) == 2 * 3
+    columns = [c for c in one_at_a_time.columns if c != "wall_s"]
+    pd.testing.assert_frame_equal(one_at_a_time[columns], parallel[columns])
+    assert (tmp_path / "par" / "report.html").is_file()
+
+
+def test_jobs_must_be_positive_and_run_only_on_the_cpu():
+    cpu = preset("tiny")
+    check_jobs(1, [cpu]) or check_jobs(4, [cpu])  # fine
+    with pytest.raises(ValueError, match="pass 1"):
+        check_jobs(0, [cpu])
+    with pytest.raises(ValueError, match="colab-t4 runs on a GPU: pass --jobs 1"):
+        check_jobs(2, [cpu, preset("colab-t4")])
+    check_jobs(1, [preset("colab-t4")])  # one at a time is always allowed
+    assert threads_per_job(1) >= threads_per_job(2) >= 1 and threads_per_job(10_000) == 1
 
 
 def test_missing_held_out_benchmark_data_fails_before_any_model_loads(tmp_path):

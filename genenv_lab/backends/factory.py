@@ -55,11 +55,29 @@ def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
     return DataParallelBackend(backend, procs) if procs.world_size > 1 else backend
 
 
-def _engine(cfg: RunConfig, domain: Domain) -> Backend:
+def format_corpus(cfg: RunConfig, domain: Domain) -> list[str]:
+    """The chat-formatted examples the ``tiny`` model is warmed up on (its cache key holds them); empty for every
+    other model."""
     from ..models.tiny import chatml
 
-    corpus = [chatml(m, r) for m, r in domain.format_examples(cfg.curriculum.alpha)] \
-        if cfg.model.name_or_path == "tiny" else []
+    if cfg.model.name_or_path != "tiny":
+        return []
+    return [chatml(m, r) for m, r in domain.format_examples(cfg.curriculum.alpha)]
+
+
+def prepare_base(cfg: RunConfig, domain: Domain) -> str:
+    """Build the base model ``cfg`` names where this project builds it (``tiny``, ``tiny-world``: once, cached)
+    without loading it, and return what ``from_pretrained`` reads (a hub id is returned as it is). What
+    ``compare --jobs`` does before its runs start, so that parallel runs never build one cache folder twice."""
+    from ..models.loading import resolve_model_dir
+    from ..models.world import world_spec
+
+    return resolve_model_dir(cfg.model.name_or_path, seed=cfg.loop.seed, format_corpus=format_corpus(cfg, domain),
+                             tiny_warmup_steps=cfg.model.tiny_warmup_steps, world=world_spec(cfg))
+
+
+def _engine(cfg: RunConfig, domain: Domain) -> Backend:
+    corpus = format_corpus(cfg, domain)
     if cfg.model.engine == "unsloth":
         try:  # before transformers and TRL (the engine module imports them), so that Unsloth patches them
             import unsloth  # noqa: F401

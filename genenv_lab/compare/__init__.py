@@ -6,7 +6,8 @@ sentences and :mod:`.report` the files and the figure. Everything public is impo
 
 
 ``compare_grid`` runs every (label, config) entry for every seed into ``<out>/runs/<label>-s<seed>`` (finished runs
-are skipped, interrupted ones resumed, so a killed comparison continues where it stopped), with the domain's
+are skipped, interrupted ones resumed, so a killed comparison continues where it stopped; ``jobs`` > 1 runs that many
+at once on the CPU cores, :func:`run_parallel`), with the domain's
 held-out evaluation every epoch and the counterfactual reference set switched on. ``collect`` reads the run
 directories back into one table (one row per label, seed, epoch); ``summarise`` gives mean and spread over seeds;
 ``report_figure`` draws the comparison; ``write_report`` saves ``comparison.csv``, ``comparison.parquet``,
@@ -48,15 +49,15 @@ from .report import (
     EFFICIENCY_CELL, efficiency_figure_table, EFFICIENCY_TITLE, REACH_CELL, REACH_TITLE, report_figure,
     REPORT_PANELS, write_report, X_TITLES)
 from .grid import (
-    compare_grid, COMPARE_LOCK, sweep_entries, variant_entries)
+    check_jobs, compare_grid, COMPARE_LOCK, run_parallel, sweep_entries, threads_per_job, variant_entries)
 
 __all__ = [
-    'arm_of', 'attempt_rollouts_by_epoch', 'band_residence', 'bands_of', 'collect', 'COLUMNS', 'compare_grid',
-    'COMPARE_LOCK', 'dry_columns', 'DRY_COLUMNS', 'dry_run_table', 'EFFICIENCY_CELL', 'EFFICIENCY_COLUMNS',
-    'efficiency_figure_table', 'efficiency_table', 'EFFICIENCY_TITLE', 'final_scores', 'FinalScore',
-    'FIXED_SET_VARIANT', 'heldout_of', 'late_averages', 'LATE_COLUMNS', 'MEASURES', 'METRICS', 'PAIRED_COLUMNS',
-    'paired_differences', 'paired_row_text', 'REACH_CELL', 'REACH_COLUMNS', 'REACH_TITLE', 'read_study',
-    'REFERENCE_VARIANT', 'report_figure', 'REPORT_PANELS', 'RESIDENCE_COLUMNS', 'rollouts_to_reach_table',
-    'run_dir_for', 'SEED_DIFFERENCE_COLUMNS', 'seed_differences', 'seed_finals', 'spread_lines', 'summarise',
-    'sweep_entries', 'table_rows', 'tasks_consumed_by_epoch', 'variant_entries', 'verdict', 'write_report',
-    'X_TITLES']
+    'arm_of', 'attempt_rollouts_by_epoch', 'band_residence', 'bands_of', 'check_jobs', 'collect', 'COLUMNS',
+    'compare_grid', 'COMPARE_LOCK', 'dry_columns', 'DRY_COLUMNS', 'dry_run_table', 'EFFICIENCY_CELL',
+    'EFFICIENCY_COLUMNS', 'efficiency_figure_table', 'efficiency_table', 'EFFICIENCY_TITLE', 'final_scores',
+    'FinalScore', 'FIXED_SET_VARIANT', 'heldout_of', 'late_averages', 'LATE_COLUMNS', 'MEASURES', 'METRICS',
+    'PAIRED_COLUMNS', 'paired_differences', 'paired_row_text', 'REACH_CELL', 'REACH_COLUMNS', 'REACH_TITLE',
+    'read_study', 'REFERENCE_VARIANT', 'report_figure', 'REPORT_PANELS', 'RESIDENCE_COLUMNS',
+    'rollouts_to_reach_table', 'run_dir_for', 'run_parallel', 'threads_per_job', 'SEED_DIFFERENCE_COLUMNS',
+    'seed_differences', 'seed_finals', 'spread_lines', 'summarise', 'sweep_entries', 'table_rows',
+    'tasks_consumed_by_epoch', 'variant_entries', 'verdict', 'write_report', 'X_TITLES']

@@ -86,15 +86,17 @@ def _heldout(domain: str, data_dir: str = "") -> dict[str, str]:
 
 
 def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence[int], out: str | Path, *,
-                 progress: bool = True, backend_factory=None) -> pd.DataFrame:
+                 progress: bool = True, backend_factory=None, jobs: int = 1) -> pd.DataFrame:
     """Run (or resume, or skip when finished) every entry for every seed, then write and return the comparison.
 
-    ``backend_factory(cfg)`` builds the backend of each run (default: the engine of its config).
+    ``backend_factory(cfg)`` builds the backend of each run (default: the engine of its config). ``jobs`` > 1 runs
+    that many at a time, each in its own process on its share of the CPU cores (:func:`run_parallel`).
     """
     from ..heldout import check_eval_data
     from ..loop import run
     from ..runlog import read_state
 
+    check_jobs(jobs, [cfg for _, cfg in entries])
     for _, cfg in entries:  # missing benchmark data fails here, before any folder or model
         check_eval_data(cfg)
     out = Path(out)
@@ -106,8 +108,13 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
         for (label, cfg), seed in itertools.product(entries, seed_list):
             _check_reusable(run_dir_for(out, label, seed), cfg.replace(loop={"seed": seed}))
         atomic_write_json(out / "manifest.json", manifest)
-        for (label, cfg), seed in itertools.product(entries, seed_list):
-            _run_one(out, label, cfg.replace(loop={"seed": seed}), seed, progress, backend_factory, run, read_state)
+        grid = [(label, cfg.replace(loop={"seed": seed}), seed)
+                for (label, cfg), seed in itertools.product(entries, seed_list)]
+        if jobs > 1:
+            run_parallel(out, grid, jobs, progress, backend_factory)
+        else:
+            for label, cfg_s, seed in grid:
+                _run_one(out, label, cfg_s, seed, progress, backend_factory, run, read_state)
         table = collect(out)
         write_report(table, out, bands_of(entries))
     finally:
@@ -171,3 +178,94 @@ def _run_one(out: Path, label: str, cfg_s: RunConfig, seed: int, progress: bool,
         print(f"== {label} seed {seed} → {run_dir}")
     for _ in run(cfg_s, run_dir, resume=resume, backend=backend, progress=progress):
         pass
+
+
+def check_jobs(jobs: int, configs: Sequence[RunConfig]) -> None:
+    """``jobs`` must be a positive count, and above 1 only for runs on the CPU (``hf`` engine, a CPU preset): GPU
+    runs would share one GPU's memory. A ValueError that says what to do otherwise."""
+    if jobs < 1:
+        raise ValueError(f"--jobs {jobs}: pass 1 (one run at a time) or more")
+    if jobs > 1:
+        on_gpu = sorted({cfg.preset or cfg.model.engine for cfg in configs if cfg.is_gpu})
+        if on_gpu:
+            raise ValueError(f"--jobs {jobs} runs several runs at once on the CPU cores; {', '.join(on_gpu)} runs on "
+                             "a GPU: pass --jobs 1")
+
+
+def threads_per_job(jobs: int) -> int:
+    """torch threads each of ``jobs`` parallel runs gets: its share of this process's CPU cores, at least 1."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // jobs)
+
+
+def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: int, progress: bool,
+                 backend_factory=None) -> None:
+    """Run the grid's (label, config, seed) ``jobs`` at a time, each in a process of its own (spawned: no torch
+    state is shared) with :func:`threads_per_job` torch threads. The base models are built here first, with this
+    process's threads, so a world model's bytes are those a sequential comparison builds and no two runs build one
+    cache folder. The progress bar counts committed epochs of all runs (read from each run's state.json). The first
+    run that fails stops the pending ones and is raised once the running ones end; a stopped comparison continues
+    with the same command (finished runs skipped, the rest resumed).
+
+    Numbers: a run's floating point depends on its torch thread count, so a run here equals the sequential
+    comparison's run at the same thread count (``OMP_NUM_THREADS=1`` with 2 jobs on 2 cores), not one with all
+    cores. Written by hand: the standard library's process pool does the work; the rest is bookkeeping."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    from tqdm.auto import tqdm
+
+    from ..backends.factory import prepare_base
+    from ..domains import domain_of
+    from ..runlog import read_state
+
+    for _, cfg_s, _ in grid:  # idempotent: a built model is found by its cache key and reused
+        prepare_base(cfg_s, domain_of(cfg_s))
+    threads = threads_per_job(jobs)
+    total = sum(cfg_s.loop.epochs for _, cfg_s, _ in grid)
+
+    def committed() -> int:  # for the bar only: a state.json not (yet) readable counts 0, the run itself decides
+        done = 0
+        for label, _, seed in grid:
+            try:
+                value = read_state(run_dir_for(out, label, seed)).get("last_complete_epoch", 0)
+            except RunDirError:
+                continue
+            done += value if isinstance(value, int) else 0
+        return done
+
+    bar = tqdm(total=total, desc=f"comparison ({len(grid)} runs, {jobs} at a time, {threads} threads each)",
+               unit="epoch", disable=not progress)
+    pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    failure: BaseException | None = None
+    try:
+        pending = {pool.submit(_run_job, out, label, cfg_s, seed, threads, backend_factory): (label, seed)
+                   for label, cfg_s, seed in grid}
+        while pending:
+            finished, _ = cf.wait(pending, timeout=2.0, return_when=cf.FIRST_COMPLETED)
+            bar.update(committed() - bar.n)
+            for future in finished:
+                label, seed = pending.pop(future)
+                if future.exception() is not None and failure is None:
+                    failure = future.exception()
+                    bar.write(f"{label} seed {seed} failed: {failure}; the runs not yet started are cancelled")
+                    for other in pending:
+                        other.cancel()
+                    pending = {f: v for f, v in pending.items() if not f.cancelled()}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        bar.update(committed() - bar.n)
+        bar.close()
+    if failure is not None:
+        raise failure
+
+
+def _run_job(out: Path, label: str, cfg_s: RunConfig, seed: int, threads: int, backend_factory) -> None:
+    """One run of :func:`run_parallel`, in its own process: ``threads`` torch threads, no progress bars."""
+    import torch
+
+    from ..loop import run
+    from ..runlog import read_state
+
+    torch.set_num_threads(threads)
+    _run_one(out, label, cfg_s, seed, False, backend_factory, run, read_state)
