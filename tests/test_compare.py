@@ -103,6 +103,31 @@ def test_parallel_runs_write_what_sequential_runs_write_at_the_same_thread_count
     assert (tmp_path / "par" / "report.html").is_file()
 
 
+def test_a_failing_parallel_run_is_named_the_others_finish_and_the_same_command_continues(tmp_path):
+    """--jobs 2 with one run's folder corrupt: that run fails with the folder's own one-line error (raised in its
+    process, carried to the caller), the run beside it finishes, the corrupt file is left as it was; once the user
+    moves it away the same call runs only what is missing."""
+    from genenv_lab.compare import run_dir_for
+    from genenv_lab.runfiles import RunDirError
+    from genenv_lab.runread import read_state
+
+    entries = variant_entries(["tiny"], ["genenv", "static"], epochs=2, reference_tasks=3, eval_limit=4)
+    out = tmp_path / "par"
+    bad = run_dir_for(out, "tiny:static", 0)
+    bad.mkdir(parents=True)
+    (bad / "state.json").write_text("{not json")
+    with pytest.raises(RunDirError, match=r"state\.json is corrupt"):
+        compare_grid(entries, 1, out, progress=False, jobs=2)
+    assert (bad / "state.json").read_text() == "{not json"
+    good = run_dir_for(out, "tiny:genenv", 0)
+    assert read_state(good)["status"] == "finished"
+    kept = (good / "epochs.jsonl").read_bytes()
+    bad.rename(tmp_path / "moved-away")
+    table = compare_grid(entries, 1, out, progress=False, jobs=2)
+    assert sorted(table["label"].unique()) == ["tiny:genenv", "tiny:static"] and len(table) == 2 * 3
+    assert (good / "epochs.jsonl").read_bytes() == kept  # the finished run was skipped, not run again
+
+
 def test_jobs_must_be_positive_and_run_only_on_the_cpu():
     cpu = preset("tiny")
     check_jobs(1, [cpu]) or check_jobs(4, [cpu])  # fine
