@@ -60,7 +60,7 @@ TIERS = {
              "test_environment_file", "test_offline_html", "test_tailing", "test_metric_names", "test_slim_wheel"),
     "component": ("test_loop_component", "test_loop_online_filter", "test_agent_trainer", "test_agent_trainers",
                   "test_crash_points", "test_committed_work", "test_compare", "test_trackers", "test_domains_own",
-                  "test_model_source", "test_eval_runner", "test_export", "test_prefix", "test_backend_base",
+                  "test_model_source", "test_eval_runner", "test_export", "test_prefix", "test_backend_base", "test_hint_following",
                   "test_old_runs"),
     "e2e": ("test_e2e_tiny", "test_cli_fields", "test_cli_summary", "test_eval_cli", "test_wheel",
             "test_readme_figures"),
