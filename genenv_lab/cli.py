@@ -283,25 +283,11 @@ def _one_process(console, command: str) -> bool:
 
 
 def _interruptible() -> None:
-    """Ctrl-C, SIGTERM (the lab's stop escalates to it) and SIGHUP end a run as ``interrupted`` between two writes.
+    """Ctrl-C, SIGTERM and SIGHUP end a run as ``interrupted`` (:func:`genenv_lab.loop.stop_on_signals`, imported
+    when a command starts work, not when the parser is built)."""
+    from .loop import stop_on_signals
 
-    Python leaves SIGINT ignored when the process started with it ignored, as every job a non-interactive shell
-    puts in the background does (``cmd &``); a run started that way could not be stopped cleanly."""
-    import signal
-
-    from .loop import STOP_REQUESTED
-
-    def _stop(signum, frame):
-        # Also remembered: a library that swallows KeyboardInterrupt (a bare ``except:`` in an import) would
-        # otherwise lose the request; the loop checks the flag before every phase and stops there.
-        STOP_REQUESTED.set()
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
-    # a closed terminal or SSH session (SIGHUP) ends the run the same way, unless started under nohup (ignored)
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-        signal.signal(signal.SIGHUP, _stop)
+    stop_on_signals()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -387,8 +373,9 @@ def _grid_options(q: argparse.ArgumentParser) -> None:
                                       "set (tools: BFCL; default $GENENV_LAB_DATA/<name> or the cache)")
     q.add_argument("--jobs", type=count_type(1, 64), default=1, metavar="N",
                    help="runs at a time, each in its own process on its share of the CPU cores (default 1; CPU "
-                        "presets only). A run's numbers depend on its thread count: with N jobs on C cores each run "
-                        "equals the sequential one under OMP_NUM_THREADS=C/N")
+                        "presets, no GPU visible). A run's numbers depend on its thread count: with N jobs on C "
+                        "cores each run equals the sequential one under OMP_NUM_THREADS=C/N (with the same model "
+                        "cache: the models are built first, on all cores)")
     q.add_argument("--out", required=True, type=nonempty_type,
                    help="comparison folder (runs/, comparison.csv, report.html)")
     q.set_defaults(func=cmd_compare)

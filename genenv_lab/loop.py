@@ -284,6 +284,31 @@ STOP_REQUESTED = threading.Event()
 the KeyboardInterrupt raised by the handler was swallowed by library code."""
 
 
+def stop_on_signals(*, once: bool = False) -> None:
+    """Ctrl-C, SIGTERM (the lab's stop escalates to it) and SIGHUP end a run as ``interrupted`` between two writes:
+    each sets :data:`STOP_REQUESTED` and raises KeyboardInterrupt (with ``once``, only the first does: a run of
+    ``compare --jobs`` is signalled by the terminal and by its comparison, and the second must not break the first's
+    clean stop).
+
+    Python leaves SIGINT ignored when the process started with it ignored, as every job a non-interactive shell
+    puts in the background does (``cmd &``); a run started that way could not be stopped cleanly."""
+    import signal
+
+    def _stop(signum, frame):
+        # Also remembered: a library that swallows KeyboardInterrupt (a bare ``except:`` in an import) would
+        # otherwise lose the request; the loop checks the flag before every phase and stops there.
+        if once and STOP_REQUESTED.is_set():
+            return
+        STOP_REQUESTED.set()
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    # a closed terminal or SSH session (SIGHUP) ends the run the same way, unless started under nohup (ignored)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, _stop)
+
+
 def _stop_if_requested(procs: Processes) -> None:
     """Stop (as ``interrupted``) when a stop was requested, here or (several processes) in any process, so that all
     stop at the same phase."""

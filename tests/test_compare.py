@@ -103,15 +103,16 @@ def test_parallel_runs_write_what_sequential_runs_write_at_the_same_thread_count
     assert (tmp_path / "par" / "report.html").is_file()
 
 
-def test_a_failing_parallel_run_is_named_the_others_finish_and_the_same_command_continues(tmp_path):
+def test_a_failing_parallel_run_is_named_no_further_run_starts_and_the_same_command_continues(tmp_path):
     """--jobs 2 with one run's folder corrupt: that run fails with the folder's own one-line error (raised in its
-    process, carried to the caller), the run beside it finishes, the corrupt file is left as it was; once the user
-    moves it away the same call runs only what is missing."""
+    process, carried to the caller), the run beside it finishes, the run not yet started is not started, the corrupt
+    file is left as it was; once the user moves it away the same call runs only what is missing."""
     from genenv_lab.compare import run_dir_for
     from genenv_lab.runfiles import RunDirError
     from genenv_lab.runread import read_state
 
-    entries = variant_entries(["tiny"], ["genenv", "static"], epochs=2, reference_tasks=3, eval_limit=4)
+    entries = variant_entries(["tiny"], ["genenv", "static", "random_env"], epochs=2, reference_tasks=3,
+                              eval_limit=4)
     out = tmp_path / "par"
     bad = run_dir_for(out, "tiny:static", 0)
     bad.mkdir(parents=True)
@@ -121,11 +122,72 @@ def test_a_failing_parallel_run_is_named_the_others_finish_and_the_same_command_
     assert (bad / "state.json").read_text() == "{not json"
     good = run_dir_for(out, "tiny:genenv", 0)
     assert read_state(good)["status"] == "finished"
+    assert not run_dir_for(out, "tiny:random_env", 0).exists()  # queued behind the failure: never started
     kept = (good / "epochs.jsonl").read_bytes()
     bad.rename(tmp_path / "moved-away")
     table = compare_grid(entries, 1, out, progress=False, jobs=2)
-    assert sorted(table["label"].unique()) == ["tiny:genenv", "tiny:static"] and len(table) == 2 * 3
+    assert sorted(table["label"].unique()) == ["tiny:genenv", "tiny:random_env", "tiny:static"]
+    assert len(table) == 3 * 3
     assert (good / "epochs.jsonl").read_bytes() == kept  # the finished run was skipped, not run again
+
+
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _alive(pid: int) -> bool:
+    import os
+    from pathlib import Path
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.is_file() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads a process's children from /proc")
+def test_a_signal_to_a_parallel_comparison_alone_stops_its_runs_cleanly_and_starts_no_other(tmp_path):
+    """SIGTERM to the comparison's process only (kill PID, a supervisor, timeout): its running runs stop as
+    ``interrupted`` and their processes end with it, the run still waiting never starts, and nothing hangs."""
+    import signal
+    import time
+
+    from genenv_lab.compare import run_dir_for
+    from genenv_lab.runfiles import RunDirError
+    from genenv_lab.runread import read_state
+
+    out = tmp_path / "cmp"
+    proc = subprocess.Popen([sys.executable, "-m", "genenv_lab.cli", "compare", "--presets", "tiny", "--variants",
+                             "genenv", "static", "random_env", "--seeds", "1", "--epochs", "60",
+                             "--reference-tasks", "3", "--eval-limit", "4", "--jobs", "2", "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = [run_dir_for(out, f"tiny:{v}", 0) for v in ("genenv", "static")]
+    deadline = time.time() + 240
+    try:
+        while True:
+            assert proc.poll() is None and time.time() < deadline, "no run committed an epoch"
+            try:
+                if all(read_state(run)["last_complete_epoch"] >= 1 for run in started):
+                    break
+            except (RunDirError, OSError, ValueError, KeyError):  # not written yet
+                pass
+            time.sleep(0.05)
+        workers = _children(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    for run in started:
+        state = read_state(run)
+        assert state["status"] == "interrupted" and state["last_complete_epoch"] < 60, state
+    assert not run_dir_for(out, "tiny:random_env", 0).exists()
+    time.sleep(1.0)
+    assert workers and not [pid for pid in workers if _alive(pid)]
 
 
 def test_jobs_must_be_positive_and_run_only_on_the_cpu():
@@ -136,6 +198,17 @@ def test_jobs_must_be_positive_and_run_only_on_the_cpu():
     with pytest.raises(ValueError, match="colab-t4 runs on a GPU: pass --jobs 1"):
         check_jobs(2, [cpu, preset("colab-t4")])
     check_jobs(1, [preset("colab-t4")])  # one at a time is always allowed
+
+
+def test_jobs_above_one_are_refused_where_a_gpu_is_visible(monkeypatch):
+    """The hf engine runs on a visible GPU: several runs at once would share it (the device's answer is set here,
+    this machine has none)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with pytest.raises(ValueError, match="a GPU is visible"):
+        check_jobs(2, [preset("tiny")])
+    check_jobs(1, [preset("tiny")])
     assert threads_per_job(1) >= threads_per_job(2) >= 1 and threads_per_job(10_000) == 1
 
 

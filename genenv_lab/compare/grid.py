@@ -181,8 +181,9 @@ def _run_one(out: Path, label: str, cfg_s: RunConfig, seed: int, progress: bool,
 
 
 def check_jobs(jobs: int, configs: Sequence[RunConfig]) -> None:
-    """``jobs`` must be a positive count, and above 1 only for runs on the CPU (``hf`` engine, a CPU preset): GPU
-    runs would share one GPU's memory. A ValueError that says what to do otherwise."""
+    """``jobs`` must be a positive count, and above 1 only for runs on the CPU (``hf`` engine, a CPU preset, no GPU
+    visible): GPU runs would share one GPU's memory, and the ``hf`` engine takes a visible GPU. A ValueError that
+    says what to do otherwise."""
     if jobs < 1:
         raise ValueError(f"--jobs {jobs}: pass 1 (one run at a time) or more")
     if jobs > 1:
@@ -190,6 +191,11 @@ def check_jobs(jobs: int, configs: Sequence[RunConfig]) -> None:
         if on_gpu:
             raise ValueError(f"--jobs {jobs} runs several runs at once on the CPU cores; {', '.join(on_gpu)} runs on "
                              "a GPU: pass --jobs 1")
+        import torch
+
+        if torch.cuda.is_available():
+            raise ValueError(f"--jobs {jobs} runs several runs at once on the CPU cores, and a GPU is visible, which "
+                             "every run would take: pass --jobs 1, or hide the GPU (CUDA_VISIBLE_DEVICES=)")
 
 
 def threads_per_job(jobs: int) -> int:
@@ -201,26 +207,33 @@ def threads_per_job(jobs: int) -> int:
 def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: int, progress: bool,
                  backend_factory=None) -> None:
     """Run the grid's (label, config, seed) ``jobs`` at a time, each in a process of its own (spawned: no torch
-    state is shared) with :func:`threads_per_job` torch threads. The base models are built here first, with this
-    process's threads, so a world model's bytes are those a sequential comparison builds and no two runs build one
-    cache folder. The progress bar counts committed epochs of all runs (read from each run's state.json). The first
-    run that fails stops the pending ones and is raised once the running ones end; a stopped comparison continues
-    with the same command (finished runs skipped, the rest resumed).
+    state is shared) with :func:`threads_per_job` torch threads. The base models (and an ``offline_teacher``'s
+    teacher) are built here first, with this process's threads, so a world model's bytes are those a sequential
+    comparison builds and no two runs build one cache folder. A run is handed to a process only when one is free,
+    so nothing waits in a queue: after the first failure no further run starts (every failure is said, the first
+    raised once the running ones end), and on Ctrl-C or SIGTERM, to this process or its whole group, the running
+    runs stop as ``interrupted`` and nothing starts after them; a run's process also stops when this one dies. A
+    stopped comparison continues with the same command (finished runs skipped, the rest resumed). The progress bar
+    counts committed epochs of all runs (read from each run's state.json). A script that calls this must guard its
+    top level with ``if __name__ == "__main__":`` (spawned processes import the main module again).
 
     Numbers: a run's floating point depends on its torch thread count, so a run here equals the sequential
     comparison's run at the same thread count (``OMP_NUM_THREADS=1`` with 2 jobs on 2 cores), not one with all
     cores. Written by hand: the standard library's process pool does the work; the rest is bookkeeping."""
     import concurrent.futures as cf
     import multiprocessing
+    import pickle
 
     from tqdm.auto import tqdm
 
-    from ..backends.factory import prepare_base
-    from ..domains import domain_of
     from ..runlog import read_state
 
-    for _, cfg_s, _ in grid:  # idempotent: a built model is found by its cache key and reused
-        prepare_base(cfg_s, domain_of(cfg_s))
+    try:
+        pickle.dumps(backend_factory)
+    except Exception as exc:  # noqa: BLE001 - pickling fails in many ways: a lambda, a local function, a lock
+        raise ValueError(f"a backend_factory for jobs > 1 must be picklable, e.g. a module-level function ({exc}); "
+                         "or pass jobs=1") from None
+    _prepare_models(grid)
     threads = threads_per_job(jobs)
     total = sum(cfg_s.loop.epochs for _, cfg_s, _ in grid)
 
@@ -236,36 +249,94 @@ def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: in
 
     bar = tqdm(total=total, desc=f"comparison ({len(grid)} runs, {jobs} at a time, {threads} threads each)",
                unit="epoch", disable=not progress)
-    pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-    failure: BaseException | None = None
+    pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_worker_started)
+    waiting, running, failures = list(grid), {}, []
     try:
-        pending = {pool.submit(_run_job, out, label, cfg_s, seed, threads, backend_factory): (label, seed)
-                   for label, cfg_s, seed in grid}
-        while pending:
-            finished, _ = cf.wait(pending, timeout=2.0, return_when=cf.FIRST_COMPLETED)
+        while waiting or running:
+            while waiting and len(running) < jobs and not failures:
+                label, cfg_s, seed = waiting.pop(0)
+                running[pool.submit(_run_job, out, label, cfg_s, seed, threads, backend_factory)] = (label, seed)
+            if not running:
+                break
+            finished, _ = cf.wait(running, timeout=2.0, return_when=cf.FIRST_COMPLETED)
             bar.update(committed() - bar.n)
             for future in finished:
-                label, seed = pending.pop(future)
-                if future.exception() is not None and failure is None:
-                    failure = future.exception()
-                    bar.write(f"{label} seed {seed} failed: {failure}; the runs not yet started are cancelled")
-                    for other in pending:
-                        other.cancel()
-                    pending = {f: v for f, v in pending.items() if not f.cancelled()}
+                label, seed = running.pop(future)
+                if future.exception() is not None:
+                    failures.append(future.exception())
+                    bar.write(f"{label} seed {seed} failed: {future.exception()}"
+                              + ("; no further run is started" if waiting else ""))
+    except BaseException:  # Ctrl-C or SIGTERM to this process alone: the runs are told too, and stop cleanly
+        _signal_runs()
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         bar.update(committed() - bar.n)
         bar.close()
-    if failure is not None:
-        raise failure
+    if failures:
+        raise failures[0]
+
+
+def _prepare_models(grid: Sequence[tuple[str, RunConfig, int]]) -> None:
+    """Build every model the grid's runs load that this project builds (once, cached; idempotent: a built model is
+    found by its cache key): each base, and the teacher of an ``offline_teacher`` arm."""
+    from ..backends.factory import prepare_base
+    from ..domains import domain_of
+
+    for _, cfg_s, _ in grid:
+        prepare_base(cfg_s, domain_of(cfg_s))
+        if cfg_s.variant.fixed_set == "teacher":
+            teacher = cfg_s.replace(model={"name_or_path": cfg_s.env.teacher_model})
+            prepare_base(teacher, domain_of(teacher))
+
+
+def _signal_runs() -> None:
+    """SIGINT to this process's children (the runs' processes), which stop as ``interrupted``."""
+    import multiprocessing
+    import signal
+
+    for child in multiprocessing.active_children():
+        try:
+            os.kill(child.pid, signal.SIGINT)
+        except (ProcessLookupError, TypeError):  # ended already, or not started (no pid)
+            pass
+
+
+def _worker_started() -> None:
+    """In each run's process, first: stop cleanly on SIGINT, SIGTERM or SIGHUP (the first one only), and (Linux) get
+    SIGTERM when the comparison's process dies, so that no run outlives it."""
+    import ctypes
+    import signal
+    import sys
+
+    from ..loop import stop_on_signals
+
+    stop_on_signals(once=True)
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
 
 
 def _run_job(out: Path, label: str, cfg_s: RunConfig, seed: int, threads: int, backend_factory) -> None:
-    """One run of :func:`run_parallel`, in its own process: ``threads`` torch threads, no progress bars."""
+    """One run of :func:`run_parallel`, in its own process: ``threads`` torch threads, no progress bars. An error
+    that cannot cross back to the comparison's process (one that cannot be pickled) crosses as a RuntimeError that
+    names it."""
+    import pickle
+
     import torch
 
     from ..loop import run
     from ..runlog import read_state
 
     torch.set_num_threads(threads)
-    _run_one(out, label, cfg_s, seed, False, backend_factory, run, read_state)
+    try:
+        _run_one(out, label, cfg_s, seed, False, backend_factory, run, read_state)
+    except Exception as exc:
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:  # noqa: BLE001 - whatever stops it from crossing
+            raise RuntimeError(f"{label} seed {seed}: {type(exc).__name__}: {exc}") from None
+        raise
