@@ -164,3 +164,14 @@ def test_cpu_dry_preset_reads_the_easy_seeds_by_name_and_its_world_anchors_on_th
         cfg.replace(world={"anchor": "oldest"})
     with pytest.raises(ConfigError, match="data/ folder"):
         cfg.replace(loop={"seeds": "no_such_seeds.jsonl"})
+
+
+def test_cpu_dry_hint_is_cpu_dry_with_a_simulator_pre_trained_longer():
+    """Only the world model's simulator rounds differ (so only the model, never the loop), and so does its cache."""
+    from genenv_lab.config import preset
+    from genenv_lab.models.world import world_spec
+
+    dry, hint = preset("cpu-dry"), preset("cpu-dry-hint")
+    assert hint.world.env_steps == 1500 > dry.world.env_steps
+    assert hint.replace(preset="cpu-dry", world={"env_steps": dry.world.env_steps}) == dry
+    assert world_spec(hint).cache_name() != world_spec(dry).cache_name()
