@@ -102,46 +102,6 @@ def in_band(p_hat: float, alpha: float = 0.5, k_min: float = 0.1) -> bool:
     return abs(p_hat - alpha) <= k_min + _BAND_TOL
 
 
-def nearest_band(p_hats: Sequence[float], alpha: float = 0.5, k_min: float = 0.1) -> list[int]:
-    """Indices of the p̂ values in the band |p̂ − α| ≤ k_min or, when none is, of those nearest α (ties kept):
-    the tasks at the agent's frontier, for the ``genenv_frontier`` variant's parents. NaN (unmeasured) values are
-    never chosen; no measured value gives [].
-
-    >>> nearest_band([1.0, 0.5, 0.375, float("nan")])
-    [1]
-    >>> nearest_band([1.0, 0.875, 0.875, 0.0], k_min=0.1)  # none in band: the solved-most-but-not-always ones
-    [1, 2]
-    >>> nearest_band([float("nan")])
-    []
-    """
-    gaps = [(abs(p - alpha), i) for i, p in enumerate(p_hats) if not math.isnan(p)]
-    if not gaps:
-        return []
-    nearest = min(g for g, _ in gaps)
-    reach = max(nearest, k_min) + _BAND_TOL
-    return [i for g, i in gaps if g <= reach]
-
-
-def frontier_indices(p_hats: Sequence[float], levels: Sequence[float | None], alpha: float = 0.5,
-                     k_min: float = 0.1) -> list[int]:
-    """The tasks at the agent's frontier: where every measured task has a difficulty ``level``, those at the highest
-    level that the agent solves at least at the band's lower edge (p̂ ≥ α − k_min); otherwise, or when none does,
-    :func:`nearest_band`. NaN (unmeasured) p̂ are never chosen.
-
-    >>> frontier_indices([1.0, 0.875, 0.5, 0.0, float("nan")], [8, 9, 8, 11, 12])  # level 9, solved 7 of 8
-    [1]
-    >>> frontier_indices([1.0, 0.5, 0.0], [None, None, None])  # no levels: the band
-    [1]
-    """
-    measured = [i for i, p in enumerate(p_hats) if not math.isnan(p)]
-    if measured and all(isinstance(levels[i], (int, float)) for i in measured):
-        solved = [i for i in measured if p_hats[i] >= alpha - k_min - _BAND_TOL]
-        if solved:
-            top = max(levels[i] for i in solved)
-            return [i for i in solved if levels[i] == top]
-    return nearest_band(p_hats, alpha, k_min)
-
-
 def band_edges(alpha: float = 0.5, k_min: float = 0.1) -> tuple[float, float]:
     """The band [α − k_min, α + k_min] clipped to [0, 1], as stated to the simulator and drawn in every figure.
 

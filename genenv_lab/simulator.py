@@ -18,8 +18,7 @@ from .seeds import epoch_seed
 from .distributed import processes
 from .domains import Domain, LineageStats, SeedTask
 from .domains.base import reply_prefill
-from .curriculum import frontier_indices
-from .types import GeneratedTask, LoopState, Parent, PoolTask
+from .types import GeneratedTask, LoopState, Parent
 
 
 def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
@@ -70,30 +69,16 @@ def generate_reference(state: LoopState, backend: Backend, domain: Domain, seeds
 
 def choose_parents(state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig, rng: random.Random,
                    count: int | None = None) -> list[Parent]:
-    """This epoch's parents: base seeds, every other one from the pool when it has tasks (``genenv_frontier``: from
-    the pool's tasks at the agent's frontier, :func:`frontier_pool`)."""
-    pool = frontier_pool(state, cfg) if cfg.variant.frontier_parents else state.pool
+    """This epoch's parents: base seeds, every other one from the pool when it has tasks."""
     out = []
     for k in range(cfg.env.seeds_per_epoch if count is None else count):
-        if pool and k % 2 == 1:
-            t = rng.choice(pool)
+        if state.pool and k % 2 == 1:
+            t = rng.choice(state.pool)
             out.append(Parent(t.task_id, t.root_id, t.spec))
         else:
             s = rng.choice(seeds)
             out.append(Parent(s.seed_id, s.seed_id, s.spec))
     return out
-
-
-def frontier_pool(state: LoopState, cfg: RunConfig) -> list[PoolTask]:
-    """The pool tasks a ``genenv_frontier`` simulator varies: of those measured in the last ``env.stats_window``
-    epochs, the hardest the agent solves at least at the band's lower edge, by the tasks' ``level`` feature, or
-    (a domain without one) those in the band, else nearest α (:func:`~genenv_lab.curriculum.frontier_indices`); the
-    whole pool when none of them was measured. The simulator copies its parent's difficulty more reliably than it
-    follows the "harder" hint, so parents at the frontier move its tasks up as the agent improves."""
-    recent = [t for t in state.pool if t.epoch > state.epoch - cfg.env.stats_window]
-    chosen = frontier_indices([t.p_hat for t in recent], [t.spec.features.get("level") for t in recent],
-                              cfg.curriculum.alpha, cfg.curriculum.k_min)
-    return [recent[i] for i in chosen] or state.pool
 
 
 def lineage_stats(state: LoopState, root_id: str, cfg: RunConfig, domain: Domain | None = None) -> LineageStats:

@@ -179,7 +179,7 @@ def test_the_device_check_dry_run_fails_only_where_a_gpu_is_missing(tmp_path):
     out = tmp_path / "gpu-check"
     env = {**os.environ, "OUT": str(out), "PYTHON": str(UNSLOTH_PY), "GENENV_LAB_CACHE": str(tmp_path / "cache")}
     proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), "--dry-run"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=1800)  # the dry run's step limits: 3x the GPU check's
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary) == {"versions", "gpu-tier", "epoch-unsloth", "epoch-unsloth-he", "epoch-hf"}

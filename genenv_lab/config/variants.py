@@ -24,10 +24,6 @@ class Variant:
     """Share of the epoch's measured tasks dropped at each end of the p̂ ranking before they join the pool."""
     pool_keeps_last_epoch: bool = False
     """The pool holds the last epoch's (trimmed) tasks only, instead of every valid task so far."""
-    frontier_parents: bool = False
-    """An extension, not the paper's: the pool half of the simulator's parents is drawn from the recent tasks at the
-    agent's frontier (in the band, else nearest α; ``genenv_lab.simulator.frontier_pool``) instead of the whole
-    pool, so that a simulator that copies its parent's difficulty climbs as the agent does."""
     screens: bool = False
     """Online difficulty filtering (``genenv_lab.screening``): each epoch's fresh tasks are drawn from the fixed
     set and screened by G agent rollouts without an update; only tasks at 0 < p̂ < 1 train (topped up to the budget
@@ -43,7 +39,5 @@ VARIANT_TABLE = {v.name: v for v in (
     Variant("offline_teacher", fixed_set="teacher", trains_env=False),
     # what practitioners use (DAPO's dynamic sampling): static's fixed set, screened online for 0 < p̂ < 1
     Variant("online_filter", fixed_set="untrained", trains_env=False, screens=True),
-    # an extension of the method, labelled as such (docs/method.md): GenEnv with parents at the agent's frontier
-    Variant("genenv_frontier", frontier_parents=True),
 )}
 VARIANTS = tuple(VARIANT_TABLE)
