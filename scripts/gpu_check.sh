@@ -3,7 +3,7 @@
 # (scripts/gpu_wheels.sh, built for that machine's Python) offline into a folder of their own that goes first on
 # PYTHONPATH, over the machine's torch/transformers/accelerate; then the gpu test tier and benchmarks/gpu_epoch.py with
 # --engine unsloth (the agent's two trainers) and --engine hf on the tiny model (hidden 256). Every step is
-# time-limited (the whole check is sized for 8 minutes, the most useful steps first); one failing step does not stop
+# time-limited (the whole check is sized for 8 minutes, the most useful steps first; a dry run gets 3x); one failing step does not stop
 # the others. Writes to $OUT (default runs/gpu-check): summary.json (each step's exit code and seconds), versions.txt,
 # gpu-tier.xml, unsloth.json, unsloth-high_entropy.json and hf.json (gpu_epoch.py's figures), figures.md (the table
 # for docs/gpu.md) and each step's log.
