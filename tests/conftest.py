@@ -61,7 +61,7 @@ TIERS = {
     "component": ("test_loop_component", "test_loop_online_filter", "test_agent_trainer", "test_agent_trainers",
                   "test_crash_points", "test_committed_work", "test_compare", "test_trackers", "test_domains_own",
                   "test_model_source", "test_eval_runner", "test_export", "test_prefix", "test_backend_base",
-                  "test_old_runs", "test_hint_following"),
+                  "test_old_runs", "test_hint_following", "test_run_length"),
     "e2e": ("test_e2e_tiny", "test_cli_fields", "test_cli_summary", "test_eval_cli", "test_wheel",
             "test_readme_figures"),
     "app": ("test_app_views", "test_app_compare", "test_app_smoke"),

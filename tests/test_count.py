@@ -175,3 +175,19 @@ def test_cpu_dry_hint_is_cpu_dry_with_a_simulator_pre_trained_longer():
     assert hint.world.env_steps == 1500 > dry.world.env_steps
     assert hint.replace(preset="cpu-dry", world={"env_steps": dry.world.env_steps}) == dry
     assert world_spec(hint).cache_name() != world_spec(dry).cache_name()
+
+
+def test_cpu_dry_hint_long_is_cpu_dry_hint_run_longer_with_its_fixed_set_grown_in_proportion():
+    """Pre-registration 6: 40 epochs, and the fixed set's variations per seed scaled by 40/16 (rounded up), so the
+    fixed set is no smaller relative to the run; the world model (and its cache) is cpu-dry-hint's."""
+    import math
+
+    from genenv_lab.config import preset
+    from genenv_lab.models.world import world_spec
+
+    hint, long = preset("cpu-dry-hint"), preset("cpu-dry-hint-long")
+    assert long.loop.epochs == 40
+    assert long.env.static_variations == math.ceil(hint.env.static_variations * 40 / hint.loop.epochs)
+    assert long.replace(preset="cpu-dry-hint", loop={"epochs": hint.loop.epochs},
+                        env={"static_variations": hint.env.static_variations}) == hint
+    assert world_spec(long).cache_name() == world_spec(hint).cache_name()

@@ -61,32 +61,38 @@ def figures(tasks: pd.DataFrame, length: int, above: float, window: int) -> dict
             "p_above": float(high_now.mean()) if len(high_now) else float("nan"), "epochs": int(tasks["epoch"].max())}
 
 
-def main(argv: list[str] | None = None) -> None:
+def meets_rule(frame: pd.DataFrame, above: float, levelled: float) -> bool:
+    """Whether one candidate length's per-run figures meet the rule: the climb on the mean and on at least three
+    quarters of the runs, and a frontier rise below ``levelled`` levels."""
+    climbs = int((frame["level"] > above).sum())
+    return bool(frame["level"].mean() > above and climbs >= 0.75 * len(frame) and frame["rise"].mean() < levelled)
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--candidates", nargs="+", type=int, default=[24, 32, 40, 48])
     parser.add_argument("--above", type=float, default=9, help="highest level in the seeds and the fixed set")
-    parser.add_argument("--window", type=int, default=8, help="epochs per p̂ window")
+    parser.add_argument("--window", type=int, default=8, help="epochs per frontier window")
     parser.add_argument("--levelled", type=float, default=1.0,
                         help="a frontier rise below this many levels counts as levelled off")
     args = parser.parse_args(argv)
     per_run = {run: valid_tasks(run) for run in args.runs}
     chosen = None
     print(f"{'E':>4} {'level':>7} {'runs >':>7} {'frontier':>9} {'rise':>7} {'p̂ above':>9}")
-    for length in args.candidates:
-        rows = [figures(t, length, args.above, args.window) for t in per_run.values()]
-        if any(r["epochs"] < length for r in rows):
+    for length in sorted(args.candidates):
+        frame = pd.DataFrame([figures(t, length, args.above, args.window) for t in per_run.values()])
+        if (frame["epochs"] < length).any():
             print(f"{length:>4}  (a run has fewer epochs)")
             continue
-        frame = pd.DataFrame(rows)
         climbs = int((frame["level"] > args.above).sum())
-        level, rise = frame["level"].mean(), frame["rise"].mean()
-        print(f"{length:>4} {level:>7.2f} {climbs:>4}/{len(frame):<2} {frame['frontier'].mean():>9.2f} {rise:>+7.2f} "
-              f"{frame['p_above'].mean():>9.3f}")
-        if chosen is None and level > args.above and climbs >= 0.75 * len(frame) and rise < args.levelled:
+        print(f"{length:>4} {frame['level'].mean():>7.2f} {climbs:>4}/{len(frame):<2} {frame['frontier'].mean():>9.2f} "
+              f"{frame['rise'].mean():>+7.2f} {frame['p_above'].mean():>9.3f}")
+        if chosen is None and meets_rule(frame, args.above, args.levelled):
             chosen = length
     chosen = chosen or max(args.candidates)
     print(f"run length by the rule: {chosen} epochs")
+    return chosen
 
 
 if __name__ == "__main__":
