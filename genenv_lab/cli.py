@@ -375,7 +375,8 @@ def _grid_options(q: argparse.ArgumentParser) -> None:
                    help="runs at a time, each in its own process on its share of the CPU cores (default 1; CPU "
                         "presets, no GPU visible). A run's numbers depend on its thread count: with N jobs on C "
                         "cores each run equals the sequential one under OMP_NUM_THREADS=C/N (with the same model "
-                        "cache: the models are built first, on all cores)")
+                        "cache: the models are built first, on all cores); an OMP_NUM_THREADS set lower caps "
+                        "each run's threads")
     q.add_argument("--out", required=True, type=nonempty_type,
                    help="comparison folder (runs/, comparison.csv, report.html)")
     q.set_defaults(func=cmd_compare)

@@ -212,6 +212,19 @@ def test_jobs_above_one_are_refused_where_a_gpu_is_visible(monkeypatch):
     assert threads_per_job(1) >= threads_per_job(2) >= 1 and threads_per_job(10_000) == 1
 
 
+def test_threads_per_job_keeps_to_omp_num_threads_where_it_is_set(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    share = threads_per_job(1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert threads_per_job(1) == 1 and threads_per_job(10_000) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", str(share + 4))
+    assert threads_per_job(1) == share  # never more than the job's share of the cores
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("OMP_NUM_THREADS", bad)
+        with pytest.raises(ValueError, match="OMP_NUM_THREADS"):
+            threads_per_job(2)
+
+
 def test_missing_held_out_benchmark_data_fails_before_any_model_loads(tmp_path):
     out = tmp_path / "cmp"
     proc = subprocess.run([sys.executable, "-m", "genenv_lab.cli", "compare", "--presets", "tiny", "--variants",

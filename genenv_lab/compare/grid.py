@@ -199,9 +199,17 @@ def check_jobs(jobs: int, configs: Sequence[RunConfig]) -> None:
 
 
 def threads_per_job(jobs: int) -> int:
-    """torch threads each of ``jobs`` parallel runs gets: its share of this process's CPU cores, at least 1."""
+    """torch threads each of ``jobs`` parallel runs gets: its share of this process's CPU cores, at least 1, and at
+    most ``OMP_NUM_THREADS`` where the user set it (the thread count a run of its own would have)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // jobs)
+    share = max(1, cores // jobs)
+    asked = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if not asked:
+        return share
+    if not asked.isdigit() or int(asked) < 1:
+        raise ValueError(f"OMP_NUM_THREADS={asked!r} is not a positive whole number of threads; set it to one "
+                         "(e.g. OMP_NUM_THREADS=1) or unset it")
+    return min(share, int(asked))
 
 
 def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: int, progress: bool,
