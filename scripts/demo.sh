@@ -23,6 +23,6 @@ genenv-lab compare --presets cpu-dry --variants genenv static --seeds 1 --out ru
 echo "Next: the lab on these runs: python app.py --runs $out/runs · the full comparison (4 arms, 3 seeds; the" \
      "finished runs are skipped): genenv-lab compare --presets cpu-dry --variants genenv static online_filter" \
      "random_env --seeds 3 --out $out"
-echo "The world where a fixed set is beaten (a simulator that follows the hint; its model takes 17-21 min once):" \
-     "genenv-lab compare --presets cpu-dry-hint --variants genenv static random_env online_filter --seeds 8" \
-     "--first-seed 20 --jobs 2 --out runs/prereg-hint (docs/curriculum_cpu.md)"
+echo "The world where the curriculum pays (a simulator that follows the hint, 40 epochs; its model takes 17-21 min" \
+     "once, the comparison about 30 min): genenv-lab compare --presets cpu-dry-hint-long --variants genenv static" \
+     "random_env online_filter --seeds 8 --first-seed 36 --jobs 2 --out runs/prereg-long (docs/curriculum_cpu.md)"
