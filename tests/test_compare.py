@@ -445,7 +445,8 @@ def test_a_counting_comparison_reads_dry_runs_and_efficiency_and_an_old_one_stil
             and f"genenv in {dry.loc['genenv', 'dry_epochs']} of 4" in text)
     eff = efficiency_table(table).set_index("measure")
     assert eff.loc["heldout_auc", "range_low"] == 0 and eff.loc["heldout_auc", "seeds"] == 2
-    assert "Paired by seed (genenv − baseline): mean held-out score over 0–" in text
+    assert "Paired by seed (genenv − baseline): mean held-out score over the agent rollouts both arms' runs" in text
+    assert " against genenv " in text and " over 0–" in text
     assert "Rollouts to reach each baseline's own final score on the same seed: static: genenv got there on" in text
     for name in ("efficiency.csv", "dry_run.csv"):
         assert len(pd.read_csv(tmp_path / "new" / name)) == 2
@@ -465,3 +466,28 @@ def test_a_counting_comparison_reads_dry_runs_and_efficiency_and_an_old_one_stil
     assert "Dry run" not in text_before and "Paired by seed" in text_before
     assert text_before == text.split("\nDry run")[0]  # the rest of the verdict does not depend on the new keys
     report_figure(before)
+
+
+def test_a_pairs_auc_range_is_its_own_and_an_arm_spending_fewer_rollouts_shortens_only_its_own():
+    """genenv − static is read over the rollouts genenv's and static's runs cover, whatever a third arm spends
+    (online_filter screens, so it spends fewer); the third arm's own pair is read over its shorter range."""
+    from genenv_lab.compare import efficiency_table
+    from genenv_lab.compare.table import COLUMNS
+
+    curves = {"genenv": [(0, 0.2), (100, 0.4), (200, 0.6), (300, 0.6)],
+              "static": [(0, 0.2), (100, 0.2), (200, 0.2), (300, 0.2)],
+              "online_filter": [(0, 0.2), (50, 0.2), (100, 0.2), (150, 0.2)]}
+    rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "heldout": h, "agent_rollouts": r}
+            for v, curve in curves.items() for s in (0, 1) for e, (r, h) in enumerate(curve)]
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    eff = efficiency_table(table)
+    auc = eff[eff["measure"] == "heldout_auc"].set_index("label")
+    assert tuple(auc.loc["p:static", ["range_low", "range_high"]]) == (0, 300)
+    assert tuple(auc.loc["p:online_filter", ["range_low", "range_high"]]) == (0, 150)
+    # genenv's mean score over 0-300 rollouts: the trapezoids 30 + 50 + 60 = 140 over 300
+    assert auc.loc["p:static", "reference_mean"] == pytest.approx(140 / 300)
+    # and over 0-150: 30 + (0.4 + 0.5) / 2 * 50 = 52.5 over 150
+    assert auc.loc["p:online_filter", "reference_mean"] == pytest.approx(52.5 / 150)
+    without = efficiency_table(table[table["variant"] != "online_filter"])
+    pd.testing.assert_frame_equal(without[without["label"] == "p:static"].reset_index(drop=True),
+                                  eff[eff["label"] == "p:static"].reset_index(drop=True))

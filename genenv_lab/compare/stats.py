@@ -64,8 +64,9 @@ def efficiency_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VAR
     ``measure`` rows each:
 
     - ``heldout_auc``: the area under each run's held-out curve against its cumulative agent rollouts over the
-      preset's common rollout range [``range_low``, ``range_high``] (the stretch every run of the preset covers:
-      from 0, the untrained agent, to the smallest total any run spent), divided by that range
+      pair's common rollout range [``range_low``, ``range_high``] (the stretch every run of the two arms on the
+      paired seeds covers: from 0, the untrained agent, to the smallest total any of them spent; an arm that spends
+      fewer rollouts shortens its own pair's range, never another's), divided by that range
       (:func:`genenv_lab.efficiency.normalised_auc`): the mean held-out score along the way. ``baseline_mean`` and
       ``reference_mean`` are the two arms' means over the paired seeds, ``mean``/``std``/``ci_low``/``ci_high`` the
       paired difference reference − baseline (95 % t interval, :func:`genenv_lab.paired.paired`).
@@ -93,11 +94,6 @@ def efficiency_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VAR
         return pd.DataFrame(columns=list(EFFICIENCY_COLUMNS))
     curves = _run_curves(table)
     variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
-    ranges = {}
-    for preset_name in dict.fromkeys(str(label).split(":", 1)[0] for label in variants):
-        ranges[preset_name] = common_range([(p.rollouts, p.score) for p in pts]
-                                           for (label, _), pts in curves.items()
-                                           if label.split(":", 1)[0] == preset_name)
     rows = []
     for label, variant in variants.items():
         preset_name = str(label).split(":", 1)[0]
@@ -105,7 +101,7 @@ def efficiency_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VAR
         seeds = sorted(s for lab, s in curves if lab == label and (ref, s) in curves)
         if variant == reference_variant or ref not in variants or not seeds:
             continue
-        span = ranges[preset_name]
+        span = common_range([(p.rollouts, p.score) for p in curves[(name, s)]] for name in (label, ref) for s in seeds)
         lo, hi = span if span else (math.nan, math.nan)
         auc = {name: [normalised_auc([(p.rollouts, p.score) for p in curves[(name, s)]], lo, hi) for s in seeds]
                for name in (label, ref)}

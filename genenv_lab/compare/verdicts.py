@@ -39,7 +39,7 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
     ratio of :func:`rollouts_to_reach_table`; and whether the curriculum paid against the fixed set
     (``static``): it paid when genenv's final mean is above static's (by more than ``tol``), it did not pay
     otherwise. A win smaller than the spread over seeds, or measured on one seed, is said to be so. Then the data
-    efficiency paired by seed (:func:`efficiency_table`: the mean held-out score over the common rollout range and
+    efficiency paired by seed (:func:`efficiency_table`: the mean held-out score over each pair's common rollout range and
     the rollouts to reach each baseline's own final score, genenv − baseline with a 95 % interval), and, where the
     runs carry the dry-run instrument, one line on how often the fixed set ran dry over the second half
     (:func:`dry_run_table`; nothing for runs written before it).
@@ -54,9 +54,9 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
     (epoch 2), genenv +0.100. Agent rollouts genenv needed to reach each baseline's final score (ratio: the
     baseline's rollouts ÷ genenv's; above 1, genenv needed fewer): static 2.00 (genenv: 100 by epoch 1; static:
     200 by epoch 2). Against the fixed set (static) the curriculum paid: genenv ends 0.100 above it, on one seed
-    (more seeds say whether it holds). Paired by seed (genenv − baseline): mean held-out score over 0–200 agent
-    rollouts (the area under the held-out curve ÷ the range every run covers) genenv 0.450; static 0.325, +0.125
-    (one seed, no interval). Rollouts to reach each baseline's own final score on the same seed: static: genenv
+    (more seeds say whether it holds). Paired by seed (genenv − baseline): mean held-out score over the agent
+    rollouts both arms' runs cover (the area under the held-out curve ÷ that range): static 0.325 against genenv
+    0.450 over 0–200, +0.125 (one seed, no interval). Rollouts to reach each baseline's own final score on the same seed: static: genenv
     got there on 1 of 1 seeds, -100 rollouts (one seed, no interval), where static needed 200.
     """
     if table.empty:
@@ -81,11 +81,11 @@ def _efficiency_text(efficiency: pd.DataFrame, preset_name: str, reference_varia
     reach = [r for r in part.itertuples() if r.measure == "rollouts_to_reach" and r.seeds > 0]
     text = ""
     if auc:
-        text += (f" Paired by seed ({reference_variant} − baseline): mean held-out score over "
-                 f"{auc[0].range_low:,.0f}–{auc[0].range_high:,.0f} agent rollouts (the area under the held-out "
-                 f"curve ÷ the range every run covers) {reference_variant} {auc[0].reference_mean:.3f}; "
-                 + "; ".join(f"{arm_of(r.label)} {r.baseline_mean:.3f}, {paired_row_text(r, int(r.seeds))}"
-                             for r in auc)
+        text += (f" Paired by seed ({reference_variant} − baseline): mean held-out score over the agent rollouts "
+                 f"both arms' runs cover (the area under the held-out curve ÷ that range): "
+                 + "; ".join(f"{arm_of(r.label)} {r.baseline_mean:.3f} against {reference_variant} "
+                             f"{r.reference_mean:.3f} over {r.range_low:,.0f}–{r.range_high:,.0f}, "
+                             f"{paired_row_text(r, int(r.seeds))}" for r in auc)
                  + ".")
     if reach:
         text += (" Rollouts to reach each baseline's own final score on the same seed: "
