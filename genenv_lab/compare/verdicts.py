@@ -39,9 +39,9 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
     ratio of :func:`rollouts_to_reach_table`; and whether the curriculum paid against the fixed set
     (``static``): it paid when genenv's final mean is above static's (by more than ``tol``), it did not pay
     otherwise. A win smaller than the spread over seeds, or measured on one seed, is said to be so. Then the data
-    efficiency paired by seed (:func:`efficiency_table`: the mean held-out score over each pair's common rollout range and
-    the rollouts to reach each baseline's own final score, genenv − baseline with a 95 % interval), and, where the
-    runs carry the dry-run instrument, one line on how often the fixed set ran dry over the second half
+    efficiency paired by seed (:func:`efficiency_table`: the mean held-out score over each pair's common rollout
+    range and the rollouts to reach each baseline's own final score, genenv − baseline with a 95 % interval), and,
+    where the runs carry the dry-run instrument, one line on how often the fixed set ran dry over the second half
     (:func:`dry_run_table`; nothing for runs written before it).
 
     >>> rows = [{"label": f"p:{v}", "variant": v, "seed": 0, "epoch": e, "heldout": h, "agent_rollouts": r}
@@ -56,8 +56,9 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
     200 by epoch 2). Against the fixed set (static) the curriculum paid: genenv ends 0.100 above it, on one seed
     (more seeds say whether it holds). Paired by seed (genenv − baseline): mean held-out score over the agent
     rollouts both arms' runs cover (the area under the held-out curve ÷ that range): static 0.325 against genenv
-    0.450 over 0–200, +0.125 (one seed, no interval). Rollouts to reach each baseline's own final score on the same seed: static: genenv
-    got there on 1 of 1 seeds, -100 rollouts (one seed, no interval), where static needed 200.
+    0.450 over 0–200, +0.125 (one seed, no interval). Rollouts to reach each baseline's own final score on the
+    same seed: static: genenv got there on 1 of 1 seeds, -100 rollouts (one seed, no interval), where static
+    needed 200.
     """
     if table.empty:
         return "No run has finished an epoch yet: no verdict."

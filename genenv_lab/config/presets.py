@@ -139,7 +139,8 @@ PRESETS = {
     "a100": lambda: _gpu("a100", "Qwen/Qwen2.5-3B-Instruct", four_bit=False, seeds=64, variations=4,
                          g=10, prompts=8, completion=512, mem=0.5),
 }
-CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-times", "cpu-smollm2", "cpu-smollm2-dry")
+CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-times", "cpu-smollm2",
+               "cpu-smollm2-dry")
 
 
 def for_domain(cfg: RunConfig, domain: str) -> RunConfig:
