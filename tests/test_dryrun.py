@@ -155,3 +155,36 @@ def test_every_key_of_a_counting_runs_records_is_documented(tiny_cfg, tmp_path, 
     missing = [k for k in keys if f"`{k}`" not in doc and f"`extra.{k}`" not in doc
                and not re.search(rf"{re.escape(k.split('/')[0])}/<\w+>", doc)]
     assert not missing, missing
+
+
+def test_informative_groups_count_what_a_high_share_of_few_tasks_hides():
+    """The comparison's ``informative_groups`` is the share of informative groups × the epoch's GRPO groups; the dry
+    table averages it over the second half, and the verdict names an arm with fewer than half of genenv's an epoch
+    (online_filter, which trains on the few tasks its screening keeps) even when its steps rarely run dry."""
+    import pandas as pd
+
+    from genenv_lab.compare import dry_run_table, verdict
+    from genenv_lab.compare.table import COLUMNS, table_rows
+
+    record = {"epoch": 1, "frac_zero_std": 0.75, "n_agent_prompts": 48, "extra": {"dry/step_frac": 0.5}}
+    row = table_rows("p:genenv", "genenv", 0, [record], {})[0]
+    assert row["informative_frac"] == 0.25 and row["informative_groups"] == 12
+    old = table_rows("p:genenv", "genenv", 0, [{"epoch": 1, "frac_zero_std": 0.75, "extra": {}}], {})[0]
+    assert old["informative_groups"] is None  # a record without n_agent_prompts
+
+    per_arm = {"genenv": (48, 0.75, 0.1), "static": (48, 0.9, 0.6), "online_filter": (8, 0.5, 0.1)}
+    rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "heldout": 0.3, "agent_rollouts": 100 * e,
+             **table_rows(f"p:{v}", v, s, [{"epoch": e, "frac_zero_std": zero, "n_agent_prompts": n,
+                                            "extra": {"dry/step_frac": dry}}], {})[0]}
+            for v, (n, zero, dry) in per_arm.items() for s in (0, 1) for e in (1, 2, 3, 4)]
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    dry = dry_run_table(table).set_index("variant")
+    assert dry["informative_groups"].round(6).to_dict() == {"genenv": 12.0, "static": 4.8, "online_filter": 4.0}
+    line = verdict(table).split("\nDry run: ")[1]
+    assert "informative groups 0.10 of all, 4.8 an epoch" in line and "(informative groups 0.25, 12.0 an epoch)" in line
+    assert line.endswith("whatever their share: online_filter 4.0.")  # static is the dry line's subject already
+
+    old_table = table.drop(columns=["informative_groups"])
+    assert math.isnan(dry_run_table(old_table).set_index("variant").loc["genenv", "informative_groups"])
+    old_line = verdict(old_table).split("\nDry run: ")[1]
+    assert old_line.endswith("(informative groups 0.25).") and "whatever their share" not in old_line

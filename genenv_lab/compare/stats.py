@@ -125,13 +125,16 @@ def _efficiency_row(label: str, ref: str, measure: str, baseline: Sequence[float
             "ci_low": stats.low, "ci_high": stats.high, "reached": len(finite), "range_low": lo, "range_high": hi}
 
 
-DRY_COLUMNS = ("label", "variant", "seeds", "epochs", "dry_epochs", "dry_share", "informative_frac", "step_frac")
+DRY_COLUMNS = ("label", "variant", "seeds", "epochs", "dry_epochs", "dry_share", "informative_frac",
+               "informative_groups", "step_frac")
 
 
 def dry_run_table(table: pd.DataFrame, threshold: float = RAN_DRY_STEP_FRAC) -> pd.DataFrame:
     """Per label, its runs' second halves (epoch > E // 2, E the run's last epoch, as :func:`late_averages`): the
     epochs with a dry-run reading (``epochs``), those that *ran dry* (``dry_epochs``: ``dry_step_frac`` ≥
-    ``threshold``, :func:`genenv_lab.dryrun.ran_dry`) and their share, and the mean share of informative groups and
+    ``threshold``, :func:`genenv_lab.dryrun.ran_dry`) and their share, the mean share of informative groups, their
+    mean number per epoch (``informative_groups``: what an arm that trains on few tasks lacks even when its share
+    is high, as ``online_filter`` after its screening; NaN for tables written before the column) and the mean share
     of dry steps. Labels whose runs predate the instrument (no ``dry_step_frac``) give no row.
 
     >>> rows = [{"label": "p:static", "variant": "static", "seed": 0, "epoch": e, "dry_step_frac": d,
@@ -152,6 +155,8 @@ def dry_run_table(table: pd.DataFrame, threshold: float = RAN_DRY_STEP_FRAC) -> 
         rows.append({"label": label, "variant": str(part["variant"].iloc[0]), "seeds": part["seed"].nunique(),
                      "epochs": len(known), "dry_epochs": sum(known), "dry_share": sum(known) / len(known),
                      "informative_frac": float(pd.to_numeric(part["informative_frac"], errors="coerce").mean()),
+                     "informative_groups": float(pd.to_numeric(part.get("informative_groups"), errors="coerce").mean())
+                     if "informative_groups" in part else math.nan,
                      "step_frac": float(pd.to_numeric(part["dry_step_frac"], errors="coerce").mean())})
     return pd.DataFrame(rows, columns=list(DRY_COLUMNS))
 

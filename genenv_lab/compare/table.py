@@ -15,9 +15,11 @@ from ..config import RunConfig
 
 COLUMNS = ("label", "variant", "seed", "epoch", "heldout", "p_hat_mean", "in_band_frac", "p_hat_reference",
            "valid_frac", "agent_reward_mean", "tasks_consumed", "agent_rollouts", "agent_tokens", "wall_s",
-           "informative_frac", "dry_step_frac", "frontier_informative", "level_mean", "level_max")
+           "informative_frac", "informative_groups", "dry_step_frac", "frontier_informative", "level_mean",
+           "level_max")
 METRICS = ("heldout", "p_hat_mean", "p_hat_reference", "in_band_frac", "tasks_consumed", "agent_rollouts",
-           "agent_tokens", "valid_frac", "informative_frac", "dry_step_frac", "frontier_informative", "level_mean")
+           "agent_tokens", "valid_frac", "informative_frac", "informative_groups", "dry_step_frac",
+           "frontier_informative", "level_mean")
 RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_epoch", "stayed", "epochs_in_band")
 REACH_COLUMNS = ("label", "reference", "target_heldout", "baseline_epoch", "baseline_rollouts", "reached_at_epoch",
                  "reference_rollouts", "ratio", "verdict")
@@ -76,11 +78,15 @@ def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], 
 
 def dry_columns(record: Mapping, extra: Mapping) -> dict:
     """The dry-run instrument's columns of one record (:mod:`genenv_lab.dryrun`): the share of informative GRPO
-    groups (1 − ``frac_zero_std``), of optimiser steps without one (``dry/step_frac``), the informative groups at
-    the held-out frontier, and the mean and highest level of the simulator's valid tasks (``features/level``,
-    ``levels/max``); None where the record has no such key (a run written before it, a domain without levels)."""
-    zero = record.get("frac_zero_std")
-    return {"informative_frac": None if not isinstance(zero, (int, float)) else 1.0 - zero,
+    groups (1 − ``frac_zero_std``) and their number (that share × ``n_agent_prompts``, the epoch's GRPO groups: an
+    arm that trains on few tasks runs dry by count even when its share is high), the share of optimiser steps
+    without one (``dry/step_frac``), the informative groups at the held-out frontier, and the mean and highest
+    level of the simulator's valid tasks (``features/level``, ``levels/max``); None where the record has no such
+    key (a run written before it, a domain without levels)."""
+    zero, groups = record.get("frac_zero_std"), record.get("n_agent_prompts")
+    share = None if not isinstance(zero, (int, float)) else 1.0 - zero
+    return {"informative_frac": share,
+            "informative_groups": share * groups if share is not None and isinstance(groups, (int, float)) else None,
             "dry_step_frac": extra.get("dry/step_frac"), "frontier_informative": extra.get("dry/frontier_informative"),
             "level_mean": extra.get("features/level"), "level_max": extra.get("levels/max")}
 

@@ -109,12 +109,24 @@ def _dry_line(dry: pd.DataFrame, preset_name: str, reference_variant: str, fixed
     seeds = f" over {fixed.seeds} seeds" if fixed.seeds > 1 else ""
     line = (f"\nDry run: {fixed_variant} ran dry in {fixed.dry_epochs} of {fixed.epochs} second-half epochs{seeds} "
             f"(an epoch runs dry when at least {RAN_DRY_STEP_FRAC * 100:.0f} % of its GRPO steps have no "
-            f"informative group; informative groups {fixed.informative_frac:.2f} of all")
+            f"informative group; informative groups {fixed.informative_frac:.2f} of all{_per_epoch(fixed)}")
     ref = rows.get(reference_variant)
     if ref is not None:
         line += (f"), {reference_variant} in {ref.dry_epochs} of {ref.epochs} (informative groups "
-                 f"{ref.informative_frac:.2f}")
-    return line + ")."
+                 f"{ref.informative_frac:.2f}{_per_epoch(ref)}")
+    few = [r for v, r in rows.items() if v not in (fixed_variant, reference_variant) and ref is not None
+           and math.isfinite(r.informative_groups) and math.isfinite(ref.informative_groups)
+           and r.informative_groups < 0.5 * ref.informative_groups]
+    line += ")."
+    if few:
+        line += (" Fewer informative groups an epoch than half of " + reference_variant + "'s, whatever their share: "
+                 + "; ".join(f"{r.variant} {r.informative_groups:.1f}" for r in few) + ".")
+    return line
+
+
+def _per_epoch(row) -> str:
+    """", N an epoch" of a dry-run row's informative groups, or "" for a table written before that column."""
+    return f", {row.informative_groups:.1f} an epoch" if math.isfinite(row.informative_groups) else ""
 
 
 def _preset_verdict(preset_name: str, variants: Mapping[str, str], scores: Mapping[str, FinalScore],
