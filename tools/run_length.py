@@ -22,22 +22,22 @@ if none, the largest candidate.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from genenv_lab.dryrun import level_of
+from genenv_lab.runlog import read_table
+
 
 def valid_tasks(run: Path) -> pd.DataFrame:
-    """The run's valid generated tasks with their epoch, level and p̂."""
-    frames = [pd.read_parquet(f, columns=["epoch", "valid", "features", "p_hat"])
-              for f in sorted((run / "tasks").glob("epoch_*.parquet"))]
-    if not frames:
+    """The run's valid generated tasks with their epoch, level and p̂ (read by the run tables' one reader,
+    :func:`genenv_lab.runlog.read_table`)."""
+    tasks = read_table(run, "tasks")
+    if tasks.empty:
         raise SystemExit(f"{run}: no tasks/epoch_*.parquet (is it a run directory?)")
-    tasks = pd.concat(frames, ignore_index=True)
     tasks = tasks[tasks["valid"].astype(bool) & tasks["p_hat"].notna()].copy()
-    tasks["level"] = [json.loads(f).get("level") if isinstance(f, str) else (f or {}).get("level")
-                      for f in tasks["features"]]
+    tasks["level"] = [level_of(f) if isinstance(f, dict) else None for f in tasks["features"]]
     return tasks.dropna(subset=["level"])
 
 

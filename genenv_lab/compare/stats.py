@@ -155,7 +155,7 @@ def dry_run_table(table: pd.DataFrame, threshold: float = RAN_DRY_STEP_FRAC) -> 
         rows.append({"label": label, "variant": str(part["variant"].iloc[0]), "seeds": part["seed"].nunique(),
                      "epochs": len(known), "dry_epochs": sum(known), "dry_share": sum(known) / len(known),
                      "informative_frac": float(pd.to_numeric(part["informative_frac"], errors="coerce").mean()),
-                     "informative_groups": float(pd.to_numeric(part.get("informative_groups"), errors="coerce").mean())
+                     "informative_groups": float(pd.to_numeric(part["informative_groups"], errors="coerce").mean())
                      if "informative_groups" in part else math.nan,
                      "step_frac": float(pd.to_numeric(part["dry_step_frac"], errors="coerce").mean())})
     return pd.DataFrame(rows, columns=list(DRY_COLUMNS))

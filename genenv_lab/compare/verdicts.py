@@ -114,10 +114,11 @@ def _dry_line(dry: pd.DataFrame, preset_name: str, reference_variant: str, fixed
     if ref is not None:
         line += (f"), {reference_variant} in {ref.dry_epochs} of {ref.epochs} (informative groups "
                  f"{ref.informative_frac:.2f}{_per_epoch(ref)}")
-    few = [r for v, r in rows.items() if v not in (fixed_variant, reference_variant) and ref is not None
-           and math.isfinite(r.informative_groups) and math.isfinite(ref.informative_groups)
-           and r.informative_groups < 0.5 * ref.informative_groups]
     line += ")."
+    few = []
+    if ref is not None and math.isfinite(ref.informative_groups):
+        few = [r for v, r in rows.items() if v not in (fixed_variant, reference_variant)
+               and r.informative_groups < 0.5 * ref.informative_groups]  # NaN (an old table) compares False
     if few:
         line += (" Fewer informative groups an epoch than half of " + reference_variant + "'s, whatever their share: "
                  + "; ".join(f"{r.variant} {r.informative_groups:.1f}" for r in few) + ".")

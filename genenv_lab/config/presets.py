@@ -68,7 +68,7 @@ def _cpu_dry_hint_long() -> RunConfig:
     # 13 per seed, so no smaller relative to the run). The length was chosen by a rule committed before the figures
     # it reads (tools/run_length.py on seeds 0-3's training side, docs/preregistration.md, pre-registration 6):
     # the first length at which genenv's tasks stay above the fixed set's levels and the agent's training frontier
-    # stops rising. 4 arms x 8 seeds take about 40 min at --jobs 2 on 2 cores.
+    # stops rising. 4 arms x 8 seeds took about 29 min at --jobs 2 on 2 cores.
     return _cpu_dry_hint().replace(preset="cpu-dry-hint-long", loop={"epochs": 40}, env={"static_variations": 13})
 
 
