@@ -1,5 +1,5 @@
 """A run's agent on its domain's held-out items: the greedy answer (what the held-out score counts) beside the
-sampled success rate at the rollout temperature (docs/curriculum_cpu.md, count).
+sampled success rate at the rollout temperature (docs/research/curriculum_cpu.md, count).
 
     python benchmarks/heldout_answers.py runs/demo/runs/cpu-demo_genenv-s0            # the last epoch's agent
     python benchmarks/heldout_answers.py runs/demo/runs/cpu-demo_genenv-s0 --epoch 0  # the untrained agent

@@ -13,7 +13,7 @@ world's logistic mastery curve, answering right with probability ``1 / (1 + exp(
 midpoint ``m`` rises by ``--agent-rate`` levels after every GRPO step (the real times agent's tasks rose by about
 0.3–0.4 levels an epoch). Everything else is the real loop of ``--preset``: parents, pool, lineage statistics, G,
 band, p̂. So the figure printed is what the teacher's *design* permits, separate from how well a model learns it:
-``benchmarks`` rather than tests, because it prints a measurement (docs/curriculum_cpu.md, "Fourth round").
+``benchmarks`` rather than tests, because it prints a measurement (docs/research/curriculum_cpu.md, "Fourth round").
 """
 
 from __future__ import annotations

@@ -204,8 +204,9 @@ def _commit_problem(task) -> str | None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import (band_residence, bands_of, check_jobs, compare_grid, read_study, rollouts_to_reach_table,
-                          spread_lines, summarise, sweep_entries, variant_entries, verdict)
+    from .compare import (band_residence, bands_of, check_jobs, compare_grid, glance, read_study,
+                          rollouts_to_reach_table, spread_lines, summarise, sweep_entries, variant_entries, verdict)
+    from .runfiles import atomic_write_bytes
 
     console = _console()
     if not _one_process(console, args.command):
@@ -252,21 +253,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/yellow]; the same command continues it (finished runs are skipped)")
         return 130
-    last = table[table["epoch"] == table["epoch"].max()] if len(table) else table
-    console.print(summarise(last).to_string(index=False))
-    console.print(band_residence(table, bands=bands_of(entries)).to_string(index=False))
-    for row in rollouts_to_reach_table(table).itertuples():
-        console.print(f"{row.label}: {row.verdict}")
-    console.print(f"report: {out / 'report.html'}  table: {out / 'comparison.csv'}  "
-                  f"summary: {out / 'summary.csv'}  band residence: {out / 'band_residence.csv'}  "
-                  f"rollouts to reach: {out / 'rollouts_to_reach.csv'}  efficiency: {out / 'efficiency.csv'}  "
-                  f"dry run: {out / 'dry_run.csv'}")
+    # the terminal gets the verdict at a glance (lines of at most 120 characters); the full tables are the CSV files
+    # and the report, the full verdict is verdict.txt
+    files = ("report.html", "comparison.csv", "summary.csv", "band_residence.csv", "rollouts_to_reach.csv",
+             "efficiency.csv", "dry_run.csv")
     if args.command == "compare":  # a sweep has no baseline to judge against
-        console.print()
-        console.print(verdict(table), markup=False)
+        full = verdict(table)
         if study is not None:
-            line = spread_lines(table, study, args.spread_from)
-            console.print(line or f"(the study in {args.spread_from} has none of these arms)", markup=False)
+            full += "\n\n" + (spread_lines(table, study, args.spread_from)
+                               or f"(the study in {args.spread_from} has none of these arms)")
+        atomic_write_bytes(out / "verdict.txt", (full + "\n").encode())
+        files = ("verdict.txt", *files)
+    console.print(f"full tables in {out}/: " + ", ".join(files), markup=False, soft_wrap=False, width=120)
+    if args.command == "compare":
+        console.print()
+        for line in glance(table, study, args.spread_from):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+    else:
+        last = table[table["epoch"] == table["epoch"].max()] if len(table) else table
+        console.print(summarise(last).to_string(index=False))
+        console.print(band_residence(table, bands=bands_of(entries)).to_string(index=False))
+        for row in rollouts_to_reach_table(table).itertuples():
+            console.print(f"{row.label}: {row.verdict}")
     return 0
 
 

@@ -1,7 +1,7 @@
 """The dry-run instrument: whether an epoch's GRPO update still had anything to learn from, and where. Pure: no
 model, no I/O.
 
-A curriculum can only pay where the baseline's data *runs dry* (issue 38; docs/curriculum_cpu.md, "The dry-run
+A curriculum can only pay where the baseline's data *runs dry* (issue 38; docs/research/curriculum_cpu.md, "The dry-run
 instrument"): GRPO learns only from a group whose G rewards are not all equal (an *informative* group; a prompt of
 pass rate p gives one with probability 1 − pᴳ − (1 − p)ᴳ), and an optimiser step none of whose groups is informative
 moves nothing but AdamW's moments. So each epoch's record carries (``extra`` of ``epochs.jsonl``, every key in

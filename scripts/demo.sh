@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Set up (see setup.sh), then run the cpu-dry comparison on CPU: GenEnv against the fixed set (`static`) in the
-# counting world whose fixed set is soon mostly solved (easy seeds, a simulator that copies their level;
-# docs/curriculum_cpu.md, "Two regimes"), one seed each. It ends with the
-# verdict: genenv's final held-out score against static's, the agent rollouts genenv needed to reach it, whether
-# the curriculum paid, and whether the fixed set ran dry; then the spread that one seed's difference sits in. Extra arguments go to `genenv-lab compare` (e.g. --epochs 6, --seeds 3, --out runs/demo2).
+# The demo: set up .venv (scripts/setup.sh), then GenEnv against the fixed set (`static`) in the world where this
+# project's pre-registered study shows the curriculum paying on every seed (`cpu-dry-hint-long`: a counting world
+# whose fixed set runs dry; docs/research/README.md), one seed each, side by side. Ends with the verdict at a glance.
+#   bash scripts/demo.sh                                   genenv and static (about 2 min after set-up on 2 cores)
+#   bash scripts/demo.sh --variants genenv static random_env   add the untrained simulator (random_env)
+# Other arguments go to `genenv-lab compare` (e.g. --first-seed 5, --out runs/demo2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
@@ -15,14 +16,10 @@ for arg in "$@"; do
   case "$arg" in --out=*) out="${arg#--out=}" ;; esac
   prev="$arg"
 done
-# --spread-from: one seed has no spread, and numbers differ across machines (floating point makes the runs part
-# after the first epochs), so the verdict ends with the per-seed differences of the committed study beside this one
-# --jobs 2: the two arms run side by side, each on half the cores (after the world model is built, once)
-genenv-lab compare --presets cpu-dry --variants genenv static --seeds 1 --out runs/demo --jobs 2 \
-  --spread-from docs/studies/cpu-dry_paired_by_seed.csv "$@"
-echo "Next: the lab on these runs: python app.py --runs $out/runs · the full comparison (4 arms, 3 seeds; the" \
-     "finished runs are skipped): genenv-lab compare --presets cpu-dry --variants genenv static online_filter" \
-     "random_env --seeds 3 --out $out"
-echo "The world where the curriculum pays (a simulator that follows the hint, 40 epochs; its model takes 17-21 min" \
-     "once, the comparison about 30 min): genenv-lab compare --presets cpu-dry-hint-long --variants genenv static" \
-     "random_env online_filter --seeds 8 --first-seed 36 --jobs 2 --out runs/prereg-long (docs/curriculum_cpu.md)"
+# --jobs 2: the arms run side by side, each on its share of the cores; the world model ships with the package.
+# --spread-from: one seed is one draw, and runs on another machine part in floating point after the first epochs,
+# so the verdict ends with the spread of the committed study's per-seed differences.
+genenv-lab compare --presets cpu-dry-hint-long --variants genenv static --seeds 1 --out runs/demo --jobs 2 \
+  --spread-from docs/research/studies/cpu-dry-hint-long_paired_by_seed.csv "$@"
+echo
+echo "Next: the lab on these runs: python app.py --runs $out/runs"

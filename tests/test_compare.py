@@ -323,10 +323,16 @@ def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_pa
     assert sorted(table["seed"].unique()) == [5, 6]
     assert json.loads((out / "manifest.json").read_text())["seeds"] == [5, 6]
     printed = capsys.readouterr().out
-    assert "rollouts to reach: " in printed  # the files, then the verdict closes the output (wrapped at 120)
-    closing = " ".join(printed[printed.rindex("tiny: held-out score at the final epoch"):].split())
-    assert printed.index("rollouts to reach: ") < printed.rindex("tiny: held-out score at the final epoch")
-    assert closing == " ".join(compare.verdict(table).split())
+    # the terminal: the files, then the verdict at a glance (a row per arm, a sentence), every line within 120
+    # columns; the full verdict paragraph goes to verdict.txt, the full tables to the CSV files
+    assert "full tables in " in printed and "verdict.txt" in printed
+    assert max(len(line) for line in printed.splitlines()) <= 120
+    tail = printed[printed.index("tiny, 2 epochs:"):].splitlines()
+    assert tail[1].split()[:2] == ["arm", "seeds"] and tail[2].split()[0] == "genenv" and tail[3].split()[0] == "static"
+    assert tail[4].startswith("The curriculum ") and "the fixed set (static), mean over 2 seeds." in tail[4]
+    assert tail == compare.glance(table)
+    closing = (out / "verdict.txt").read_text()
+    assert " ".join(closing.split()) == " ".join(compare.verdict(table).split())
     # the same comparison put beside a study's per-seed differences: its own paired_by_seed.csv (finished runs skip)
     study = out / "paired_by_seed.csv"
     rows = pd.read_csv(study)
@@ -335,6 +341,7 @@ def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_pa
             "--epochs", "2", "--reference-tasks", "3", "--out", str(out)]
     assert cli.main(args + ["--spread-from", str(study)]) == 0
     printed = " ".join(capsys.readouterr().out.split())
+    assert "For scale:" in (out / "verdict.txt").read_text()
     mean = rows["difference"].mean()
     assert f"For scale: over seeds 5–6 of {study}, genenv − static at the final epoch was {mean:+.3f}" in printed
     assert f"this comparison's {mean:+.3f} lies inside that range" in printed

@@ -3,7 +3,7 @@ variations the simulator writes before any update, under each hint its context c
 yet, what it is told in epoch 1; "harder": the lineage solved everything; "easier": it solved nothing), and the
 untrained agent's success at each level. A simulator can only climb past its seeds if "harder" gives it
 variations a level or two above the parent at the agent's frontier: its RWR update sharpens what it writes, it
-cannot write what it never samples (docs/curriculum_cpu.md, "Does the simulator follow the hint?").
+cannot write what it never samples (docs/research/curriculum_cpu.md, "Does the simulator follow the hint?").
 
 Training side only: a parent is a training task of the domain's world (``task_at``), and one the domain's parser
 rejects as a held-out item is skipped, so no held-out item is generated from or scored.

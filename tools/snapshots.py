@@ -8,7 +8,7 @@ generated tasks" and "Per-epoch curves" figures, taken from ``app.py`` serving a
 folder), with ``<out>/<run>-glance.md``: the glance figure's caption, its numbers computed from the same run
 (:func:`genenv_lab.lab.glance.caption`; the README quotes it). Both are drawn by headless Chromium
 (:mod:`tools.browser`), so the PNG is the page a browser shows, not a re-rendering; plotly's own PNG export
-(kaleido) would need a second browser download. The docs' figures are made this way (docs/curriculum_cpu.md).
+(kaleido) would need a second browser download. The docs' figures are made this way (docs/research/curriculum_cpu.md).
 """
 
 from __future__ import annotations

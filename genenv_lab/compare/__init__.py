@@ -44,7 +44,7 @@ from .stats import (
     late_averages, LATE_COLUMNS, MEASURES, PAIRED_COLUMNS, paired_differences, paired_row_text, read_study,
     rollouts_to_reach_table, SEED_DIFFERENCE_COLUMNS, seed_differences, seed_finals)
 from .verdicts import (
-    spread_lines, verdict)
+    glance, spread_lines, verdict)
 from .report import (
     EFFICIENCY_CELL, efficiency_figure_table, EFFICIENCY_TITLE, REACH_CELL, REACH_TITLE, report_figure,
     REPORT_PANELS, write_report, X_TITLES)
@@ -59,5 +59,5 @@ __all__ = [
     'PAIRED_COLUMNS', 'paired_differences', 'paired_row_text', 'REACH_CELL', 'REACH_COLUMNS', 'REACH_TITLE',
     'read_study', 'REFERENCE_VARIANT', 'report_figure', 'REPORT_PANELS', 'RESIDENCE_COLUMNS',
     'rollouts_to_reach_table', 'run_dir_for', 'run_parallel', 'threads_per_job', 'SEED_DIFFERENCE_COLUMNS',
-    'seed_differences', 'seed_finals', 'spread_lines', 'summarise', 'sweep_entries', 'table_rows',
+    'glance', 'seed_differences', 'seed_finals', 'spread_lines', 'summarise', 'sweep_entries', 'table_rows',
     'tasks_consumed_by_epoch', 'variant_entries', 'verdict', 'write_report', 'X_TITLES']

@@ -1,16 +1,18 @@
-"""The sentences that end ``genenv-lab compare``: the verdict per preset, and the spread line beside a committed
-study."""
+"""The sentences that end ``genenv-lab compare``: the verdict at a glance that the terminal shows (:func:`glance`: a
+small table, one row per arm, and a sentence), the full verdict per preset that goes to ``verdict.txt``, and the
+spread line beside a committed study."""
 
 from __future__ import annotations
 
 import math
-from typing import Mapping
+import textwrap
+from typing import Mapping, Sequence
 
 import pandas as pd
 
 from ..dryrun import RAN_DRY_STEP_FRAC
-from .stats import (FIXED_SET_VARIANT, FinalScore, dry_run_table, efficiency_table, final_scores, paired_row_text,
-                    rollouts_to_reach_table, seed_differences)
+from .stats import (FIXED_SET_VARIANT, FinalScore, dry_run_table, efficiency_table, final_scores, late_averages,
+                    paired_row_text, rollouts_to_reach_table, seed_differences)
 from .table import REFERENCE_VARIANT, arm_of
 
 def spread_lines(table: pd.DataFrame, study: pd.DataFrame, where: str) -> str:
@@ -29,6 +31,85 @@ def spread_lines(table: pd.DataFrame, study: pd.DataFrame, where: str) -> str:
                                      reference=arm_of(part["reference"].iloc[0]), where=f"{span} of {where}"))
     return "\n".join(line for line in lines if line)
 
+
+WIDTH = 120
+"""The terminal width the glance is wrapped to."""
+GLANCE_HEADER = ("arm", "seeds", "held-out: start → final", "agent rollouts", "p̂ last third", "dry epochs")
+
+
+def glance(table: pd.DataFrame, study: pd.DataFrame | None = None, where: str = "the study",
+           reference_variant: str = REFERENCE_VARIANT, fixed_variant: str = FIXED_SET_VARIANT) -> list[str]:
+    """The verdict a person reads at a glance, in lines of at most :data:`WIDTH` characters (pure): per preset, an
+    aligned table with one row per arm (seeds; held-out score of the untrained agent → at the final epoch, mean over
+    seeds; agent rollouts spent by then; mean p̂ on the simulator's tasks over the last third, :func:`late_averages`;
+    second-half epochs that ran dry, :func:`dry_run_table`), then one sentence: whether the curriculum paid against
+    the fixed set and by how much; then, with ``study`` (a committed comparison's per-seed differences), the spread
+    of that difference over its seeds (:func:`spread_lines`).
+
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": 0, "epoch": e, "heldout": h, "agent_rollouts": r,
+    ...          "p_hat_mean": None if e == 0 else 0.5}
+    ...         for v, curve in {"genenv": [(0, 0.2), (100, 0.5), (200, 0.6)],
+    ...                          "static": [(0, 0.2), (100, 0.3), (200, 0.5)]}.items()
+    ...         for e, (r, h) in enumerate(curve)]
+    >>> from genenv_lab.compare.table import COLUMNS
+    >>> print("\\n".join(glance(pd.DataFrame(rows, columns=list(COLUMNS)))))
+    p, 2 epochs:
+      arm     seeds  held-out: start → final  agent rollouts  p̂ last third  dry epochs
+      genenv      1        0.200 → 0.600                 200          0.50           –
+      static      1        0.200 → 0.500                 200          0.50           –
+    The curriculum paid: genenv ends 0.100 above the fixed set (static), on one seed.
+    """
+    if table.empty:
+        return ["No run has finished an epoch yet: no verdict."]
+    scores = final_scores(table)
+    late = late_averages(table).groupby("label")["p_hat_last_third"].mean()
+    dry = {str(r.label): r for r in dry_run_table(table).itertuples()}
+    lines: list[str] = []
+    for preset_name, part in table.groupby(table["label"].astype(str).str.split(":", n=1).str[0], sort=False):
+        rows = []
+        for label, runs in part.groupby("label", sort=False):
+            label = str(label)
+            score, start = scores.get(label), runs[runs["epoch"] == 0]["heldout"].mean()
+            final_epoch = runs[runs["epoch"] == runs["epoch"].max()]
+            d = dry.get(label)
+            rows.append((arm_of(label), str(runs["seed"].nunique()),
+                         f"{_num(start)} → {_num(score.mean if score else math.nan)}",
+                         f"{final_epoch['agent_rollouts'].mean():,.0f}", _num(late.get(label, math.nan), 2),
+                         f"{d.dry_epochs} of {d.epochs}" if d is not None else "–"))
+        lines.append(f"{preset_name}, {int(part['epoch'].max())} epochs:")
+        lines += ["  " + line for line in _aligned([GLANCE_HEADER, *rows])]
+        ref, fixed = scores.get(f"{preset_name}:{reference_variant}"), scores.get(f"{preset_name}:{fixed_variant}")
+        if ref is not None and fixed is not None:
+            lines += textwrap.wrap(_paid_sentence(ref, fixed, reference_variant, fixed_variant), WIDTH)
+    if study is not None:
+        spread = spread_lines(table, study, where)
+        lines += [w for line in spread.splitlines() for w in textwrap.wrap(line, WIDTH)] if spread else [
+            f"(the study in {where} has none of these arms)"]
+    return lines
+
+
+def _num(value: float, digits: int = 3) -> str:
+    return f"{value:.{digits}f}" if value is not None and math.isfinite(value) else "–"
+
+
+def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows of cells as aligned text: the first column left-aligned, the others right-aligned, two spaces apart."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            .rstrip() for row in rows]
+
+
+def _paid_sentence(ref: FinalScore, fixed: FinalScore, reference_variant: str, fixed_variant: str) -> str:
+    """One sentence: did the curriculum pay against the fixed set, by how much, on how many seeds."""
+    diff = ref.mean - fixed.mean
+    seeds = min(ref.seeds, fixed.seeds)
+    on = "on one seed" if seeds < 2 else f"mean over {seeds} seeds"
+    if ref.epoch != fixed.epoch:
+        on += f" (epoch {ref.epoch} against {fixed.epoch}: still running)"
+    if diff > 1e-9:
+        return f"The curriculum paid: {reference_variant} ends {diff:.3f} above the fixed set ({fixed_variant}), {on}."
+    where = "level with" if diff >= -1e-9 else f"{-diff:.3f} below"
+    return f"The curriculum did not pay: {reference_variant} ends {where} the fixed set ({fixed_variant}), {on}."
 
 
 def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,

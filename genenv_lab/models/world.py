@@ -5,12 +5,17 @@ A domain that defines a world (``count``: :class:`genenv_lab.domains.count.Count
 (messages, reply) pairs in both roles, the agent's and the simulator's, in exactly the prompts the loop uses. This
 module trains a tiny Qwen2-architecture model (and its byte-level BPE tokenizer) on that stream, with the loss on the
 reply tokens only, in two phases: ``steps`` batches of the agent role alone (at this size, mixing in the simulator's
-long prompts from the start kept the agent from learning its facts: docs/curriculum_cpu.md, "Design notes from the
+long prompts from the start kept the agent from learning its facts: docs/research/curriculum_cpu.md, "Design notes from the
 code"), then ``env_steps`` rounds of one simulator batch and one agent
 batch at half the learning rate, so the agent role is rehearsed while the simulator role is learnt. It caches it under
 ``<cache>/world-<domain>-<hash>/``; the hash covers the domain, the seed, the size, the steps and the world's version,
 so a changed recipe builds a new model and a rerun reuses the old one; it also covers the teacher's parameters where
 the world declares them (:meth:`~genenv_lab.domains.worlds.LevelWorld.recipe`).
+
+The world models of the CPU presets ship with the package (``genenv_lab/data/world_models/<cache name>/``, written by
+``python -m tools.ship_world_models``, one thread each, so a rebuild on the same kind of CPU gives the same model):
+:func:`shipped_world_model` finds one by its recipe's name, and a recipe with no shipped file is built and cached as
+above (minutes to tens of minutes on a laptop's cores).
 
 Written by hand because it is a plain next-token loop on generated data (a few dozen lines); transformers'
 ``Trainer`` would add a dataset, a collator and a scheduler for no gain at this size.
@@ -62,6 +67,16 @@ class WorldModelSpec:
         key = [fields, WORLDS_VERSION] + ([recipe] if recipe else [])
         digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
         return f"world-{self.domain}-{digest}"
+
+
+SHIPPED = Path(__file__).resolve().parent.parent / "data" / "world_models"
+"""Where the package's prepared world models lie, one folder per recipe, named by :meth:`WorldModelSpec.cache_name`."""
+
+
+def shipped_world_model(spec: WorldModelSpec) -> Path | None:
+    """The shipped model of ``spec``'s recipe (a complete folder: its marker is written last), or None."""
+    folder = SHIPPED / spec.cache_name()
+    return folder if (folder / MARKER).is_file() else None
 
 
 def world_spec(cfg) -> WorldModelSpec | None:
