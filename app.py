@@ -40,11 +40,14 @@ from genenv_lab.lab.comparisons import (ComparisonData, comparison_dirs, compari
                                         comparisons_fingerprint, load_comparison, resolve_comparison)
 from genenv_lab.lab.runs import (LabError, RunData, discover_runs, fingerprint, folder_fingerprint, is_comparison,
                                  load_run, resolve_run, shown_name, with_attempts)
+from genenv_lab.lab.story import FIXED_SET_VARIANT, pair_caption, pair_numbers, partner_name, story_figure
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_RUNS = ROOT / "runs"
 NONE = "(none)"
 REFRESH_S = 2.0
+HIDDEN_STORY = (gr.update(visible=False), gr.update(visible=False))
+"""The story figure and its caption, hidden (no run, or a run that could not be drawn)."""
 
 CSS = """
 .lab-header h1 {margin-bottom: 0; font-size: 1.7rem;}
@@ -52,6 +55,7 @@ CSS = """
 .run-card {padding: 4px 14px !important; background: var(--background-fill-secondary) !important;
            border-radius: 8px !important;}
 .run-card blockquote {margin: 4px 0; color: #c92a2a;}
+.story-caption {padding: 0 14px; color: var(--body-text-color-subdued);}
 """
 
 
@@ -121,17 +125,34 @@ class Lab:
         names = [summary.name for summary in summaries]
         if run is not None and run not in names:
             raise LabError(f"--run {run!r}: no such run in {self.root} (runs: {', '.join(names) or 'none yet'})")
-        first = run or (names[0] if names else None)
+        paired = [n for n in names if partner_name(n) in names and partner_name(n) != n]
+        first = run or (paired[0] if paired else names[0] if names else None)  # a run beside its fixed set first
         view = {"summaries": summaries, "names": names, "run": first, "card": "_No run selected._", "glance": None,
-                "hist": None, "curves": None}
+                "hist": None, "curves": None, "story": None, "story_caption": ""}
         if first is not None:
             try:
                 shown = self.load(first)
+                story, story_caption = self.story_of(shown)
                 view.update(card=views.run_card(shown), glance=glance_figure(shown),
-                            hist=figures.difficulty_figure(shown), curves=figures.curves_figure([shown]))
+                            hist=figures.difficulty_figure(shown), curves=figures.curves_figure([shown]),
+                            story=story, story_caption=story_caption)
             except Exception:  # noqa: BLE001 - the timer's first refresh draws it, or shows why it cannot
                 pass
         return view
+
+    def story_of(self, run: RunData) -> tuple[Any, str]:
+        """The story figure of ``run`` beside its fixed set's run (same preset and seed, arm ``static``) and its
+        caption, or (None, "") when the run is the fixed set's or has no such partner in the runs folder."""
+        partner = partner_name(run.name)
+        if run.variant == FIXED_SET_VARIANT or partner is None or partner == run.name:
+            return None, ""
+        try:
+            fixed = self.load(partner)
+        except LabError:
+            return None, ""
+        if fixed is None or not fixed.records or not run.records:
+            return None, ""
+        return story_figure(run, fixed), pair_caption(pair_numbers(run, fixed))
 
     # ------------------------------------------------------------------------------------- runs and tasks
     def refresh_runs(self, run: Any, compare: Any, last_key: Any, force: bool = False):
@@ -149,18 +170,19 @@ class Lab:
                search: str, task: Any, state: Any, force: bool):
         key = self.key_of(run_name, compare_name)
         if not force and state is not None and state[0] == key:
-            return (gr.skip(),) * 16
+            return (gr.skip(),) * 18
         a, b = self.load(run_name), self.load(compare_name if compare_name != run_name else None)
         if a is None:
             empty = figures.message_figure(f"No run in {self.root} yet: start one in the “Start a run” tab, or run "
                                          f"`genenv-lab run --preset tiny --out {self.root}/tiny`.")
-            return ("_No run selected._", gr.update(visible=False), empty, empty, empty, None, gr.update(),
+            return (*HIDDEN_STORY, "_No run selected._", gr.update(visible=False), empty, empty, empty, None,
+                    gr.update(),
                     gr.update(), gr.update(choices=[], value=None), *self.detail(None, None), "", (key, None, None))
         try:
             return self.draw(a, b, epoch, band, validity, reason, search, task, key)
         except Exception as exc:  # noqa: BLE001 - a run no view foresaw must not take the lab down
             oops = figures.message_figure(f"{a.name}: could not draw this run ({type(exc).__name__}: {exc}).")
-            return (f"### {a.name}\n\n> ⚠ Could not draw this run: `{type(exc).__name__}: {exc}`",
+            return (*HIDDEN_STORY, f"### {a.name}\n\n> ⚠ Could not draw this run: `{type(exc).__name__}: {exc}`",
                     gr.update(visible=False), oops, oops, oops, None, gr.update(), gr.update(),
                     gr.update(choices=[], value=None), *self.detail(None, None), a.events, (key, None, None))
 
@@ -173,7 +195,9 @@ class Lab:
         ids = list(table["task_id"])  # the tasks the table shows (at most views.TASK_ROWS)
         task = task if task in ids else None
         shown = [r for r in (a, b) if r is not None]
-        return (views.run_card(a),
+        story, story_caption = self.story_of(a)
+        return (gr.update(value=story, visible=story is not None),
+                gr.update(value=story_caption, visible=story is not None), views.run_card(a),
                 gr.update(value=views.run_card(b), visible=True) if b is not None else gr.update(visible=False),
                 glance_figure(shown), figures.difficulty_figure(shown), figures.curves_figure(shown), table,
                 gr.update(choices=choices["epochs"], value=epoch),
@@ -302,6 +326,9 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
         header(ui, lab.root, first)
         with gr.Tabs():
             with gr.Tab("Curriculum"):
+                ui.story = gr.Plot(first["story"], show_label=False, visible=first["story"] is not None)
+                ui.story_md = gr.Markdown(first["story_caption"], visible=first["story"] is not None,
+                                          elem_classes="story-caption")
                 ui.glance = gr.Plot(first["glance"], show_label=False)
                 ui.hist = gr.Plot(first["hist"], show_label=False)
                 ui.curves = gr.Plot(first["curves"], show_label=False)
@@ -422,7 +449,8 @@ def wire_runs(demo: gr.Blocks, ui: SimpleNamespace, lab: Lab) -> None:
     """The runs list, the run (and run to compare) shown, the task filters and the task detail."""
     view_inputs = [ui.run_dd, ui.compare_dd, ui.f_epoch, ui.f_band, ui.f_valid, ui.f_reason, ui.f_search, ui.task_dd,
                    ui.loaded]
-    view_outputs = [ui.card, ui.card_b, ui.glance, ui.hist, ui.curves, ui.tasks_df, ui.f_epoch, ui.f_reason, ui.task_dd,
+    view_outputs = [ui.story, ui.story_md, ui.card, ui.card_b, ui.glance, ui.hist, ui.curves, ui.tasks_df, ui.f_epoch,
+                    ui.f_reason, ui.task_dd,
                     ui.lineage_plot, ui.lineage_df, ui.context_md, ui.attempts_md, ui.attempts_df, ui.events,
                     ui.loaded]
     detail_outputs = [ui.lineage_plot, ui.lineage_df, ui.context_md, ui.attempts_md, ui.attempts_df]

@@ -1,6 +1,11 @@
 """PNG snapshots of what a user sees: a comparison report and the lab's difficulty histogram of one run.
 
     python -m tools.snapshots --compare runs/cmp-demo --run cpu-demo_genenv-s0 --out docs/figures
+    python -m tools.snapshots --compare runs/demo --run cpu-dry-hint-long_genenv-s0 --story --out docs/figures
+
+``--story`` writes ``<out>/<run>-story.png``, the lab's first screen for a genenv run beside its fixed-set twin
+(:mod:`genenv_lab.lab.story`; both runs served together), and ``<out>/<run>-story.md``, its caption computed from
+the two runs (the README shows both).
 
 writes ``<out>/<compare>-report.png`` (the whole report) and ``<out>/<run>-glance.png``,
 ``<out>/<run>-difficulty.png`` and ``<out>/<run>-curves.png`` (the lab's "Curriculum at a glance", "Difficulty of
@@ -29,6 +34,7 @@ from typing import Iterator
 from .browser import Chromium
 from genenv_lab.lab.glance import GLANCE_TITLE, caption, story_numbers
 from genenv_lab.lab.runs import load_run
+from genenv_lab.lab.story import STORY_TITLE, pair_caption, pair_numbers, partner_name
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
@@ -131,11 +137,40 @@ def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float 
         return shots
 
 
+def story_png(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float = 180) -> list[Path]:
+    """The lab's story figure of ``run_dir`` beside its fixed-set twin (the same folder's ``static`` run of its
+    preset and seed), served together from a copy, and its caption (``<run>-story.md``)."""
+    run_dir = Path(run_dir).resolve()
+    partner = partner_name(run_dir.name)
+    if partner is None or not (run_dir.parent / partner / "epochs.jsonl").is_file():
+        raise FileNotFoundError(f"{run_dir.name} has no fixed-set twin with committed epochs beside it ({partner})")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = run_dir.name
+    with tempfile.TemporaryDirectory(prefix="genenv-snap-", ignore_cleanup_errors=True) as tmp:
+        runs = Path(tmp) / "runs"
+        for folder in (name, partner):
+            shutil.copytree(run_dir.parent / folder, runs / folder, ignore=shutil.ignore_patterns("adapters"))
+        with served_lab(runs, Path(tmp), run=name, width=width, timeout=timeout) as browser:
+            title = f"{STORY_TITLE} · {name}"
+            if not browser.wait_for(f"({_plot_with(title)}) !== null", timeout):
+                raise TimeoutError(f"the lab did not draw '{STORY_TITLE}' for {name} within {timeout:.0f} s "
+                                   f"(log: {Path(tmp) / 'app.log'})")
+            time.sleep(1.0)
+            shots = [browser.screenshot_element(_plot_with(title), out_dir / f"{name}-story.png")]
+        text = pair_caption(pair_numbers(load_run(runs / name), load_run(runs / partner)))
+        shots.append(out_dir / f"{name}-story.md")
+        shots[-1].write_text(text + "\n", encoding="utf-8")
+        return shots
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="PNG snapshots of a comparison report and of the lab on one run.")
     parser.add_argument("--compare", help="comparison folder (genenv-lab compare --out DIR): its report.html")
     parser.add_argument("--run", help="run directory, or a run's name inside --compare's runs/")
     parser.add_argument("--out", required=True, help="folder of the PNGs")
+    parser.add_argument("--story", action="store_true",
+                        help="the lab's story figure of --run beside its fixed-set twin instead of the run's figures")
     args = parser.parse_args(argv)
     if not args.compare and not args.run:
         parser.error("give --compare, --run or both")
@@ -149,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         run = Path(args.run)
         if not run.is_dir() and args.compare:
             run = Path(args.compare) / "runs" / args.run
-        written.extend(lab_pngs(run, out))
+        written.extend(story_png(run, out) if args.story else lab_pngs(run, out))
     for path in written:
         print(path)
     return 0

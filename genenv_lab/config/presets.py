@@ -29,8 +29,7 @@ def _tiny() -> RunConfig:
 
 
 def _cpu_demo() -> RunConfig:
-    # The world where the curriculum pays: a tiny model pre-trained once on the counting world, whose steps must be
-    # learnt in order (docs/research/curriculum_cpu.md, "A world where the curriculum pays").
+    # Counting world, counts at every level: where p̂ is held near α (docs/research/README.md).
     return RunConfig(
         preset="cpu-demo",
         model=ModelConfig(name_or_path="tiny-world", lora_r=8, lora_alpha=16, max_seq_length=256),
@@ -45,48 +44,29 @@ def _cpu_demo() -> RunConfig:
 
 
 def _cpu_dry() -> RunConfig:
-    # The run-dry world (docs/research/curriculum_cpu.md, "The run-dry world"): cpu-demo's counting world and model with its
-    # seeds at the easy end (counts to 3-8, which the untrained agent mostly solves), so that the untrained
-    # simulator's fixed set is soon solved while the held-out counts reach 24: a baseline that keeps serving it runs
-    # dry, and only a simulator that climbs past the seeds keeps the agent at its frontier.
+    # Easy seeds and a simulator that copies their level: the fixed set saturates (docs/research/README.md).
     return _cpu_demo().replace(preset="cpu-dry", world={"anchor": "task"},
                                loop={"seeds": "count_easy_seeds.jsonl"})
 
 
 def _cpu_dry_hint() -> RunConfig:
-    # cpu-dry with a world model whose simulator was pre-trained 7.5x longer (1500 rounds, 17-21 min to build on
-    # one core): measured before any run by tools/hint_following.py, cpu-dry's simulator ignores the hint (from
-    # parents at levels 6-8 it writes below them in 0.77-0.88 of its variations, whatever it is told) while this
-    # one writes one or two levels above its parent under "harder" in 0.62-0.88 of its variations at levels 6-14
-    # (docs/research/curriculum_cpu.md, "Does the simulator follow the hint?"). Its untrained agent is stronger too (it
-    # solves level 8 at 0.77, not 0.33).
+    # cpu-dry with a simulator pre-trained 7.5x longer, which follows "harder" (docs/research/README.md).
     return _cpu_dry().replace(preset="cpu-dry-hint", world={"env_steps": 1500})
 
 
 def _cpu_dry_hint_long() -> RunConfig:
-    # cpu-dry-hint run 40 epochs instead of 16, its fixed set grown in proportion (static_variations ⌈5 · 40/16⌉ =
-    # 13 per seed, so no smaller relative to the run). The length was chosen by a rule committed before the figures
-    # it reads (tools/run_length.py on seeds 0-3's training side, docs/research/preregistration.md, pre-registration 6):
-    # the first length at which genenv's tasks stay above the fixed set's levels and the agent's training frontier
-    # stops rising. 4 arms x 8 seeds took about 29 min at --jobs 2 on 2 cores.
+    # The demo's world: cpu-dry-hint for 40 epochs, fixed set grown in proportion (docs/research/README.md).
     return _cpu_dry_hint().replace(preset="cpu-dry-hint-long", loop={"epochs": 40}, env={"static_variations": 13})
 
 
 def _cpu_times() -> RunConfig:
-    # The times-tables world (docs/research/curriculum_cpu.md, rounds one to four): the curriculum calibrates there, but a
-    # fixed set teaches the agent as much, since one shared slip is unlearnt on any task.
+    # The times-tables world: it calibrates, a fixed set teaches as much (docs/research/README.md).
     return _cpu_demo().replace(preset="cpu-times", env={"temperature": 1.0},
                                agent={"max_completion_length": 6, "lr": 1e-4}, loop={"domain": "times"})
 
 
 def _cpu_smollm2() -> RunConfig:
-    # SmolLM2-135M-Instruct on times99, a one-digit number times one up to 99 (docs/research/curriculum_cpu.md, "SmolLM2"):
-    # the times tables up to 15 were too easy for it (p̂ 0.88 → 0.99 on the untrained simulator's tasks), times99's
-    # difficulty runs well past what it solves, and its seeds stay at the easy end. The simulator's tokens are held
-    # to the task's alphabet and stop where the task ends (TimesDomain.env_alphabet, env_stop), sampled at
-    # temperature 0.6 (~80 % valid on the times tables before any training; 0.31 at 1.0 without the constraint).
-    # Epochs: what encoding each prompt once (docs/prefix_sharing.md) lets a 3-variant, 3-seed comparison fit in an
-    # hour on 2 cores (3 epochs before it).
+    # SmolLM2-135M-Instruct on times99, format-constrained simulator (docs/research/curriculum_cpu.md).
     return RunConfig(
         preset="cpu-smollm2",
         model=ModelConfig(name_or_path="smollm2-135m", lora_r=8, lora_alpha=16, max_seq_length=512),
@@ -101,10 +81,7 @@ def _cpu_smollm2() -> RunConfig:
 
 
 def _cpu_smollm2_dry() -> RunConfig:
-    # cpu-smollm2 with its seeds at the easy end (times99 levels 3-12, data/times99_easy_seeds.jsonl), the held-out
-    # set unchanged (levels 3-99): the run-dry question of cpu-dry asked of a real pretrained model (issue 38). On
-    # seed 0 (docs/research/curriculum_cpu.md, "SmolLM2 with room to move") such seeds gave p̂ 0.91-0.97 on the untrained
-    # simulator's tasks: a fixed set written from them is solved from the start.
+    # cpu-smollm2 with easy seeds (levels 3-12): the run-dry question on a real model (docs/research/README.md).
     return _cpu_smollm2().replace(preset="cpu-smollm2-dry", loop={"seeds": "times99_easy_seeds.jsonl"})
 
 
@@ -162,7 +139,8 @@ def preset(name: str) -> RunConfig:
 def notebook_preset(environ: Mapping[str, str] | None = None) -> str:
     """The preset a notebook runs: ``$GENENV_LAB_PRESET`` when set; else, with a CUDA GPU visible, a GPU preset
     sized by its memory (``colab-t4`` below 20 GiB, ``colab-l4`` below 40 GiB, ``a100`` above) when the Unsloth
-    stack is installed, or ``cpu-smollm2`` (the ``hf`` engine then uses the GPU) when it is not; else ``cpu-demo``.
+    stack is installed, or ``cpu-smollm2`` (the ``hf`` engine then uses the GPU) when it is not; else
+    ``cpu-dry-hint-long``, the demo's world (``scripts/demo.sh``).
 
     >>> notebook_preset({"GENENV_LAB_PRESET": "tiny"})
     'tiny'
@@ -177,7 +155,7 @@ def notebook_preset(environ: Mapping[str, str] | None = None) -> str:
     import torch
 
     if not torch.cuda.is_available():
-        return "cpu-demo"
+        return "cpu-dry-hint-long"
     if importlib.util.find_spec("unsloth") is None:
         return "cpu-smollm2"
     gib = torch.cuda.get_device_properties(0).total_memory / 2**30
