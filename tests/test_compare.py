@@ -117,6 +117,7 @@ def test_a_failing_parallel_run_is_named_no_further_run_starts_and_the_same_comm
     bad = run_dir_for(out, "tiny:static", 0)
     bad.mkdir(parents=True)
     (bad / "state.json").write_text("{not json")
+    (out / "manifest.json").write_text("{}")  # a comparison's folder (a folder without one is refused untouched)
     with pytest.raises(RunDirError, match=r"state\.json is corrupt"):
         compare_grid(entries, 1, out, progress=False, jobs=2)
     assert (bad / "state.json").read_text() == "{not json"
@@ -498,3 +499,210 @@ def test_a_pairs_auc_range_is_its_own_and_an_arm_spending_fewer_rollouts_shorten
     without = efficiency_table(table[table["variant"] != "online_filter"])
     pd.testing.assert_frame_equal(without[without["label"] == "p:static"].reset_index(drop=True),
                                   eff[eff["label"] == "p:static"].reset_index(drop=True))
+
+
+# ------------------------------------------------------------------------ round 5: --out, signals, orphans, a full disk
+
+def test_compare_out_on_a_folder_of_the_users_files_is_refused_in_one_line_and_leaves_them(tmp_path, capsys):
+    """Round 5, P4: ``compare --out`` onto a folder of the user's files replaced summary.csv, report.html and
+    efficiency.csv, exit 0. A non-empty folder without manifest.json is refused as ``run --out`` refuses one, before
+    anything (the comparison's lock included) is written; a comparison's own folder and one holding only the lock of
+    a comparison stopped before its manifest are accepted."""
+    from genenv_lab.cli import main
+    from genenv_lab.compare import COMPARE_LOCK
+    from genenv_lab.compare.grid import check_out
+    from genenv_lab.runfiles import RunDirError
+
+    user = tmp_path / "U"
+    (user / "sub").mkdir(parents=True)
+    files = {"summary.csv": "mine\n", "report.html": "mine\n", "efficiency.csv": "keep\n", "sub/notes.txt": "n\n"}
+    for name, text in files.items():
+        (user / name).write_text(text)
+    for variants in (["genenv"], ["genenv", "static"]):
+        code = main(["compare", "--presets", "tiny", "--variants", *variants, "--seeds", "1", "--epochs", "1",
+                     "--out", str(user)])
+        printed = capsys.readouterr()
+        text = printed.out + printed.err
+        assert code != 0 and "not empty" in text and "nothing was changed" in text, text
+        assert "Traceback" not in text and len(text.strip().splitlines()) == 1
+    assert {str(p.relative_to(user)): p.read_text() for p in user.rglob("*") if p.is_file()} == files
+    assert sorted(p.name for p in user.iterdir()) == ["efficiency.csv", "report.html", "sub", "summary.csv"]
+    stopped = tmp_path / "stopped"  # a comparison stopped between its lock and its manifest
+    stopped.mkdir()
+    (stopped / COMPARE_LOCK).write_text("")
+    check_out(stopped)
+    (user / "manifest.json").write_text("{}")  # a comparison's own folder: its runs are checked one by one later
+    check_out(user)
+    check_out(tmp_path / "new")
+    with pytest.raises(RunDirError, match="not empty"):
+        check_out(tmp_path)
+
+
+def test_a_full_disk_while_the_report_is_written_leaves_no_truncated_report(tmp_path):
+    """Round 5, P10: a full disk while report.html was written left a truncated file. Each file of the report is
+    written to a temporary file and renamed: a write that fails leaves the previous file whole (here: a file-size
+    limit, under which a write fails as on a full disk)."""
+    out = tmp_path / "cmp"
+    out.mkdir()
+    (out / "report.html").write_text("the previous report")
+    code = f"""
+import resource, signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing
+import pandas as pd
+from genenv_lab.compare import COLUMNS, write_report
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+write_report(pd.DataFrame(columns=COLUMNS), {str(out)!r})
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "File too large" in proc.stderr, proc.stderr[-2000:]
+    assert (out / "report.html").read_text() == "the previous report"
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert (out / "summary.csv").is_file()  # the small files before it were written whole
+
+
+def _session(sid: int) -> list[int]:
+    """The live processes of session ``sid`` (a comparison started with ``start_new_session``: its runs' processes
+    and multiprocessing's resource tracker stay in it, whoever their parent becomes)."""
+    from pathlib import Path
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _parallel_comparison(out, *extra):
+    """``compare --jobs 2`` of two tiny arms for 60 epochs in a session of its own, once both runs have committed an
+    epoch (models loaded, imports done: a signal inside an import is another matter); (process, its runs' folders)."""
+    import time
+
+    from genenv_lab.compare import run_dir_for
+    from genenv_lab.runfiles import RunDirError
+    from genenv_lab.runread import read_state
+
+    def committed(run) -> bool:
+        try:
+            return read_state(run).get("last_complete_epoch", 0) >= 1
+        except (RunDirError, OSError, ValueError, TypeError):  # not written yet
+            return False
+
+    proc = subprocess.Popen([sys.executable, "-m", "genenv_lab.cli", "compare", "--presets", "tiny", "--variants",
+                             "genenv", "static", "--seeds", "1", "--epochs", "60", "--reference-tasks", "2",
+                             "--eval-limit", "2", "--jobs", "2", "--out", str(out), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    runs = [run_dir_for(out, f"tiny:{v}", 0) for v in ("genenv", "static")]
+    deadline = time.time() + 240
+    while not all(committed(run) for run in runs):
+        if proc.poll() is not None or time.time() > deadline:
+            _end_session(proc)
+            pytest.fail(f"the runs committed no epoch: {proc.communicate()[0][-3000:]}")
+        time.sleep(0.05)
+    return proc, runs
+
+
+def _gone_within(sid: int, seconds: float) -> float | None:
+    """Seconds until no process of session ``sid`` is alive, or None if some still are after ``seconds``."""
+    import time
+
+    start = time.time()
+    while time.time() - start < seconds:
+        if not _session(sid):
+            return time.time() - start
+        time.sleep(0.1)
+    return None
+
+
+def _end_session(proc) -> None:
+    """Whatever a failed test left of the comparison's session is killed (by the session's own process group)."""
+    import os
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.communicate(timeout=30)
+    except (subprocess.TimeoutExpired, ValueError):
+        pass
+
+
+@pytest.mark.engines  # multi-process
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads a session's processes from /proc")
+def test_sigkill_of_a_parallel_comparison_leaves_no_process_of_it(tmp_path):
+    """Round 5, P5: SIGKILL of a ``compare --jobs 2`` parent left both runs' processes (about 0.5 GB each, blocked
+    on the call queue, deaf to SIGTERM) and the resource tracker alive for good. Each run's process watches its
+    parent: its run stops as ``interrupted`` and it exits, and the tracker ends with the last of them."""
+    from genenv_lab.runread import read_state
+
+    proc, runs = _parallel_comparison(tmp_path / "cmp")
+    try:
+        assert len(_session(proc.pid)) == 4  # the comparison, two runs' processes, the resource tracker
+        proc.kill()
+        proc.wait(timeout=30)
+        gone = _gone_within(proc.pid, 10.0)
+        assert gone is not None, f"still alive 10 s after the SIGKILL: {_session(proc.pid)}"
+    finally:
+        _end_session(proc)
+    for run in runs:
+        assert read_state(run)["status"] in ("interrupted", "running"), read_state(run)  # running: read as killed
+
+
+@pytest.mark.engines  # multi-process
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads a session's processes from /proc")
+def test_a_quick_double_ctrl_c_neither_hangs_a_parallel_comparison_nor_leaves_its_processes(tmp_path):
+    """Round 5, P6: a second SIGINT 50 ms after the first (a quick double Ctrl-C: the terminal's to the whole group,
+    then one more to the comparison) broke the pool's shutdown; the comparison hung in its exit for good, its runs'
+    processes with it. A second signal during the shutdown is ignored: one line, exit 130, nothing left."""
+    import os
+    import signal
+    import time
+
+    from genenv_lab.runread import read_state
+
+    proc, runs = _parallel_comparison(tmp_path / "cmp")
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        printed, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "Traceback" not in printed, printed[-3000:]
+        assert "interrupted; the same command continues it" in printed
+        assert _gone_within(proc.pid, 10.0) is not None, _session(proc.pid)
+    finally:
+        _end_session(proc)
+    for run in runs:
+        assert read_state(run)["status"] == "interrupted"
+
+
+@pytest.mark.engines  # multi-process
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads a session's processes from /proc")
+def test_a_killed_run_process_is_one_line_naming_the_runs_and_the_command_that_continues_them(tmp_path):
+    """Round 5, P10: SIGKILL of one run's process gave ``error: BrokenProcessPool: A process in the process pool was
+    terminated abruptly ...``, naming no run and no next command. The line names the runs it stopped and the
+    command that continues them; nothing of the comparison stays alive."""
+    import os
+    import signal
+
+    out = tmp_path / "cmp"
+    proc, runs = _parallel_comparison(out)
+    try:
+        workers = [pid for pid in _session(proc.pid)
+                   if b"spawn_main" in open(f"/proc/{pid}/cmdline", "rb").read()]
+        assert len(workers) == 2
+        os.kill(workers[0], signal.SIGKILL)
+        printed, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 1 and "Traceback" not in printed, printed[-3000:]
+        line = [line for line in printed.splitlines() if line.startswith("error:")]
+        assert len(line) == 1 and "BrokenProcessPool" not in line[0], printed[-3000:]
+        assert all(str(run) in line[0] for run in runs) and f"--out {out}" in line[0]
+        assert _gone_within(proc.pid, 10.0) is not None, _session(proc.pid)
+    finally:
+        _end_session(proc)

@@ -102,6 +102,7 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
     out = Path(out)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     manifest = {"entries": [{"label": lab, "config": cfg.to_dict()} for lab, cfg in entries], "seeds": seed_list}
+    check_out(out)  # a folder of the user's own files is refused before anything is written into it
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock_comparison(out)  # before anything of the folder is written: a second compare is refused untouched
     try:
@@ -120,6 +121,24 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
     finally:
         os.close(lock)
     return table
+
+
+def check_out(out: str | Path) -> None:
+    """``--out`` must be new, empty or a comparison's own folder (its ``manifest.json``; or only the lock of a
+    comparison stopped before it wrote one): a folder holding anything else (a user's ``summary.csv``, notes) is
+    refused with a RunDirError in one line and left untouched, as ``run --out`` refuses a non-empty folder. A path
+    that is not a folder is left to the ``mkdir`` that follows."""
+    out = Path(out)
+    if not out.is_dir() or (out / "manifest.json").is_file():
+        return
+    try:
+        foreign = sorted(p.name for p in out.iterdir() if p.name != COMPARE_LOCK)
+    except OSError:  # not listable: the lock or the first write says why
+        return
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise RunDirError(f"--out {out} is not empty ({shown}) and is not a comparison's folder (no manifest.json); "
+                          "choose a new or empty --out (nothing was changed)")
 
 
 def _lock_comparison(out: Path) -> int:
@@ -220,8 +239,12 @@ def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: in
     comparison builds and no two runs build one cache folder. A run is handed to a process only when one is free,
     so nothing waits in a queue: after the first failure no further run starts (every failure is said, the first
     raised once the running ones end), and on Ctrl-C or SIGTERM, to this process or its whole group, the running
-    runs stop as ``interrupted`` and nothing starts after them; a run's process also stops when this one dies. A
-    stopped comparison continues with the same command (finished runs skipped, the rest resumed). The progress bar
+    runs stop as ``interrupted`` and nothing starts after them; a second signal meanwhile (a quick double Ctrl-C) is
+    ignored, and a run's process still alive :data:`WORKERS_STOP_S` seconds later is killed. A run's process also
+    stops when this one dies, a SIGKILL included (:func:`_watch_parent`), and when one of them dies (kill -9, the
+    out-of-memory killer) the runs beside it stop too, named with the command that continues them in one
+    RunDirError. A stopped comparison continues with the same command (finished runs skipped, the rest resumed).
+    The progress bar
     counts committed epochs of all runs (read from each run's state.json). A script that calls this must guard its
     top level with ``if __name__ == "__main__":`` (spawned processes import the main module again).
 
@@ -258,8 +281,9 @@ def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: in
     bar = tqdm(total=total, desc=f"comparison ({len(grid)} runs, {jobs} at a time, {threads} threads each)",
                unit="epoch", disable=not progress)
     pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=_worker_started)
+                                  initializer=_worker_started, initargs=(os.getpid(),))
     waiting, running, failures = list(grid), {}, []
+    interrupted = None
     try:
         while waiting or running:
             while waiting and len(running) < jobs and not failures:
@@ -271,19 +295,86 @@ def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: in
             bar.update(committed() - bar.n)
             for future in finished:
                 label, seed = running.pop(future)
-                if future.exception() is not None:
-                    failures.append(future.exception())
-                    bar.write(f"{label} seed {seed} failed: {future.exception()}"
-                              + ("; no further run is started" if waiting else ""))
+                exc = future.exception()
+                if exc is not None:
+                    failures.append((label, seed, exc))
+                    said = ("stopped: a run's process ended abruptly" if isinstance(exc, cf.process.BrokenProcessPool)
+                            else f"failed: {exc}")
+                    bar.write(f"{label} seed {seed} {said}" + ("; no further run is started" if waiting else ""))
     except BaseException:  # Ctrl-C or SIGTERM to this process alone: the runs are told too, and stop cleanly
+        interrupted = _hold_signals()  # a second signal (a quick double Ctrl-C) cannot break the shutdown below
         _signal_runs()
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        bar.update(committed() - bar.n)
-        bar.close()
+        try:
+            if interrupted is None:
+                pool.shutdown(wait=True, cancel_futures=True)
+            else:
+                _stop_workers(pool)
+            bar.update(committed() - bar.n)
+            bar.close()
+        finally:
+            if interrupted is not None:
+                _restore_signals(interrupted)
     if failures:
-        raise failures[0]
+        label, seed, exc = failures[0]
+        if isinstance(exc, cf.process.BrokenProcessPool):
+            lost = ", ".join(f"{lab} seed {s} ({run_dir_for(out, lab, s)})" for lab, s, e in failures
+                             if isinstance(e, cf.process.BrokenProcessPool))
+            raise RunDirError(f"a run's process ended abruptly (killed: kill -9, the out-of-memory killer) and stopped "
+                              f"{lost}; their committed epochs are kept: continue with the same command (genenv-lab "
+                              f"compare ... --out {out}; finished runs are skipped)") from None
+        raise exc
+
+
+WORKERS_STOP_S = 60.0
+"""After a Ctrl-C or SIGTERM, how long the comparison waits for its runs' processes to stop as ``interrupted``
+before it kills them (a killed run resumes too, from its last committed epoch)."""
+
+
+def _hold_signals() -> dict | None:
+    """In the main thread, SIGINT, SIGTERM and SIGHUP ignored from here on (a quick double Ctrl-C, a terminal's and a
+    supervisor's signal one after the other), so that the shutdown of the runs is not broken half way; the previous
+    handlers, for :func:`_restore_signals` (``{}`` outside the main thread, where handlers cannot be set)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    held = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+            held[sig] = signal.signal(sig, signal.SIG_IGN)
+    return held
+
+
+def _restore_signals(held: dict) -> None:
+    import signal
+
+    for sig, handler in held.items():
+        signal.signal(sig, handler)
+
+
+def _stop_workers(pool, timeout_s: float | None = None) -> None:
+    """The shutdown of an interrupted comparison, bounded: nothing more is started, the runs' processes (told to
+    stop) get :data:`WORKERS_STOP_S` seconds to end their runs as ``interrupted``, and any still alive then is
+    killed, so that neither this process nor its exit waits on them for ever."""
+    import time
+
+    timeout_s = WORKERS_STOP_S if timeout_s is None else timeout_s
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # the pool's own processes, no others
+    manager = getattr(pool, "_executor_manager_thread", None)
+    pool.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + timeout_s
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    for worker in workers:
+        if worker.is_alive():
+            worker.kill()
+            worker.join(5.0)
+    if manager is not None:
+        manager.join(10.0)
 
 
 def _prepare_models(grid: Sequence[tuple[str, RunConfig, int]]) -> None:
@@ -311,21 +402,58 @@ def _signal_runs() -> None:
             pass
 
 
-def _worker_started() -> None:
-    """In each run's process, first: stop cleanly on SIGINT, SIGTERM or SIGHUP (the first one only), and (Linux) get
-    SIGTERM when the comparison's process dies, so that no run outlives it."""
+PARENT_POLL_S = 0.2
+"""How often a run's process checks that the comparison's process is still its parent."""
+PARENT_GONE_GRACE_S = 5.0
+"""How long a run's process, once the comparison's process is gone, lets its run stop as ``interrupted`` before it
+exits anyway (that run then reads as killed, and resumes the same)."""
+_IN_RUN = None  # in a run's process: a threading.Event set while a run is in flight
+
+
+def _worker_started(parent: int | None = None) -> None:
+    """In each run's process, first: stop cleanly on SIGINT, SIGTERM or SIGHUP (the first one only), and end when
+    the comparison's process ``parent`` is gone, so that no run's process outlives it (:func:`_watch_parent`; on
+    Linux the run is also told at once, by SIGTERM, through ``PR_SET_PDEATHSIG``)."""
     import ctypes
     import signal
     import sys
+    import threading
 
     from ..loop import stop_on_signals
 
+    global _IN_RUN
+    _IN_RUN = threading.Event()
     stop_on_signals(once=True)
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             pass
+    if parent is not None:
+        threading.Thread(target=_watch_parent, args=(parent, _IN_RUN), name="genenv-lab-parent-watch",
+                         daemon=True).start()
+
+
+def _watch_parent(parent: int, in_run, poll_s: float = PARENT_POLL_S, grace_s: float = PARENT_GONE_GRACE_S) -> None:
+    """A run's process's watchdog thread: once ``parent`` (the comparison's process) is no longer this process's
+    parent (it died: SIGKILL, a crash), nothing will ever be handed to this process again and the queue it waits on
+    never closes (it holds both ends). So: the run in flight, if any, is told to stop (SIGTERM, which it takes as
+    ``interrupted``; a second one is ignored), gets ``grace_s`` seconds, and the process exits. Its exit also
+    closes its end of the resource tracker's pipe, so the tracker ends with the last of them."""
+    import signal
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(poll_s)
+    if in_run.is_set():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        except OSError:
+            pass
+        deadline = time.monotonic() + grace_s
+        while in_run.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    os._exit(1)
 
 
 def _run_job(out: Path, label: str, cfg_s: RunConfig, seed: int, threads: int, backend_factory) -> None:
@@ -340,6 +468,8 @@ def _run_job(out: Path, label: str, cfg_s: RunConfig, seed: int, threads: int, b
     from ..runlog import read_state
 
     torch.set_num_threads(threads)
+    if _IN_RUN is not None:
+        _IN_RUN.set()
     try:
         _run_one(out, label, cfg_s, seed, False, backend_factory, run, read_state)
     except Exception as exc:
@@ -348,3 +478,6 @@ def _run_job(out: Path, label: str, cfg_s: RunConfig, seed: int, threads: int, b
         except Exception:  # noqa: BLE001 - whatever stops it from crossing
             raise RuntimeError(f"{label} seed {seed}: {type(exc).__name__}: {exc}") from None
         raise
+    finally:
+        if _IN_RUN is not None:
+            _IN_RUN.clear()

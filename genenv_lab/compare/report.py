@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from .. import curriculum as cur
 from ..dryrun import RAN_DRY_STEP_FRAC
+from ..runfiles import atomic_write_bytes, atomic_write_parquet
 from ..style import BAND_FILL
 from .stats import dry_run_table, efficiency_table, paired_row_text, rollouts_to_reach_table, seed_differences
 from .table import REFERENCE_VARIANT, arm_of, band_residence, summarise
@@ -120,17 +121,22 @@ def _number(value: float, measure: str) -> str:
 
 def write_report(table: pd.DataFrame, out: str | Path,
                  bands: Mapping[str, tuple[float, float]] | None = None) -> Path:
+    """The comparison's files in ``out``, each written whole or not at all (a temporary file renamed over the old
+    one): a full disk or a kill while they are written leaves the previous file, never a truncated one."""
     out = Path(out)
-    table.to_csv(out / "comparison.csv", index=False)
-    table.to_parquet(out / "comparison.parquet", index=False)
-    summarise(table).to_csv(out / "summary.csv", index=False)
-    band_residence(table, bands=bands).to_csv(out / "band_residence.csv", index=False)
-    rollouts_to_reach_table(table).to_csv(out / "rollouts_to_reach.csv", index=False)
-    efficiency_table(table).to_csv(out / "efficiency.csv", index=False)
-    dry_run_table(table).to_csv(out / "dry_run.csv", index=False)
-    seed_differences(table).to_csv(out / "paired_by_seed.csv", index=False)
+    atomic_write_bytes(out / "comparison.csv", _csv(table))
+    atomic_write_parquet(out / "comparison.parquet", table)
+    for name, frame in (("summary.csv", summarise(table)), ("band_residence.csv", band_residence(table, bands=bands)),
+                        ("rollouts_to_reach.csv", rollouts_to_reach_table(table)),
+                        ("efficiency.csv", efficiency_table(table)), ("dry_run.csv", dry_run_table(table)),
+                        ("paired_by_seed.csv", seed_differences(table))):
+        atomic_write_bytes(out / name, _csv(frame))
     # the band shaded is the runs' own (the first label's when presets differ, as the lab's Comparisons tab does)
     alpha, k_min = next(iter(bands.values())) if bands else (0.5, 0.1)
-    report_figure(table, alpha=alpha, k_min=k_min).write_html(out / "report.html", include_plotlyjs=True,
-                                                               full_html=True)
+    html = report_figure(table, alpha=alpha, k_min=k_min).to_html(include_plotlyjs=True, full_html=True)
+    atomic_write_bytes(out / "report.html", html.encode("utf-8"))
     return out / "report.html"
+
+
+def _csv(frame: pd.DataFrame) -> bytes:
+    return frame.to_csv(index=False).encode("utf-8")
