@@ -551,6 +551,63 @@ def test_five_quick_starts_leave_at_most_the_cap_running(tmp_path, monkeypatch):
     assert launcher.running_runs(tmp_path) == []  # stopped runs free their places
     assert {s.name for s in discover_runs(tmp_path)} == {"a", "b"}  # the notes folder is not a run
 
+
+@pytest.mark.parametrize("planted", ["link", "link-inside", "lock-link", "note-link"])
+def test_start_writes_nothing_outside_the_runs_folder_through_a_planted_link(tmp_path, monkeypatch, planted):
+    """Round 5, P7: a symlinked ``.lab-launches`` made Start write its lock and pid note where the link pointed.
+    A notes folder that is a link (even to a folder inside the runs folder), a lock or a pid note that is a link:
+    Start is refused in one sentence naming no absolute path, no process starts, no run folder or log is left, and
+    nothing is written outside the runs folder."""
+    import tempfile
+
+    runs, outside, logs = tmp_path / "runs", tmp_path / "outside", tmp_path / "tmp"
+    for folder in (runs, outside, logs):
+        folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(logs))  # where a started run's log would go
+    notes = runs / launcher.LAUNCHES
+    if planted == "link":
+        notes.symlink_to(outside, target_is_directory=True)
+    elif planted == "link-inside":
+        (runs / "elsewhere").mkdir()
+        notes.symlink_to(runs / "elsewhere", target_is_directory=True)
+    else:
+        notes.mkdir()
+        (notes / (".lock" if planted == "lock-link" else "probe1.pid")).symlink_to(outside / "written")
+    with pytest.raises(LabError) as refused:
+        launcher.start_run(runs, "tiny", "arith", "probe1")
+    message = str(refused.value)
+    assert launcher.LAUNCHES in message and str(tmp_path) not in message and "\n" not in message
+    assert not list(outside.iterdir()) and not list(logs.iterdir()) and not (runs / "probe1").exists()
+    assert launcher.running_runs(runs) == []  # the runs list reads no note through a link either
+
+
+def test_start_messages_name_no_absolute_path_and_a_fifo_note_cannot_block_the_count(tmp_path):
+    """Round 5, P10: Start's messages named the absolute runs folder; the command it shows names the run as in the
+    runs folder. A FIFO planted as a pid note would block the count of running runs; it is skipped, not read."""
+    import threading
+
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(LabError, match="already exists in the runs folder") as refused:
+        launcher.start_run(tmp_path, "tiny", "arith", "taken")
+    assert str(tmp_path) not in str(refused.value)
+    shutil.rmtree(tmp_path / launcher.LAUNCHES)
+    (tmp_path / launcher.LAUNCHES).write_text("a file")
+    with pytest.raises(LabError, match="is a file") as refused:
+        launcher.start_run(tmp_path, "tiny", "arith", "x")
+    assert str(tmp_path) not in str(refused.value)
+    (tmp_path / launcher.LAUNCHES).unlink()
+    (tmp_path / launcher.LAUNCHES).mkdir()
+    os.mkfifo(tmp_path / launcher.LAUNCHES / "fifo.pid")
+    counted = []
+    reader = threading.Thread(target=lambda: counted.append(launcher.running_runs(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(10.0)
+    assert counted == [[]], "the count of running runs blocked on a FIFO note"
+    run = launcher.LaunchedRun(name="probe1", path=tmp_path / "probe1", preset="tiny", domain="arith",
+                               command=launcher.build_command("tiny", "arith", tmp_path / "probe1"), process=None,
+                               log_path=tmp_path / "log")
+    assert run.shown_command == "-m genenv_lab.cli run --preset tiny --domain arith --out probe1"
+
 def test_hostile_run_files_are_refused_without_opening_them(tmp_path):
     """A FIFO (would block a reader), a link to /dev/zero (never ends), a link out of the run folder and an
     oversized file each make their own run 'unreadable' with a sentence; the good run beside them still lists and

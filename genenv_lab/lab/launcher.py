@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,15 @@ class LaunchedRun:
         return self.process.poll()
 
     @property
+    def shown_command(self) -> str:
+        """The command as the lab shows it: ``genenv_lab.cli run ... --out NAME``, without the interpreter's path and
+        with the run folder named as in the runs folder (messages name no absolute path)."""
+        shown = list(self.command[1:])
+        if len(shown) >= 2 and shown[-2] == "--out":
+            shown[-1] = self.name
+        return " ".join(shown)
+
+    @property
     def state(self) -> str:
         code = self.poll()
         if code is None:
@@ -120,13 +130,15 @@ def running_runs(runs_root: str | Path) -> list[str]:
     runs the lab started whose process is alive but has not written its ``state.json`` yet."""
     from .runs import discover_runs
 
+    from ..safe_io import read_regular
+
     root = Path(runs_root)
     running = {s.name for s in discover_runs(root) if s.status == "running"}
     notes = root / LAUNCHES
-    for note in notes.glob("*.pid") if notes.is_dir() else ():
+    for note in notes.glob("*.pid") if _notes_problem(root) is None and notes.is_dir() else ():
         name = note.name[:-len(".pid")]
-        try:
-            pid = int(note.read_text().strip() or 0)
+        try:  # a note is a few digits: a FIFO or a link to /dev/zero planted there is refused, not read
+            pid = int(read_regular(note, 64, "start note").decode("ascii").strip() or 0)
         except (OSError, ValueError):
             continue
         if name not in running and not (root / name / "state.json").exists() and pid_alive(pid):
@@ -134,27 +146,81 @@ def running_runs(runs_root: str | Path) -> list[str]:
     return sorted(running)
 
 
+def _notes_problem(root: Path) -> str | None:
+    """Why ``<root>/.lab-launches`` cannot hold the lab's start notes (one sentence naming it relative to the runs
+    folder), or None when it is absent or a real folder directly inside the runs folder. A link is refused whatever it
+    points to, as is a folder that resolves elsewhere: the lab writes nothing outside its runs folder."""
+    notes = root / LAUNCHES
+    try:
+        info = notes.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            return (f"{LAUNCHES} in the runs folder is a link; the lab keeps its start notes in a folder of its own "
+                    "there: remove the link to start runs from the lab (nothing was written)")
+        if not stat.S_ISDIR(info.st_mode):
+            return (f"{LAUNCHES} in the runs folder is a file where the lab keeps its start notes (a folder); move "
+                    "it away to start runs from the lab (nothing was written)")
+        if notes.resolve().parent != root.resolve():
+            return (f"{LAUNCHES} in the runs folder resolves outside it; the lab writes nothing outside its runs "
+                    "folder: move it away to start runs from the lab (nothing was written)")
+    except FileNotFoundError:
+        return None
+    except (OSError, RuntimeError) as exc:
+        return f"{LAUNCHES} in the runs folder cannot be examined ({type(exc).__name__}); nothing was written"
+    return None
+
+
 class _StartLock:
     """An exclusive ``flock`` on ``<runs>/.lab-launches/.lock`` while a start counts and launches: two users
-    (or two lab processes) starting at once are counted one after the other."""
+    (or two lab processes) starting at once are counted one after the other. The notes folder must be a real folder
+    inside the runs folder (:func:`_notes_problem`); it is opened once, without following a link, and the lock and
+    the pid notes are opened relative to it, never through a link, so that nothing is written outside the runs
+    folder even if the folder is swapped for a link meanwhile."""
 
     def __init__(self, root: Path):
+        problem = _notes_problem(root)
+        if problem:
+            raise LabError(problem)
         notes = root / LAUNCHES
-        if notes.exists() and not notes.is_dir():
-            raise LabError(f"{notes} is a file where the lab keeps its start notes (a folder); move it away to start "
-                           "runs from the lab")
-        notes.mkdir(exist_ok=True)
-        self.path = notes / ".lock"
+        try:
+            notes.mkdir()
+        except FileExistsError:
+            pass
+        problem = _notes_problem(root)  # created meanwhile by someone else: checked again
+        if problem:
+            raise LabError(problem)
+        try:
+            self.dir_fd = os.open(notes, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+        except OSError as exc:
+            raise LabError(f"{LAUNCHES} in the runs folder cannot be opened ({exc.strerror}); nothing was "
+                           "written") from None
+        self.fd: int | None = None
+
+    def open_note(self, name: str) -> int:
+        """A file of the notes folder opened for writing (created, emptied), never through a link."""
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644, dir_fd=self.dir_fd)
+        except OSError as exc:
+            raise LabError(f"{LAUNCHES}/{name} in the runs folder cannot be written ({exc.strerror}); remove it "
+                           "to start runs from the lab") from None
 
     def __enter__(self):
         import fcntl
 
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.fd = os.open(".lock", os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644, dir_fd=self.dir_fd)
+        except OSError as exc:
+            os.close(self.dir_fd)
+            raise LabError(f"{LAUNCHES}/.lock in the runs folder cannot be opened ({exc.strerror}); remove it to "
+                           "start runs from the lab") from None
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         return self
 
     def __exit__(self, *exc):
         os.close(self.fd)  # closing releases the lock
+        os.close(self.dir_fd)
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def start_run(runs_root: str | Path, preset: str, domain: str, name: str | None = None,
@@ -167,7 +233,7 @@ def start_run(runs_root: str | Path, preset: str, domain: str, name: str | None 
     root.mkdir(parents=True, exist_ok=True)
     path = resolve_run(root, name)
     command = build_command(preset, domain, path)
-    with _StartLock(root):  # counted and launched as one step: five quick starts cannot all see room for one
+    with _StartLock(root) as lock:  # counted and launched as one step: five quick starts cannot all see room for one
         busy = running_runs(root)
         if len(busy) >= max_running:
             raise LabError(f"{len(busy)} runs are already running here ({', '.join(sorted(busy))}); wait for one "
@@ -175,7 +241,12 @@ def start_run(runs_root: str | Path, preset: str, domain: str, name: str | None 
         try:
             path.mkdir()
         except FileExistsError:
-            raise LabError(f"a run called {name!r} already exists in {root}; choose another name") from None
+            raise LabError(f"a run called {name!r} already exists in the runs folder; choose another name") from None
+        try:
+            note = lock.open_note(f"{name}.pid")  # before the process: a note that cannot be written starts nothing
+        except LabError:
+            path.rmdir()
+            raise
         fd, log = tempfile.mkstemp(prefix=f"genenv-lab-{name}-", suffix=".log")
         env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="120")  # unbuffered, rich tables not wrapped at 80
         try:
@@ -183,9 +254,11 @@ def start_run(runs_root: str | Path, preset: str, domain: str, name: str | None 
                 process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file,
                                            stderr=subprocess.STDOUT, env=env, close_fds=True)
         except OSError as exc:
+            os.close(note)
             path.rmdir()
-            raise LabError(f"could not start the run: {exc}") from None
-        (root / LAUNCHES / f"{name}.pid").write_text(str(process.pid))
+            raise LabError(f"could not start the run: {exc.strerror or type(exc).__name__}") from None
+        with os.fdopen(note, "w") as f:
+            f.write(str(process.pid))
     return LaunchedRun(name=name, path=path, preset=preset, domain=domain, command=command, process=process,
                        log_path=Path(log))
 
