@@ -202,6 +202,46 @@ def test_config_files_are_typed_like_flags(tmp_path, text, message):
         load_config(path)
 
 
+def test_a_config_files_preset_is_applied_under_its_values_and_named_exactly(tmp_path):
+    """Round 5, P8: ``{"preset": "tiny", "loop": {"epochs": 1}}`` loaded the defaults (16 fields other than tiny's:
+    lora_r 8, env.lr 1e-4, ...) labelled tiny, and fullwidth or dotless-i spellings of a name were accepted. The
+    preset is applied, the file's values over it; the name must be a preset's, exactly, or "custom"."""
+    from genenv_lab.cli import build_parser, run_config_from
+
+    path = tmp_path / "tiny_partial.json"
+    path.write_text('{"preset": "tiny", "loop": {"epochs": 1}}')
+    cfg = load_config(path)
+    assert cfg == preset("tiny").replace(loop={"epochs": 1}) and cfg.preset == "tiny"
+    assert (cfg.model.lora_r, cfg.env.lr) == (preset("tiny").model.lora_r, preset("tiny").env.lr)
+    assert run_config_from(build_parser().parse_args(["run", "--config", str(path), "--epochs", "2"])) == \
+        preset("tiny").replace(loop={"epochs": 2})  # the command line's options over the file's
+    path.write_text('{"preset": "cpu-demo", "env": {"lr": 0.001}, "agent": {"max_completion_length": 9}}')
+    assert load_config(path) == preset("cpu-demo").replace(env={"lr": 0.001}, agent={"max_completion_length": 9})
+    path.write_text('{"preset": "tiny", "loop": {"domain": "count"}, "agent": {"max_completion_length": 7}}')
+    assert load_config(path) == preset("tiny").replace(loop={"domain": "count"}, agent={"max_completion_length": 7})
+    for name in PRESETS:  # a run's own config.json gives every field: it reads as it was written
+        written = preset(name).replace(loop={"epochs": 3}, curriculum={"alpha": 0.3})
+        path.write_text(written.to_json())
+        assert load_config(path) == written
+    for text in ('{"loop": {"epochs": 1}}', '{"preset": "custom", "loop": {"epochs": 1}}',
+                 '{"preset": "mine", "loop": {"epochs": 1}}'):  # no preset: the defaults, under the file's label
+        path.write_text(text)
+        cfg = load_config(path)
+        assert cfg.replace(preset="custom") == RunConfig().replace(loop={"epochs": 1})
+        assert cfg.preset == json.loads(text).get("preset", "custom")
+    for spelling, shown in (("\uff54\uff49\uff4e\uff59", "\\uff54"), ("t\u0131ny", "\\u0131"), ("Tiny", "'Tiny'"),
+                            ("tiny ", "'tiny '"), ("CPU-demo", "did you mean 'cpu-demo'"), ("m\u00e9", "\\xe9"),
+                            ("a\nb", "\\n")):
+        path.write_text(json.dumps({"preset": spelling}))
+        with pytest.raises(ConfigError, match="is not a preset's name as written") as refused:
+            load_config(path)
+        assert shown in str(refused.value) and "\n" not in str(refused.value)
+    pytest.importorskip("yaml")
+    path = tmp_path / "tiny_partial.yaml"
+    path.write_text("preset: tiny\nloop:\n  epochs: 1\n")
+    assert load_config(path) == preset("tiny").replace(loop={"epochs": 1})
+
+
 def test_yaml_config_reads_numbers_as_json_does_and_refuses_aliases(tmp_path):
     """Round 4, failures 7 and 10: ``seed: 010`` was octal 8 and ``1:20`` was 80; a 1 kB file of nested aliases
     cost 30-40 s and 2.3 GB. Numbers read as YAML 1.2 and JSON read them; anchors and aliases are refused at once."""

@@ -4,6 +4,7 @@ aliases, numbers as JSON reads them)."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 from .fields import SECTIONS
@@ -12,7 +13,15 @@ from .schema import ConfigError, RunConfig
 
 def load_config(path: str | Path) -> RunConfig:
     """A :class:`RunConfig` from a JSON or YAML file holding config.json's sections (a run's ``config.json``, a file
-    for ``run --config``), read as an untrusted file (a regular file of at most 4 MB); one ConfigError otherwise."""
+    for ``run --config``), read as an untrusted file (a regular file of at most 4 MB); one ConfigError otherwise.
+
+    A ``preset`` in the file is applied, not only shown: ``{"preset": "tiny", "loop": {"epochs": 1}}`` is the tiny
+    preset with one epoch (every field the file gives, over the preset's; a ``loop.domain`` other than the preset's
+    brings that domain's recommended settings, except the fields the file gives, as ``--preset P --domain D`` does).
+    Any other name is the label of a configuration built from the dataclasses' defaults (``"custom"``, the default,
+    or your own) and must be printable ASCII; one that is a preset's name spelled otherwise (``Tiny``, ``tiny ``, a
+    fullwidth ``ｔｉｎｙ``, a dotless-i ``tıny``) is refused, so a label never claims a preset it is not. A run's own
+    ``config.json`` gives every field, so it reads as it was written."""
     from ..safe_io import MB, loads_json, read_regular
 
     path = Path(path)
@@ -37,9 +46,41 @@ def load_config(path: str | Path) -> RunConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is not a configuration (a mapping of sections: {', '.join(SECTIONS)})")
     try:
-        return RunConfig.from_dict(data)
+        return _over_preset(data)
     except (ConfigError, TypeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _over_preset(data: dict) -> RunConfig:
+    """The configuration ``data`` describes: its ``preset`` (one of PRESETS) with the file's values over it, or the
+    defaults with them (``"custom"``, or no preset)."""
+    from collections.abc import Mapping
+
+    from .presets import PRESETS, preset
+    from .spellings import upgrade
+
+    name = data.get("preset", "custom")
+    if not isinstance(name, str) or name == "custom":  # a preset that is no string is refused by from_dict
+        return RunConfig.from_dict(data)
+    if name not in PRESETS:
+        folded = unicodedata.normalize("NFKC", name).replace("\u0131", "i").strip().casefold()
+        near = next((p for p in PRESETS if p == folded), None)
+        if near or not (name.isascii() and name.isprintable()):
+            raise ConfigError(f"preset={ascii(name)[:60]} is not a preset's name as written"
+                              + (f" (did you mean {near!r}?)" if near else "") + f": give one of {', '.join(PRESETS)} "
+                              "exactly (its settings, with the file's values over them), or a label of printable "
+                              "ASCII such as \"custom\" (the defaults, with the file's values)")
+        return RunConfig.from_dict(data)  # a label of the user's own configuration, built from the defaults
+    sections = upgrade(data, stored=True)  # the file's old spellings under their new names before they are merged
+    base = preset(name)
+    merged = base.to_dict()
+    for key, value in sections.items():
+        mine = merged.get(key)
+        merged[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, Mapping) else value
+    cfg = RunConfig.from_dict(merged)
+    if cfg.loop.domain != base.loop.domain:  # as --preset P --domain D: the domain's settings, except the file's
+        cfg = cfg.with_domain_settings(given=sections)
+    return cfg
 
 
 def _load_yaml(yaml, raw):
