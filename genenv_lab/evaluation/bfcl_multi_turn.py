@@ -40,9 +40,22 @@ builtin, an attribute chain, a non-literal argument) is that call's error result
 record an exception. Where BFCL's harness wrote code of its own, this module matches it byte for byte and tests it
 (``tests/test_bfcl_multi_turn.py``): the call strings it renders from decoded calls, the result strings
 (``str`` as is, a ``dict`` as ``json.dumps``, anything else ``str()``, an exception as
-``"Error during execution: …"``, the eight names upstream refuses), the message layout of a turn (user messages,
-the assistant's raw reply, one ``tool`` message per call with the call string as its ``name``) and the "functions
-added" message. The system prompt is the lab's own wording (as for single-turn BFCL), not BFCL's.
+``"Error during execution: …"``, the writing of the result included, so that an integer ``str()`` cannot write is
+that error too; the eight names upstream refuses), the message layout of a turn (user messages, the assistant's raw
+reply, one ``tool`` message per call with the call string as its ``name``) and the "functions added" message. The
+system prompt is the lab's own wording (as for single-turn BFCL), not BFCL's.
+
+Bounds (the ``MAX_*`` constants; docs/bfcl_multi_turn.md, "Bounds"): upstream's backends compute whatever a call
+asks (``power(base=10, exponent=1000000000)`` runs for hours, a few ``cp``/``mv`` calls share folders so that
+``find`` walks 2**22 paths), so every call is bounded before it runs. A call whose arguments ask for too much (an
+integer result, a precision, a number as text) or whose walk (``find``, ``du``) covers too many paths, or a folder
+inside itself, is not run: its result is an error string, as upstream records a call that raises, and the entry is
+scored on (these calls change no state; the answer keys' stay far inside every bound). The work of an entry (calls,
+characters of calls and of results, characters the file system reads, digits of precision) is charged to a
+:class:`Budget`; once one is crossed no further call of the entry runs and the entry is wrong
+(``multi_turn:bound_exceeded``; under the per-turn protocol, that turn and every later one). Each call also restores
+the precisions ``decimal`` and mpmath keep for the whole process, which upstream leaves as the last call set them.
+``score`` lists the bounds met in ``bounds``.
 
 Known differences from upstream (none changes a verdict on the answer keys or on the parity test's predictions,
 ``benchmarks/bfcl_parity.py --multi-turn``; docs/bfcl_multi_turn.md): upstream's ``eval`` resolves names in its
@@ -55,9 +68,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import decimal
 import importlib
 import inspect
 import json
+import math
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -81,6 +97,37 @@ METHOD_ORDER_CHECK = False
 """Upstream's ``multi_turn_checker`` has its method-order check commented out; kept off to score as it does."""
 MAX_CALL_CHARS = 100_000
 """The longest call string dispatched; a longer one is that call's error result (no backend method needs it)."""
+
+# Bounds (the project's own: upstream's backends compute whatever a call asks; docs/bfcl_multi_turn.md, "Bounds").
+# Per call, checked before it runs; a call over one is not run and its result is an error string, as upstream
+# records a call that raises, and the entry is scored on (the calls bounded here change no state).
+MAX_RESULT_DIGITS = 10_000
+"""``power`` on integers and ``round_number`` of an integer to negative places: at most this many digits (Python
+cannot write an integer of more than 4,300 as text anyway; upstream computes ``10**1000000000`` for hours)."""
+MAX_PRECISION = 1_000
+"""``logarithm`` and ``square_root``: at most this many digits of precision (the answer keys use at most 10)."""
+MAX_NUMBER_TEXT = 32
+"""``logarithm``: a number given as text has at most this many characters (mpmath reads ``'1e'`` and 4,000 nines for
+17 s)."""
+MAX_WALK_PATHS = 10_000
+"""``find`` and ``du``: at most this many paths under the folder they walk, a folder that upstream's shallow
+``cp``/``mv`` shares counted once per path it is reached by, and no folder inside itself."""
+MAX_WALK_CHARS = 2_000_000
+"""``find``: at most this many characters of paths; ``du``: of the files' contents it reads (counted per path)."""
+# Per entry (all the model's calls in one check or one conversation; the answer key's replay is not counted):
+# once one is crossed, no further call of the entry runs and the entry (per turn: that turn and every later one)
+# is wrong, with the reason ``multi_turn:bound_exceeded``.
+MAX_CALLS = 500
+"""Calls dispatched, nested calls included (the answer keys make at most 35 in an entry)."""
+MAX_CALL_TEXT = 1_000_000
+"""Characters of call strings (so the backends' state, which only call arguments fill, stays under it)."""
+MAX_RESULT_TEXT = 2_000_000
+"""Characters of results kept (the history the checks and the model read; the answer keys' longest is 70,454)."""
+MAX_READ_CHARS = 10_000_000
+"""Characters the file system's walks and reads go through (``find``, ``du``: as above; ``cat``, ``wc``, ``sort``,
+``grep``, ``tail``, ``diff``: the contents of the files named)."""
+MAX_PRECISION_DIGITS = 50_000
+"""Digits of precision the ``logarithm`` and ``square_root`` calls ask for, summed (50 calls at the most)."""
 
 
 class BFCLEvalMissing(ImportError):
@@ -261,12 +308,169 @@ class _Refused(Exception):
     """A call this executor does not run; its message is the error text upstream's ``eval`` would have raised."""
 
 
+class _OverBound(_Refused):
+    """A call over one of the project's bounds (module constants ``MAX_*``); not run."""
+
+
+@dataclass
+class Budget:
+    """What one entry's model calls have spent (one check, or one conversation), shared by the backends of its
+    turns under the per-turn protocol. ``exceeded`` is the first per-entry bound crossed: once set, no call of the
+    entry runs. ``refused`` lists the per-call bounds met (their calls were not run)."""
+
+    calls: int = 0
+    call_chars: int = 0
+    result_chars: int = 0
+    read_chars: int = 0
+    digits: int = 0
+    exceeded: str = ""
+    refused: list[str] = field(default_factory=list)
+
+    def spend(self, what: str, amount: int) -> None:
+        """Add ``amount`` to ``what``; crossing its bound sets :attr:`exceeded` and refuses the call at hand."""
+        spent = getattr(self, what) + amount
+        setattr(self, what, spent)
+        if not self.exceeded and spent > _ENTRY_BOUNDS[what][0]:
+            limit, unit = _ENTRY_BOUNDS[what]
+            self.exceeded = f"the model's calls in this entry went over {limit:,} {unit} (genenv_lab's bound)"
+        if self.exceeded:
+            raise _OverBound(f"not run: {self.exceeded}")
+
+    def notes(self) -> list[str]:
+        return ([self.exceeded] if self.exceeded else []) + self.refused[:3]
+
+
+_ENTRY_BOUNDS = {"calls": (MAX_CALLS, "calls"), "call_chars": (MAX_CALL_TEXT, "characters of calls"),
+                 "result_chars": (MAX_RESULT_TEXT, "characters of results"),
+                 "read_chars": (MAX_READ_CHARS, "characters read by the file system"),
+                 "digits": (MAX_PRECISION_DIGITS, "digits of precision")}
+_READERS = {"cat": ("file_name",), "wc": ("file_name",), "sort": ("file_name",), "grep": ("file_name",),
+            "tail": ("file_name",), "diff": ("file_name1", "file_name2")}
+
+
+def _precisions() -> tuple:
+    """The process-global precisions a backend call may set (``decimal``'s context, mpmath's ``mp``)."""
+    mp = sys.modules.get("mpmath")
+    context = decimal.getcontext()
+    return context, context.prec, mp.mp.prec if mp is not None else None
+
+
+def _restore(saved: tuple) -> None:
+    context, prec, mp_prec = saved
+    if context.prec != prec:
+        context.prec = prec
+    mp = sys.modules.get("mpmath")
+    mp_prec = mp_prec if mp_prec is not None else 53  # mpmath's default (15 digits)
+    if mp is not None and mp.mp.prec != mp_prec:
+        mp.mp.prec = mp_prec
+
+
+def _result_text(result: Any) -> str:
+    """A call's result as upstream's executor writes it: a ``str`` as is, a ``dict`` as ``json.dumps`` (``str()``
+    where JSON cannot write it), anything else ``str()``. Raises what ``str()`` raises (an integer of more than
+    4,300 digits): the caller records it as the call's error, as upstream does."""
+    if type(result) is str:
+        return result
+    if type(result) is dict:
+        try:
+            return json.dumps(result)
+        except Exception:  # noqa: BLE001 - upstream falls back to str() for what JSON cannot write
+            return str(result)
+    return str(result)
+
+
+def _error_text(exc: Exception) -> str:
+    try:
+        return f"Error during execution: {exc}"
+    except Exception:  # noqa: BLE001 - a message str() cannot write (upstream's executor would raise here)
+        return f"Error during execution: {type(exc).__name__}"
+
+
+def _walk_size(folder: Any) -> tuple[int, int, int] | None:
+    """Paths under ``folder`` (a GorillaFileSystem ``Directory``), characters of their names joined as ``find``
+    writes them (without the folder's own path), characters of the files' contents, each counted once per path
+    (upstream's shallow ``cp`` and ``mv`` share folders, so the paths can be exponentially many); None when a
+    folder contains itself. Linear in the distinct folders: each ``contents`` dict is sized once."""
+    sizes: dict[int, tuple[int, int, int]] = {}
+    open_: set[int] = set()
+    stack: list[tuple[dict, bool]] = [(folder.contents, False)]
+    while stack:
+        contents, done = stack.pop()
+        key = id(contents)
+        if done:
+            open_.discard(key)
+            paths = names = text = 0
+            for name, item in contents.items():
+                sub = getattr(item, "contents", None)
+                below = sizes[id(sub)] if isinstance(sub, dict) else (0, 0, 0)
+                content = getattr(item, "content", None)
+                text += below[2] + (len(content) if isinstance(content, str) and not isinstance(sub, dict) else 0)
+                width = len(name) if isinstance(name, str) else len(str(name))
+                paths += 1 + below[0]
+                names += (width + 1) * (1 + below[0]) + below[1]
+            sizes[key] = (paths, names, text)
+            continue
+        if key in sizes:
+            continue
+        open_.add(key)
+        stack.append((contents, True))
+        for item in contents.values():
+            sub = getattr(item, "contents", None)
+            if isinstance(sub, dict):
+                if id(sub) in open_:
+                    return None
+                if id(sub) not in sizes:
+                    stack.append((sub, False))
+    return sizes[id(folder.contents)]
+
+
+@lru_cache(maxsize=None)
+def _signature(function: Any) -> inspect.Signature:
+    return inspect.signature(function)
+
+
+def _math_bound(name: str, a: dict) -> str:
+    """Why a MathAPI call would compute without bound (empty when it would not), judged on its bound arguments as
+    upstream's method uses them."""
+    if name == "power":
+        base, exponent = a["base"], a["exponent"]
+        if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1 and (
+                exponent > 4 * MAX_RESULT_DIGITS or exponent * math.log10(abs(base)) > MAX_RESULT_DIGITS):
+            return f"power: a result of more than {MAX_RESULT_DIGITS:,} digits"
+    elif name == "round_number":
+        number, places = a["number"], a["decimal_places"]
+        if isinstance(number, int) and isinstance(places, int) and places < -MAX_RESULT_DIGITS:
+            return f"round_number: an integer rounded to more than {MAX_RESULT_DIGITS:,} places left of the point"
+    elif name in ("logarithm", "square_root"):
+        if name == "logarithm":
+            for param in ("value", "base"):
+                if isinstance(a[param], str) and len(a[param]) > MAX_NUMBER_TEXT:
+                    return f"logarithm: {param} as a text of more than {MAX_NUMBER_TEXT} characters"
+        precision = _precision_of(name, a["precision"])
+        if precision is not None and precision > MAX_PRECISION:
+            return f"{name}: a precision of more than {MAX_PRECISION:,} digits"
+    return ""
+
+
+def _precision_of(name: str, precision: Any) -> int | None:
+    """The precision a ``logarithm`` (mpmath reads it with ``int()``) or ``square_root`` (``decimal`` takes only an
+    int) call would set; None where the method fails on it at once."""
+    if name == "logarithm":
+        try:
+            return int(precision)
+        except Exception:  # noqa: BLE001 - mpmath fails the same way
+            return None
+    return precision if isinstance(precision, int) else None
+
+
 class Backends:
     """One entry's BFCL backend instances (upstream's classes, loaded from the entry's initial state) and a
-    dispatcher that runs decoded call strings on them without evaluating any text."""
+    dispatcher that runs decoded call strings on them without evaluating any text, each call within the project's
+    bounds (``MAX_*``) and charged to ``budget`` (the entry's, shared by its turns; a new one when None)."""
 
-    def __init__(self, item: MultiTurnItem):
+    def __init__(self, item: MultiTurnItem, budget: Budget | None = None):
         up = upstream()
+        self.budget = budget if budget is not None else Budget()
         self.instances: dict[str, Any] = {}
         self.methods: dict[str, Any] = {}
         for name in item.involved_classes:
@@ -284,7 +488,10 @@ class Backends:
         return [self._one(call) for call in calls]
 
     def _one(self, call: str) -> str:
+        saved = _precisions()
         try:
+            self.budget.spend("calls", 1)
+            self.budget.spend("call_chars", len(call))
             head = call.split("(")[0]
             parts = head.split(".")
             # upstream prefixes a method's instance name before checking: a dotted name's second part is checked
@@ -294,43 +501,96 @@ class Backends:
             if len(call) > MAX_CALL_CHARS:
                 raise _Refused(f"call longer than {MAX_CALL_CHARS} characters")
             compile(call, "<string>", "eval")  # upstream's syntax errors, word for word; compiling runs nothing
-            result = self._evaluate(ast.parse(call, mode="eval").body)
+            text = _result_text(self._evaluate(ast.parse(call, mode="eval").body))  # inside the try, as upstream
         except Exception as exc:  # noqa: BLE001 - upstream records any exception of a call as its result
+            text = _error_text(exc)
+        finally:
+            _restore(saved)  # a call may set decimal's or mpmath's precision; upstream leaves it set
+        try:
+            self.budget.spend("result_chars", len(text))
+        except _OverBound as exc:
             return f"Error during execution: {exc}"
-        if type(result) is str:
-            return result
-        if type(result) is dict:
-            try:
-                return json.dumps(result)
-            except Exception:  # noqa: BLE001 - upstream falls back to str() for what JSON cannot write
-                return str(result)
-        return str(result)
+        return text
 
-    def _evaluate(self, node: ast.AST) -> Any:
+    def _bounded(self, method: Any, args: list, kwargs: dict) -> None:
+        """Refuse, before it runs, a call whose arguments ask for unbounded work, and charge the file system's
+        walks and reads to the entry (module constants ``MAX_*``). A call that does not bind to its method's
+        signature is left to fail as upstream's does."""
+        owner = type(getattr(method, "__self__", None)).__name__
+        if owner not in ("MathAPI", "GorillaFileSystem"):
+            return
+        try:
+            bound = _signature(method.__func__).bind(method.__self__, *args, **kwargs)
+        except TypeError:
+            return
+        bound.apply_defaults()
+        a, name = bound.arguments, method.__name__
+        reason = (_math_bound(name, a) if owner == "MathAPI" else self._file_system_bound(method.__self__, name, a))
+        if reason:
+            self.budget.refused.append(reason)
+            raise _OverBound(f"not run: {reason} (genenv_lab's bound)")
+        if owner == "MathAPI" and name in ("logarithm", "square_root"):
+            self.budget.spend("digits", max(0, _precision_of(name, a["precision"]) or 0))
+
+    def _file_system_bound(self, fs: Any, name: str, a: dict) -> str:
+        if name in ("find", "du"):
+            try:
+                folder = fs._current_dir if name == "du" else fs._navigate_to_directory(a["path"])
+                base = 0 if name == "du" else len(a["path"].rstrip("/"))
+            except Exception:  # noqa: BLE001 - the method raises the same on these arguments
+                return ""
+            if isinstance(folder, dict):
+                return ""  # no such folder: an error result, nothing walked
+            size = _walk_size(folder)
+            if size is None:
+                return f"{name}: a folder contains itself"
+            paths, names, text = size
+            chars = text if name == "du" else names + paths * base
+            if paths > MAX_WALK_PATHS:
+                return f"{name}: {paths:,} paths to walk, over {MAX_WALK_PATHS:,}"
+            if chars > MAX_WALK_CHARS:
+                return f"{name}: {chars:,} characters to walk, over {MAX_WALK_CHARS:,}"
+            self.budget.spend("read_chars", paths + chars)
+        elif name in _READERS:
+            here = fs._current_dir.contents
+            for param in _READERS[name]:
+                try:
+                    item = here.get(a[param])
+                except TypeError:  # an unhashable name: the method raises the same
+                    return ""
+                content = getattr(item, "content", None)
+                if isinstance(content, str):
+                    self.budget.spend("read_chars", len(content))
+        return ""
+
+    def _evaluate(self, node: ast.AST, nested: bool = False) -> Any:
         if isinstance(node, ast.Call):
             method = self._method(node.func)
-            args = [self._evaluate(a) for a in node.args]
+            if nested:  # a call in an argument is a call too (the call string itself was counted)
+                self.budget.spend("calls", 1)
+            args = [self._evaluate(a, True) for a in node.args]
             kwargs = {}
             for kw in node.keywords:
                 if kw.arg is None:
                     raise _Refused("'**' arguments are not run")
-                kwargs[kw.arg] = self._evaluate(kw.value)
+                kwargs[kw.arg] = self._evaluate(kw.value, True)
+            self._bounded(method, args, kwargs)
             return method(*args, **kwargs)
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            elts = [self._evaluate(e) for e in node.elts]
+            elts = [self._evaluate(e, True) for e in node.elts]
             return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](elts)
         if isinstance(node, ast.Dict) and None not in node.keys:
-            return {self._evaluate(k): self._evaluate(v) for k, v in zip(node.keys, node.values)}
+            return {self._evaluate(k, True): self._evaluate(v, True) for k, v in zip(node.keys, node.values)}
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            operand = self._evaluate(node.operand)
+            operand = self._evaluate(node.operand, nested)
             if type(operand) not in (int, float, complex, bool):
                 raise _Refused(f"bad operand type for unary {'-' if isinstance(node.op, ast.USub) else '+'}: "
                                f"'{type(operand).__name__}'")
             return -operand if isinstance(node.op, ast.USub) else +operand
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            left, right = self._evaluate(node.left), self._evaluate(node.right)
+            left, right = self._evaluate(node.left, nested), self._evaluate(node.right, nested)
             if not all(type(v) in (int, float, complex) for v in (left, right)):  # repr writes complex as a+bj
                 raise _Refused("only numbers are added in an argument")
             return left + right if isinstance(node.op, ast.Add) else left - right
@@ -363,8 +623,11 @@ class TurnVerdict:
 def _check_turn(model: Backends, truth: Backends, model_results: list[str], truth_results: list[str],
                 model_steps: list[list[str]], key: Sequence[str], turn: int) -> TurnVerdict:
     """BFCL's per-turn checks after a turn whose key is not empty: an empty model turn fails, then the state check,
-    then the response check (upstream's functions)."""
+    then the response check (upstream's functions). Before them, an entry whose calls went over a per-entry bound
+    is wrong (its later calls did not run, so its state says nothing)."""
     up = upstream()
+    if model.budget.exceeded:
+        return _over(model.budget)
     if not model_steps or up.is_empty(model_steps):
         return TurnVerdict(False, "multi_turn:empty_turn_model_response",
                            f"Model response list is empty for turn {turn}")
@@ -381,9 +644,16 @@ def _check_turn(model: Backends, truth: Backends, model_results: list[str], trut
     return TurnVerdict(True)
 
 
-def check_official(item: MultiTurnItem, prediction: Any) -> tuple[TurnVerdict, list[bool | None]]:
+def _over(budget: Budget) -> TurnVerdict:
+    return TurnVerdict(False, "multi_turn:bound_exceeded", budget.exceeded)
+
+
+def check_official(item: MultiTurnItem, prediction: Any,
+                   budget: Budget | None = None) -> tuple[TurnVerdict, list[bool | None]]:
     """BFCL's verdict on a whole prediction (its ``multi_turn_checker`` as its eval runner calls it) and the
-    verdict of each turn up to the first that fails (later turns ``None``: not reached)."""
+    verdict of each turn up to the first that fails (later turns ``None``: not reached). The model's calls are
+    charged to ``budget`` (a new one when None); a turn in which they go over a per-entry bound is wrong, whatever
+    its key."""
     turns: list[bool | None] = [None] * len(item.ground_truth)
     if not isinstance(prediction, list):
         return TurnVerdict(False, "multi_turn:inference_error",
@@ -394,12 +664,15 @@ def check_official(item: MultiTurnItem, prediction: Any) -> tuple[TurnVerdict, l
                            f"({len(prediction)}) does not match the length of the ground truth turns "
                            f"({len(item.ground_truth)})."), turns
     decoded = decode_turns([t if isinstance(t, list) else [] for t in prediction])
-    model, truth = Backends(item), Backends(item)
+    model, truth = Backends(item, budget), Backends(item)
     history: list[str] = []
     for t, key in enumerate(item.ground_truth):
         for step in decoded[t]:
             history.extend(model.execute(step))
         truth_results = truth.execute(key)
+        if model.budget.exceeded:
+            turns[t] = False
+            return _over(model.budget), turns
         if not key:
             turns[t] = True  # upstream does not check a turn whose key is empty (its calls still ran, above)
             continue
@@ -410,9 +683,12 @@ def check_official(item: MultiTurnItem, prediction: Any) -> tuple[TurnVerdict, l
     return TurnVerdict(True), turns
 
 
-def check_per_turn(item: MultiTurnItem, prediction: Any) -> list[bool]:
-    """The verdict of each turn on its own (module docstring, "Per turn"); a turn the prediction lacks is wrong."""
+def check_per_turn(item: MultiTurnItem, prediction: Any, budget: Budget | None = None) -> list[bool]:
+    """The verdict of each turn on its own (module docstring, "Per turn"); a turn the prediction lacks is wrong.
+    The model's calls of all turns are charged to one ``budget`` (a new one when None): the turn in which they go
+    over a per-entry bound is wrong, and so is every later one."""
     up = upstream()
+    budget = budget if budget is not None else Budget()
     rows = prediction if isinstance(prediction, list) else []
     decoded = decode_turns([t if isinstance(t, list) else [] for t in rows])
     out = []
@@ -420,11 +696,14 @@ def check_per_turn(item: MultiTurnItem, prediction: Any) -> list[bool]:
         if t >= len(decoded):
             out.append(False)
             continue
-        model, truth = _replayed(item, t), _replayed(item, t)
+        model, truth = _replayed(item, t, budget), _replayed(item, t)
         history = list(model.replayed)
         for step in decoded[t]:
             history.extend(model.execute(step))
         truth_results = truth.execute(key)
+        if budget.exceeded:
+            out.append(False)
+            continue
         if not key:
             out.append(bool(up.is_empty(decoded[t])))
             continue
@@ -436,10 +715,13 @@ class _Replayed(Backends):
     replayed: list[str]
 
 
-def _replayed(item: MultiTurnItem, turn: int) -> _Replayed:
-    """Fresh instances that have run the answer key's calls of turns before ``turn`` (their results kept)."""
+def _replayed(item: MultiTurnItem, turn: int, budget: Budget | None = None) -> _Replayed:
+    """Fresh instances that have run the answer key's calls of turns before ``turn`` (their results kept; the
+    replay is not charged to ``budget``, which the model's calls on them are)."""
     b = _Replayed(item)
     b.replayed = [r for key in item.ground_truth[:turn] for r in b.execute(key)]
+    if budget is not None:
+        b.budget = budget
     return b
 
 
@@ -458,22 +740,25 @@ def parse_prediction(prediction: Any) -> Any:
 
 def score(item: MultiTurnItem, prediction: Any, protocol: str = "official") -> ItemResult:
     """One entry's verdict. ``correct`` is always BFCL's (official) verdict on the prediction; ``score`` is the
-    chosen protocol's (official: 1/0; per-turn: the share of turns right); ``turn_correct`` the per-turn verdicts."""
+    chosen protocol's (official: 1/0; per-turn: the share of turns right); ``turn_correct`` the per-turn verdicts;
+    ``bounds`` the project's bounds the model's calls met (empty for a prediction within them all)."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"BFCL multi-turn protocol {protocol!r} is unknown; choose one of {list(PROTOCOLS)}")
     pred = parse_prediction(prediction)
+    spent = [Budget(), Budget()]
     if prediction is None:
         verdict, official_turns = TurnVerdict(False, "no prediction"), [None] * len(item.ground_truth)
     else:
-        verdict, official_turns = check_official(item, pred)
-    per_turn = check_per_turn(item, pred)
+        verdict, official_turns = check_official(item, pred, spent[0])
+    per_turn = check_per_turn(item, pred, spent[1])
+    bounds = list(dict.fromkeys(note for b in spent for note in b.notes()))[:4]
     n = len(per_turn)
     value = float(verdict.valid) if protocol == "official" else (sum(per_turn) / n if n else 0.0)
     reason = "ok" if verdict.valid else (verdict.error_type if prediction is None
                                          else f"{verdict.error_type}: {verdict.message}")
     return ItemResult(id=item.id, category=item.category, correct=verdict.valid, score=value, reason=reason,
                       extra={"protocol": protocol, "turn_correct": per_turn, "official_turns": official_turns,
-                             "n_turns": n, "n_turns_correct": sum(per_turn),
+                             "n_turns": n, "n_turns_correct": sum(per_turn), "bounds": bounds,
                              "n_steps": sum(len(t) for t in pred if isinstance(t, list)) if isinstance(pred, list)
                              else 0})
 
@@ -547,13 +832,15 @@ class Conversation:
     _backends: Backends | None = None
     _steps: int = 0
     _gold: list | None = None
+    _budget: Budget = field(default_factory=Budget)
+    """What the model's calls have spent: the conversation is one entry (a turn's fresh instances share it)."""
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"protocol {self.protocol!r}: choose one of {list(PROTOCOLS)}")
         self._messages = [system_message(self.item)]
         if self.protocol == "official":
-            self._backends = Backends(self.item)
+            self._backends = Backends(self.item, self._budget)
         self._open(0)
 
     def _open(self, turn: int) -> None:
@@ -561,7 +848,7 @@ class Conversation:
             self.finished = True
             return
         if self.protocol == "per-turn":
-            self._backends = _replayed(self.item, turn)
+            self._backends = _replayed(self.item, turn, self._budget)
             self._messages = [system_message(self.item)]
             replay = _replayed(self.item, 0)
             for t in range(turn):
