@@ -1,4 +1,5 @@
-"""How closely a world model's untrained agent keeps its teacher's mastery curve (docs/research/curriculum_cpu.md, count).
+"""How closely a world model's untrained agent keeps its teacher's mastery curve (docs/research/curriculum_cpu.md,
+count).
 
     python benchmarks/agent_steps.py                                   # cpu-demo's world model
     python benchmarks/agent_steps.py --set world.env_steps=500  # another pre-training recipe (built once)

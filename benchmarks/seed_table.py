@@ -1,4 +1,5 @@
-"""Per seed and paired by seed: what a comparison's arms ended at, and why (docs/research/curriculum_cpu.md, six/sixteen seeds).
+"""Per seed and paired by seed: what a comparison's arms ended at, and why (docs/research/curriculum_cpu.md,
+six/sixteen seeds).
 
     python benchmarks/seed_table.py runs/cmp-count16          # a `genenv-lab compare --out` folder
 

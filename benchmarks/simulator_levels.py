@@ -1,4 +1,5 @@
-"""How well a world model's untrained simulator writes the level it is asked for (docs/research/curriculum_cpu.md, count).
+"""How well a world model's untrained simulator writes the level it is asked for (docs/research/curriculum_cpu.md,
+count).
 
     python benchmarks/simulator_levels.py                                   # cpu-demo's world model, temperature 0.6
     python benchmarks/simulator_levels.py --temperature 1.0

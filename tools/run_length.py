@@ -1,4 +1,5 @@
-"""Choose a comparison's run length from training-side figures only (pre-registration 6, docs/research/preregistration.md).
+"""Choose a comparison's run length from training-side figures only (pre-registration 6,
+docs/research/preregistration.md).
 
 Reads the ``tasks/epoch_*.parquet`` files of long ``genenv`` runs (the simulator's tasks and the agent's p̂ on
 them) and nothing measured on held-out items. For each candidate length E it prints, as a mean over the runs:

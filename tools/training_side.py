@@ -1,6 +1,6 @@
 """Print a run's training-side figures per epoch and nothing measured on held-out items, for choices made before
-a pre-registration (docs/research/preregistration.md): p̂ and the in-band share on the simulator's tasks, p̂ on the untrained
-simulator's tasks, the simulator's levels, the dry-run share and the informative groups. Left out on purpose:
+a pre-registration (docs/research/preregistration.md): p̂ and the in-band share on the simulator's tasks, p̂ on the
+untrained simulator's tasks, the simulator's levels, the dry-run share and the informative groups. Left out on purpose:
 ``eval/*``, ``heldout/*`` and ``dry/frontier_*`` (the frontier is read from the held-out answers).
 
     python tools/training_side.py RUN_DIR [RUN_DIR ...]

@@ -6,8 +6,9 @@ The simulator writes one line, ``Task: 3 to 17``; the agent continues the prefil
 (no ``Task:`` line, not ``a to b``, a start or an end outside the world, too short, or a held-out item: the items of
 ``data/count_heldout.jsonl`` are never trained on).
 
-Why this world (docs/research/curriculum_cpu.md, "A world where the curriculum pays"): each step of a count, "after n comes
-n + 1", is its own skill, and a task to level b needs every step below b. The world's agent (:class:`CountWorld`)
+Why this world (docs/research/curriculum_cpu.md, "A world where the curriculum pays"): each step of a count,
+"after n comes n + 1", is its own skill, and a task to level b needs every step below b. The world's agent
+(:class:`CountWorld`)
 takes the step to n right with probability ``mastery(n)``, a curve that falls from ~1 for small numbers to a floor
 for large ones, and otherwise skips n (``7 9``). So a task's success rate is the product of its steps' masteries:
 

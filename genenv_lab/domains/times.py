@@ -135,9 +135,9 @@ class Times99Domain(TimesDomain):
     0.99 in 3 epochs): nothing was left for a curriculum to find. Measured on its sampled rollouts (G = 8,
     temperature 1, three one-digit factors per level), its p̂ falls from 0.88 at level 5 and ~0.6 at 9–15 to 0.21 at 19,
     0.17 at 35, 0.04 at 75 and 0 at 99, with round numbers easier (0.75 at 25, 0.67 at 50): a difficulty range that
-    extends well past what it solves (docs/research/curriculum_cpu.md, "SmolLM2"). The seeds span levels 4–44, so that the
-    untrained simulator's tasks are not all easy (with seeds at levels 2–12 only, p̂ on them stayed 0.91–0.97 over six
-    epochs and the simulator, held by its KL cap, did not climb); the held-out set has one item every third level
+    extends well past what it solves (docs/research/curriculum_cpu.md, "SmolLM2"). The seeds span levels 4–44, so that
+    the untrained simulator's tasks are not all easy (with seeds at levels 2–12 only, p̂ on them stayed 0.91–0.97 over
+    six epochs and the simulator, held by its KL cap, did not climb); the held-out set has one item every third level
     from 3 to 99 (``data/times99_heldout.jsonl``, never trained on in either order).
     """
 

@@ -127,7 +127,8 @@ def pair_caption(n: dict[str, Any]) -> str:
     >>> print(pair_caption(n))  # doctest: +NORMALIZE_WHITESPACE
     genenv's simulator writes tasks of mean level 9.8 over the last third, past the fixed set's highest (9.0);
     static solves its fixed set at p̂ 0.93 over the last third, and its GRPO steps ran dry in 12 of 20 second-half
-    epochs (genenv's in 3 of 20); held-out score genenv 0.29 → 0.48, static 0.29 → 0.29. p̂ on genenv's tasks sits above the band (0.82 against α = 0.5 ± 0.125):
+    epochs (genenv's in 3 of 20); held-out score genenv 0.29 → 0.48, static 0.29 → 0.29. p̂ on genenv's tasks sits
+    above the band (0.82 against α = 0.5 ± 0.125):
     here the gain comes from the climb, not from calibration, which the cpu-demo world shows.
     """
     fixed_arm = FIXED_SET_VARIANT

@@ -5,8 +5,8 @@ A domain that defines a world (``count``: :class:`genenv_lab.domains.count.Count
 (messages, reply) pairs in both roles, the agent's and the simulator's, in exactly the prompts the loop uses. This
 module trains a tiny Qwen2-architecture model (and its byte-level BPE tokenizer) on that stream, with the loss on the
 reply tokens only, in two phases: ``steps`` batches of the agent role alone (at this size, mixing in the simulator's
-long prompts from the start kept the agent from learning its facts: docs/research/curriculum_cpu.md, "Design notes from the
-code"), then ``env_steps`` rounds of one simulator batch and one agent
+long prompts from the start kept the agent from learning its facts: docs/research/curriculum_cpu.md, "Design notes
+from the code"), then ``env_steps`` rounds of one simulator batch and one agent
 batch at half the learning rate, so the agent role is rehearsed while the simulator role is learnt. It caches it under
 ``<cache>/world-<domain>-<hash>/``; the hash covers the domain, the seed, the size, the steps and the world's version,
 so a changed recipe builds a new model and a rerun reuses the old one; it also covers the teacher's parameters where
