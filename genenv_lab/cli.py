@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ from .domains import known_domains
 from .flags import (FIELD_DEST, apply_settings, boolean_type, config_arguments, count_type,  # noqa: F401
                     nonempty_type, parse_setting, run_config_from)
 from .run_summary import consumption_line, run_summary  # noqa: F401 - re-exported
+from .safe_io import read_text, short_repr
 
 MAX_GRID_SEEDS = 10_000  # seeds per configuration of one comparison
 
@@ -46,8 +48,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:  # every process of a job must name the same folder: the main process's clock decides
         out = Path(procs.broadcast(str(Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}")))
     from .loop import run
-    from .runlog import RunDirError, fmt_num
+    from .runlog import LOCK, RunDirError, fmt_num
 
+    had_lock = os.path.lexists(out / LOCK)
     _interruptible()
     console.print(f"[bold]GenEnv co-evolution[/bold]: preset {cfg.preset}, model {cfg.model.name_or_path}, "
                   f"domain {cfg.loop.domain}, variant {cfg.loop.variant}, {cfg.loop.epochs} epochs → {out}")
@@ -68,6 +71,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                     r.agent_reward_mean, r.frac_zero_std)),
                           fmt_num(r.extra.get("rwr/kl"), 4), f"{r.wall_s:.1f}")
     except (RunDirError, RuntimeError, FileNotFoundError, ConfigError) as exc:
+        if procs.is_main and not had_lock:
+            _drop_stray_lock(out)
+        if args.resume and cfg.is_gpu and "needs a CUDA GPU" in str(exc):  # a resumed run keeps its engine
+            exc = _resume_where(cfg, out)
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         if not procs.is_main:  # the main process's console speaks for the run; this error is ours
             print(f"process {procs.rank}: error: {exc}", file=sys.stderr)
@@ -83,6 +90,28 @@ def cmd_run(args: argparse.Namespace) -> int:
                   f"the p̂ histogram per epoch against the shaded α band)")
     distributed.close()
     return 0
+
+
+def _resume_where(cfg, out: Path) -> str:
+    """Where a run on a GPU engine resumes when no GPU is visible (it keeps its engine: a CPU preset is no answer)."""
+    name, env = {"unsloth": ("unsloth", "GENENV_LAB_UNSLOTH_CPU=1 "), "vllm": ("vllm", "")}[cfg.model.engine]
+    return (f"run {out} trains with engine {cfg.model.engine!r} (its config.json; a resumed run keeps its engine), "
+            "which needs a CUDA GPU and none is visible here: resume it on a machine with one, or on the CPU (bash "
+            f"scripts/setup_{name}_cpu.sh, then {env}.venv-{name}/bin/genenv-lab run --out {out} --resume)")
+
+
+def _drop_stray_lock(out: Path) -> None:
+    """A run refused in a folder that is no run (``--resume`` of a user's folder) leaves no ``.writer.lock`` there."""
+    import fcntl  # (only a lock that no process holds is removed)
+    from .runlog import CONFIG, LOCK
+
+    if not os.path.lexists(out / CONFIG) and (out / LOCK).is_file() and not (out / LOCK).is_symlink():
+        with open(out / LOCK, "rb") as held:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                (out / LOCK).unlink()
+            except OSError:  # held by a writer, or gone
+                pass
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -137,7 +166,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .export import generate
 
     console = _console()
-    result = generate(args.run, args.task, epoch=args.epoch)
+    task = args.task if args.prompt_file is None else \
+        read_text(args.prompt_file, "prompt file", 4 << 20).removesuffix("\n").removesuffix("\r")
+    try:
+        result = generate(args.run, task, epoch=args.epoch)
+    except ValueError as exc:  # the task is echoed in the message: a long one is shortened
+        raise ValueError(str(exc).replace(repr(task), short_repr(task))[:500]) from None
     console.print(f"[bold]{escape(result['question'])}[/bold] (agent after epoch {result['epoch']})",
                   highlight=False)
     console.print(result["answer"], markup=False, highlight=False)
@@ -321,7 +355,8 @@ def _add_run(sub) -> None:
     p.add_argument("--preset", choices=sorted(PRESETS), help="configuration preset (default tiny)")
     p.add_argument("--config", type=nonempty_type, metavar="FILE",
                    help="start from a configuration file instead of a preset: JSON (a run's own config.json works) "
-                        "or YAML, the sections of config.json; the other options override it")
+                        "or YAML, the sections of config.json; a \"preset\": NAME in it is applied, the file's values "
+                        "over it (another name labels the defaults); the other options override the file")
     p.add_argument("--out", type=nonempty_type, help="run directory (default runs/<preset>-<time>)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last complete epoch")
     p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
@@ -418,7 +453,9 @@ def _add_agent_commands(sub) -> None:
     g = sub.add_parser("generate", help="answer a task with a run's trained agent (the domain's prompt, greedy)")
     g.add_argument("--run", required=True, type=nonempty_type, help="run directory")
     g.add_argument("--epoch", type=count_type(0), help="the agent after this epoch (default: the last; 0: untrained)")
-    g.add_argument("task", help='a task as the simulator writes it, e.g. "Task: 7 * 8"')
+    given = g.add_mutually_exclusive_group(required=True)
+    given.add_argument("task", nargs="?", help='a task as the simulator writes it, e.g. "Task: 7 * 8"')
+    given.add_argument("--prompt-file", metavar="FILE", help="read the task from this UTF-8 file (at most 4 MB)")
     g.set_defaults(func=cmd_generate)
     x = sub.add_parser("export", help="export a run's agent for transformers + peft (adapter, or merged)")
     x.add_argument("--run", required=True, type=nonempty_type, help="run directory")
@@ -449,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     try:
         return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (a --domain module still importing)
+        print("interrupted (Ctrl-C or a signal)", file=sys.stderr)
+        return 130
     except (OSError, RuntimeError, ValueError, KeyError, ImportError) as exc:
         # what the commands do not turn into their own message (a full disk, a read-only --out, a corrupt file
         # deep in a library): one line, the traceback with --debug

@@ -76,3 +76,13 @@ def loads_json(data: bytes | str) -> Any:
         raise ValueError("nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, int digit limit
         raise ValueError(f"{type(exc).__name__}: {str(exc)[:80]}") from None
+
+
+def short_repr(text: str, keep: int = 60) -> str:
+    """``repr(text)`` for a message, or for a text longer than ``keep`` characters (a 120 kB prompt) the ``repr`` of
+    its start and its length: a message that names an untrusted text stays one short line.
+
+    >>> short_repr("Task: " + "9" * 100)
+    "'Task: 999999999999999999999999999999999999999999999999999999'… (106 characters)"
+    """
+    return repr(text) if len(text) <= keep else f"{text[:keep]!r}… ({len(text):,} characters)"

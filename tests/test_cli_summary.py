@@ -39,3 +39,25 @@ def test_unexpected_errors_are_one_line_unless_debug(tmp_path, capsys):
     assert "Traceback" not in err.out + err.err and len((err.out + err.err).strip().splitlines()) <= 3
     with pytest.raises(FileExistsError):  # --out names a file; --debug lets mkdir's error through
         main(["--debug", "compare", "--presets", "tiny", "--epochs", "1", "--seeds", "1", "--out", str(out)])
+
+
+def test_a_refused_resume_of_a_users_folder_leaves_it_as_it_was(tmp_path, capsys):
+    """Round 5, P10: ``run --resume --out`` on a folder of the user's files was refused in one line but left a
+    ``.writer.lock`` there. The folder is left as it was; a real run's lock stays where it is."""
+    from genenv_lab.cli import main
+    from genenv_lab.runfiles import LOCK
+
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("mine")
+    for extra in (["--resume"], []):
+        assert main(["run", "--preset", "tiny", "--epochs", "1", "--out", str(user), *extra]) == 1
+        printed = capsys.readouterr().out
+        assert ("nothing to resume" if extra else "is not empty") in printed and "Traceback" not in printed
+        assert sorted(p.name for p in user.iterdir()) == ["notes.txt"], extra
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LOCK).write_text("")  # a run's own lock (a folder killed before its config.json) is not removed
+    (run / "notes.txt").write_text("x")
+    assert main(["run", "--preset", "tiny", "--epochs", "1", "--out", str(run), "--resume"]) == 1
+    assert (run / LOCK).exists()

@@ -68,6 +68,27 @@ def test_gpu_preset_without_gpu_fails_at_once_naming_cpu_presets(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+def test_a_gpu_engine_run_resumed_without_a_gpu_is_told_where_it_resumes(tmp_path, monkeypatch, capsys):
+    """Round 5, P10: an unsloth run resumed from the core venv was told ``use a CPU preset: tiny, ...`` although it
+    was a tiny run: a resumed run keeps its engine. The line says where it resumes (a GPU, or Unsloth's CPU
+    fallback in its own venv) and writes nothing."""
+    import torch
+
+    from genenv_lab.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    monkeypatch.delenv("GENENV_LAB_UNSLOTH_CPU", raising=False)
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "config.json").write_text(preset("tiny").replace(model={"engine": "unsloth"}).to_json())
+    assert main(["run", "--out", str(run), "--resume"]) == 1
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "a resumed run keeps its engine" in printed and "GENENV_LAB_UNSLOTH_CPU=1" in printed
+    assert "setup_unsloth_cpu.sh" in printed and "use a CPU preset" not in printed
+    assert sorted(p.name for p in run.iterdir()) == ["config.json"]
+
+
 def test_for_domain_applies_recommendations_without_shrinking():
     from genenv_lab.config import for_domain
 

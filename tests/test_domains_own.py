@@ -90,6 +90,39 @@ def test_a_domain_module_that_raises_or_exits_at_import_is_one_line(add_domain, 
     assert not (add_domain / "r").exists()
 
 
+def test_ctrl_c_while_a_domain_module_hangs_at_import_is_one_line_and_exit_130(add_domain):
+    """Round 5, P9: Ctrl-C while a ``--domain`` module hung at import printed a KeyboardInterrupt traceback through
+    importlib. It is one line, exit 130, and no run folder is left."""
+    import signal
+    import time
+
+    (add_domain / "sleeper.py").write_text("import pathlib, time\n"  # a module whose import never returns
+                                           f"pathlib.Path({str(add_domain / 'importing')!r}).touch()\n"
+                                           "time.sleep(10 ** 6)\n")
+    env = {**os.environ, "PYTHONPATH": f"{add_domain}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    for args in (["run", "--preset", "tiny", "--domain", "sleeper:X", "--epochs", "1", "--out", str(add_domain / "s")],
+                 ["compare", "--presets", "tiny", "--variants", "genenv", "--domain", "sleeper:X", "--seeds", "1",
+                  "--out", str(add_domain / "c")]):
+        (add_domain / "importing").unlink(missing_ok=True)
+        proc = subprocess.Popen([sys.executable, "-m", "genenv_lab.cli", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, env=env)
+        try:
+            deadline = time.time() + 120
+            while not (add_domain / "importing").exists():
+                assert proc.poll() is None and time.time() < deadline, proc.communicate()[0]
+                time.sleep(0.05)
+            time.sleep(0.2)
+            proc.send_signal(signal.SIGINT)
+            printed, _ = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 130 and "Traceback" not in printed, printed
+        assert printed.strip().splitlines() == ["interrupted (Ctrl-C or a signal)"]
+    assert not (add_domain / "s").exists() and not (add_domain / "c").exists()
+
+
 @pytest.mark.parametrize("error", ["TypeError", "AttributeError", "IndexError"])
 def test_check_domain_names_a_parser_that_raises_on_the_seed_file(add_domain, error):
     """Round 5: a ``parse`` raising while the seed file was read gave ``check-domain`` a traceback (the tasks were

@@ -97,6 +97,31 @@ def test_generate_answers_with_the_domains_prompt_and_refuses_what_is_not_a_task
     assert "is not a count task" in capsys.readouterr().err
 
 
+def test_generate_shortens_a_long_task_in_its_error_and_reads_a_task_from_a_file(trained, tmp_path, capsys):
+    """Round 5, P10: a 120,007-character task was echoed whole in the one-line refusal (120,136 characters), and a
+    task longer than a command line takes could not be given at all. The refusal names the task's start and length;
+    ``--prompt-file`` reads the task from a file (the same answer as the argument)."""
+    long = "Task: " + "9" * 120_001
+    assert main(["generate", "--run", str(trained), long]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # (the loading bar aside)
+    assert len(lines) == 1 and len(lines[0]) < 300 and "120,007 characters" in lines[0], lines
+    path = tmp_path / "task.txt"
+    path.write_text("Task: 2 to 9\n")
+    assert main(["generate", "--run", str(trained), "--prompt-file", str(path)]) == 0
+    from_file = capsys.readouterr().out
+    assert main(["generate", "--run", str(trained), "Task: 2 to 9"]) == 0
+    assert capsys.readouterr().out == from_file and "expected: 3 4 5 6 7 8 9" in from_file
+    path.write_text(long)
+    assert main(["generate", "--run", str(trained), "--prompt-file", str(path)]) == 1
+    assert "120,007 characters" in capsys.readouterr().err
+    for args in ([], ["Task: 2 to 9", "--prompt-file", str(path)]):  # neither, or both: a usage error
+        with pytest.raises(SystemExit) as refused:
+            main(["generate", "--run", str(trained), *args])
+        assert refused.value.code == 2 and "--prompt-file" in capsys.readouterr().err
+    assert main(["generate", "--run", str(trained), "--prompt-file", "/dev/zero"]) == 1
+    assert "not a regular file" in capsys.readouterr().err
+
+
 def test_export_refuses_a_folder_in_use_and_the_untrained_agent(trained, tmp_path, capsys):
     (tmp_path / "used").mkdir()
     (tmp_path / "used" / "x").write_text("mine")
