@@ -65,7 +65,7 @@ TIERS = {
                   "test_backend_base", "test_old_runs", "test_hint_following", "test_run_length"),
     "e2e": ("test_e2e_tiny", "test_cli_fields", "test_cli_summary", "test_eval_cli", "test_wheel",
             "test_readme_figures"),
-    "app": ("test_app_views", "test_app_compare", "test_app_smoke", "test_app_story"),
+    "app": ("test_app_views", "test_app_compare", "test_app_smoke", "test_app_story", "test_lab_inline"),
     "browser": ("test_app_browser",),
     "notebooks": ("test_notebooks", "test_notebooks_command"),
     "engines": ("test_vllm_cpu", "test_unsloth_cpu", "test_bfcl_parity", "test_distributed", "test_gpu",

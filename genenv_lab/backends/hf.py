@@ -49,6 +49,7 @@ from ..models.world import world_spec
 from ..rwr import rwr_losses, target_positions
 from . import prefix
 from .agent_trainer import trainer_record
+from .card import CPU, detect, pick_dtype, picked_line
 from .base import (AgentPrompt, AgentTrainer, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn, TrainerKit,
                    alphabet_token_ids, cut_at_stop)
 
@@ -67,6 +68,21 @@ PREFIX_PATH = "agent/prefix_path"
 PATHS`: ``shared-prefix``, or ``full-rows`` when ``model.shared_prefix`` is off or the model is not supported)."""
 
 
+THINKING_OFF = "{%- set enable_thinking = false %}"
+"""Prepended to a chat template that has a thinking switch (Qwen3's ``enable_thinking``): every prompt, TRL's
+rollouts included, then asks for an answer without a reasoning block, as the GRPO examples of Unsloth and TRL do
+for short-answer tasks."""
+
+
+def thinking_off(tokenizer):
+    """``tokenizer`` with its chat template's thinking switch held off (:data:`THINKING_OFF`); a template without
+    one is left as it is."""
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, str) and "enable_thinking" in template and not template.startswith(THINKING_OFF):
+        tokenizer.chat_template = THINKING_OFF + template
+    return tokenizer
+
+
 class HFBackend:
     """One base model, two LoRA adapters, the agent trained by a trainer of :mod:`genenv_lab.agent_trainers` (TRL
     GRPO), and a hand-written RWR step for the env."""
@@ -75,9 +91,14 @@ class HFBackend:
         self.cfg = cfg
         self.procs = processes()
         self.device = self.procs.device
-        base, self.tokenizer = load_base(cfg.model.name_or_path, dtype=cfg.model.dtype, seed=cfg.loop.seed,
-                                         format_corpus=format_corpus,
-                                         tiny_warmup_steps=cfg.model.tiny_warmup_steps, world=world_spec(cfg))
+        card = detect() if self.device.type == "cuda" else CPU
+        self.dtype = pick_dtype(cfg.model.dtype, card)  # bfloat16 becomes float16 on a card without it (a T4)
+        if card is not CPU and self.procs.is_main:
+            print(picked_line(cfg.model.engine, card, self.dtype), flush=True)
+        base, tokenizer = load_base(cfg.model.name_or_path, dtype=self.dtype, seed=cfg.loop.seed,
+                                    format_corpus=format_corpus,
+                                    tiny_warmup_steps=cfg.model.tiny_warmup_steps, world=world_spec(cfg))
+        self.tokenizer = thinking_off(tokenizer)
         # LoRA A is drawn at random: seed it here, or it depends on whether the base was just built or cached
         torch.manual_seed(cfg.loop.seed)
         self.model = attach_adapters(base, r=cfg.model.lora_r, alpha=cfg.model.lora_alpha,

@@ -64,7 +64,8 @@ from ..rwr import rwr_losses, target_positions
 from ..distributed import processes
 from .base import EnvExample, EnvUpdate, Messages
 from . import prefix
-from .hf import OPTIMIZER_FILE, HFBackend, read_adapter
+from .card import CPU, detect, pick_dtype, pick_fast_inference, picked_line
+from .hf import OPTIMIZER_FILE, HFBackend, read_adapter, thinking_off
 from .vllm_engine import VLLMGenerator, supported_lora_rank
 
 SLOT = "default"
@@ -195,11 +196,9 @@ def _env(name: str, value: str):
 
 
 def _unsloth_dtype(name: str):
-    if name == "auto":
-        return None  # Unsloth picks bfloat16 where the GPU has it, else float16
-    if name == "bfloat16" and torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
-        return None  # e.g. a T4: Unsloth falls back to float16
-    return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
+    """Unsloth's ``dtype`` argument for a dtype :func:`~.card.pick_dtype` chose (``auto``: Unsloth's own pick)."""
+    return None if name == "auto" else {"bfloat16": torch.bfloat16, "float16": torch.float16,
+                                        "float32": torch.float32}[name]
 
 
 CPU_SWITCH = "GENENV_LAB_UNSLOTH_CPU"
@@ -274,11 +273,15 @@ class UnslothBackend(HFBackend):
         m = cfg.model
         path = resolve_model_dir(m.name_or_path, seed=cfg.loop.seed, format_corpus=format_corpus,
                                  tiny_warmup_steps=m.tiny_warmup_steps, world=world_spec(cfg))
-        if fast_inference is None:
-            fast_inference = (os.environ.get("GENENV_LAB_FAST_INFERENCE", "1") != "0" and not on_cpu
-                              and importlib.util.find_spec("vllm") is not None)
-        kwargs: dict[str, Any] = dict(model_name=path, max_seq_length=m.max_seq_length, dtype=_unsloth_dtype(m.dtype),
-                                      load_in_4bit=m.load_in_4bit)
+        card = CPU if on_cpu else detect()
+        self.dtype = pick_dtype(m.dtype, card)  # bfloat16 where the card has it, float16 on a T4
+        fast_inference, why = ((fast_inference, f"fast_inference {'on' if fast_inference else 'off'} (asked)")
+                               if fast_inference is not None else
+                               pick_fast_inference(card, importlib.util.find_spec("vllm") is not None))
+        self.picked = picked_line("unsloth", card, self.dtype, why)
+        print(self.picked, flush=True)
+        kwargs: dict[str, Any] = dict(model_name=path, max_seq_length=m.max_seq_length,
+                                      dtype=_unsloth_dtype(self.dtype), load_in_4bit=m.load_in_4bit)
         fast_kwargs = dict(fast_inference=True, max_lora_rank=supported_lora_rank(m.lora_r),
                            gpu_memory_utilization=m.gpu_memory_utilization)
         try:
@@ -290,7 +293,7 @@ class UnslothBackend(HFBackend):
                           "with transformers instead (slower)", stacklevel=2)
             torch.cuda.empty_cache()
             base, tokenizer = FastLanguageModel.from_pretrained(**kwargs)
-        self.tokenizer = prepare_tokenizer(getattr(tokenizer, "tokenizer", tokenizer))
+        self.tokenizer = thinking_off(prepare_tokenizer(getattr(tokenizer, "tokenizer", tokenizer)))
         targets = lora_targets(base, m.target_modules, strict=m.targets_chosen)
         self.model = FastLanguageModel.get_peft_model(
             base, r=m.lora_r, lora_alpha=m.lora_alpha, lora_dropout=m.lora_dropout, target_modules=targets,

@@ -112,8 +112,9 @@ class VLLMGenerator:
         self.llm = llm
         self.split_base_rows = _on_cpu() if split_base_rows is None else split_base_rows
         from ..models.loading import prepare_tokenizer  # as load_base prepares it
+        from .hf import thinking_off
 
-        self.tokenizer = prepare_tokenizer(tokenizer if tokenizer is not None else llm.get_tokenizer())
+        self.tokenizer = thinking_off(prepare_tokenizer(tokenizer if tokenizer is not None else llm.get_tokenizer()))
         self._names: dict[str, str] = {}  # registered name -> adapter folder
         self._requests: dict[str, tuple[tuple[int, int], Any]] = {}  # folder -> (fingerprint, LoRARequest)
         self._next_id = 1
@@ -287,7 +288,7 @@ def _vllm_backend_class():
                                          tiny_warmup_steps=cfg.model.tiny_warmup_steps)
                 generator = VLLMGenerator(path, max_model_len=cfg.model.max_seq_length,
                                           gpu_memory_utilization=cfg.model.gpu_memory_utilization,
-                                          dtype=cfg.model.dtype, max_lora_rank=cfg.model.lora_r,
+                                          dtype=self.dtype, max_lora_rank=cfg.model.lora_r,
                                           seed=cfg.loop.seed, **llm_kwargs)
             self.generator = generator
 
