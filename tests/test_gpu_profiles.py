@@ -124,3 +124,23 @@ def test_the_shapes_are_the_models_true_architectures():
         assert config.vocab_size == 151936 and config.tie_word_embeddings, name
     sliced = shapes.config_fields("qwen3-0.6b", layers=2)
     assert sliced["num_hidden_layers"] == 2 and sliced["hidden_size"] == 1024 and sliced["vocab_size"] == 151936
+
+
+def test_the_profile_runs_from_the_wheel_before_anything_is_installed(tmp_path):
+    """The quickstart's Colab cell runs ``python -m genenv_lab.backends.profiles`` with the uploaded wheel (a zip) as
+    its only copy of the package: the module needs nothing but the standard library (and torch, which Colab has)."""
+    import subprocess
+    import sys
+    import zipfile
+
+    wheel = tmp_path / "genenv_lab-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for part in ("__init__.py", "backends/__init__.py", "backends/profiles.py"):
+            z.write(ROOT / "genenv_lab" / part, f"genenv_lab/{part}")
+    proc = subprocess.run([sys.executable, "-S", "-m", "genenv_lab.backends.profiles", "--profile", "colab-t4",
+                           "--torch", "2.13.0+cu126", "--target", f"{wheel}[app]", "--pip-args"],
+                          env={"PYTHONPATH": str(wheel)}, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["torch==2.13.0", f"{wheel}[app]", *profiles.UNSLOTH]
+    notebook = (ROOT / "notebooks" / "00_quickstart.ipynb").read_text()
+    assert "genenv_lab.backends.profiles" in notebook and "--pip-args" in notebook
