@@ -4,6 +4,7 @@ it is held."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -244,9 +245,8 @@ def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: in
     stops when this one dies, a SIGKILL included (:func:`_watch_parent`), and when one of them dies (kill -9, the
     out-of-memory killer) the runs beside it stop too, named with the command that continues them in one
     RunDirError. A stopped comparison continues with the same command (finished runs skipped, the rest resumed).
-    The progress bar
-    counts committed epochs of all runs (read from each run's state.json). A script that calls this must guard its
-    top level with ``if __name__ == "__main__":`` (spawned processes import the main module again).
+    The progress bar counts committed epochs of all runs (read from each run's state.json). A script that calls this
+    must guard its top level with ``if __name__ == "__main__":`` (spawned processes import the main module again).
 
     Numbers: a run's floating point depends on its torch thread count, so a run here equals the sequential
     comparison's run at the same thread count (``OMP_NUM_THREADS=1`` with 2 jobs on 2 cores), not one with all
@@ -257,8 +257,6 @@ def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: in
 
     from tqdm.auto import tqdm
 
-    from ..runlog import read_state
-
     try:
         pickle.dumps(backend_factory)
     except Exception as exc:  # noqa: BLE001 - pickling fails in many ways: a lambda, a local function, a lock
@@ -267,17 +265,7 @@ def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: in
     _prepare_models(grid)
     threads = threads_per_job(jobs)
     total = sum(cfg_s.loop.epochs for _, cfg_s, _ in grid)
-
-    def committed() -> int:  # for the bar only: a state.json not (yet) readable counts 0, the run itself decides
-        done = 0
-        for label, _, seed in grid:
-            try:
-                value = read_state(run_dir_for(out, label, seed)).get("last_complete_epoch", 0)
-            except RunDirError:
-                continue
-            done += value if isinstance(value, int) else 0
-        return done
-
+    committed = functools.partial(_committed, out, grid)
     bar = tqdm(total=total, desc=f"comparison ({len(grid)} runs, {jobs} at a time, {threads} threads each)",
                unit="epoch", disable=not progress)
     pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
@@ -306,25 +294,55 @@ def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: in
         _signal_runs()
         raise
     finally:
-        try:
-            if interrupted is None:
-                pool.shutdown(wait=True, cancel_futures=True)
-            else:
-                _stop_workers(pool)
-            bar.update(committed() - bar.n)
-            bar.close()
-        finally:
-            if interrupted is not None:
-                _restore_signals(interrupted)
+        _end_pool(pool, interrupted, bar, committed)
     if failures:
-        label, seed, exc = failures[0]
-        if isinstance(exc, cf.process.BrokenProcessPool):
-            lost = ", ".join(f"{lab} seed {s} ({run_dir_for(out, lab, s)})" for lab, s, e in failures
-                             if isinstance(e, cf.process.BrokenProcessPool))
-            raise RunDirError(f"a run's process ended abruptly (killed: kill -9, the out-of-memory killer) and stopped "
-                              f"{lost}; their committed epochs are kept: continue with the same command (genenv-lab "
-                              f"compare ... --out {out}; finished runs are skipped)") from None
-        raise exc
+        raise _first_failure(out, failures)
+
+
+def _committed(out: Path, grid: Sequence[tuple[str, RunConfig, int]]) -> int:
+    """Epochs the grid's runs have committed, for the progress bar only: a state.json not (yet) readable counts 0,
+    the run itself decides."""
+    from ..runlog import read_state
+
+    done = 0
+    for label, _, seed in grid:
+        try:
+            value = read_state(run_dir_for(out, label, seed)).get("last_complete_epoch", 0)
+        except RunDirError:
+            continue
+        done += value if isinstance(value, int) else 0
+    return done
+
+
+def _end_pool(pool, held: dict | None, bar, committed) -> None:
+    """The end of :func:`run_parallel`'s pool: waited for (the running runs finish), or after a signal (``held``:
+    the signal handlers set aside meanwhile) bounded by :func:`_stop_workers`; the bar closed; the handlers back."""
+    try:
+        if held is None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            _stop_workers(pool)
+        bar.update(committed() - bar.n)
+        bar.close()
+    finally:
+        if held is not None:
+            _restore_signals(held)
+
+
+def _first_failure(out: Path, failures: list[tuple[str, int, BaseException]]) -> BaseException:
+    """The error :func:`run_parallel` raises: the first run's own, or, when a run's process died (the pool's
+    BrokenProcessPool names neither the runs nor what to do), one line naming the runs it stopped and the command
+    that continues them."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    exc = failures[0][2]
+    if not isinstance(exc, BrokenProcessPool):
+        return exc
+    lost = ", ".join(f"{label} seed {seed} ({run_dir_for(out, label, seed)})" for label, seed, e in failures
+                     if isinstance(e, BrokenProcessPool))
+    return RunDirError(f"a run's process ended abruptly (killed: kill -9, the out-of-memory killer) and stopped "
+                       f"{lost}; their committed epochs are kept: continue with the same command (genenv-lab compare "
+                       f"... --out {out}; finished runs are skipped)")
 
 
 WORKERS_STOP_S = 60.0
@@ -402,8 +420,7 @@ def _signal_runs() -> None:
             pass
 
 
-PARENT_POLL_S = 0.2
-"""How often a run's process checks that the comparison's process is still its parent."""
+PARENT_POLL_S = 0.2  # how often a run's process checks that the comparison's process is still its parent
 PARENT_GONE_GRACE_S = 5.0
 """How long a run's process, once the comparison's process is gone, lets its run stop as ``interrupted`` before it
 exits anyway (that run then reads as killed, and resumes the same)."""
@@ -435,11 +452,10 @@ def _worker_started(parent: int | None = None) -> None:
 
 
 def _watch_parent(parent: int, in_run, poll_s: float = PARENT_POLL_S, grace_s: float = PARENT_GONE_GRACE_S) -> None:
-    """A run's process's watchdog thread: once ``parent`` (the comparison's process) is no longer this process's
-    parent (it died: SIGKILL, a crash), nothing will ever be handed to this process again and the queue it waits on
-    never closes (it holds both ends). So: the run in flight, if any, is told to stop (SIGTERM, which it takes as
-    ``interrupted``; a second one is ignored), gets ``grace_s`` seconds, and the process exits. Its exit also
-    closes its end of the resource tracker's pipe, so the tracker ends with the last of them."""
+    """A run's process's watchdog: once ``parent`` (the comparison's process) is no longer its parent (SIGKILL, a
+    crash), nothing will be handed to it again and the queue it waits on never closes (it holds both ends). So the
+    run in flight, if any, is told to stop (SIGTERM: ``interrupted``; a second one is ignored), gets ``grace_s``
+    seconds, and the process exits, closing its end of the resource tracker's pipe (the tracker ends with the last)."""
     import signal
     import time
 
