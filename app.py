@@ -267,7 +267,7 @@ class Lab:
             return (mine, f"⚠ {exc}", launcher.launched_frame(mine), gr.skip(), gr.skip(), gr.skip())
         mine = dict(mine, **{run.name: run})
         names = [s.name for s in discover_runs(self.root)]
-        return (mine, f"Started **{run.name}** (pid {run.pid}): `{' '.join(run.command[1:])}`",
+        return (mine, f"Started **{run.name}** (pid {run.pid}): `{run.shown_command}`",
                 launcher.launched_frame(mine), gr.update(choices=list(mine), value=run.name),
                 gr.update(choices=names, value=run.name), launcher.log_tail(run))
 

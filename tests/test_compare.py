@@ -390,12 +390,12 @@ def test_demo_script_runs_a_comparison_the_cli_accepts():
     argv = shlex.split(line)[1:]
     assert argv[-1] == "$@"  # extra arguments pass through, after the defaults (so they win)
     args = build_parser().parse_args(argv[:-1])
-    assert (args.presets, args.variants, args.seeds, args.out) == (["cpu-dry"], ["genenv", "static"], 1, "runs/demo")
+    assert (args.presets, args.variants, args.seeds, args.out, args.jobs) == (
+        ["cpu-dry-hint-long"], ["genenv", "static"], 1, "runs/demo", 2)
     study = compare.read_study(root / args.spread_from)  # the committed study the verdict puts one seed beside
-    assert set(study["label"]) == {"cpu-dry:static", "cpu-dry:random_env", "cpu-dry:online_filter"}
-    assert sorted(study["seed"].unique()) == list(range(20, 28))
-    assert "python app.py --runs $out/runs" in script and "--seeds 3" in script
-    assert all(v in script for v in ("online_filter", "random_env"))  # the full comparison it points to: 4 arms
+    assert set(study["label"]) == {f"cpu-dry-hint-long:{arm}" for arm in ("static", "random_env", "online_filter")}
+    assert sorted(study["seed"].unique()) == list(range(36, 44))
+    assert "python app.py --runs $out/runs" in script and "--variants genenv static random_env" in script
 
 
 def test_paired_differences_pair_by_seed_within_a_preset_and_skip_unpaired_seeds():
