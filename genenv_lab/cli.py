@@ -287,8 +287,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/yellow]; the same command continues it (finished runs are skipped)")
         return 130
-    # the terminal gets the verdict at a glance (lines of at most 120 characters); the full tables are the CSV files
-    # and the report, the full verdict is verdict.txt
+    # the terminal: the verdict at a glance, in 120 columns; the full verdict and tables go to files (verdict.txt, …)
     files = ("report.html", "comparison.csv", "summary.csv", "band_residence.csv", "rollouts_to_reach.csv",
              "efficiency.csv", "dry_run.csv")
     if args.command == "compare":  # a sweep has no baseline to judge against
@@ -298,7 +297,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                or f"(the study in {args.spread_from} has none of these arms)")
         atomic_write_bytes(out / "verdict.txt", (full + "\n").encode())
         files = ("verdict.txt", *files)
-    console.print(f"full tables in {out}/: " + ", ".join(files), markup=False, soft_wrap=False, width=120)
+    console.print(f"in {out}/: {', '.join(f for f in files if not f.endswith('.csv'))}\n"
+                  f"  tables: {', '.join(f for f in files if f.endswith('.csv'))}", markup=False, soft_wrap=True)
     if args.command == "compare":
         console.print()
         for line in glance(table, study, args.spread_from):

@@ -326,7 +326,7 @@ def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_pa
     printed = capsys.readouterr().out
     # the terminal: the files, then the verdict at a glance (a row per arm, a sentence), every line within 120
     # columns; the full verdict paragraph goes to verdict.txt, the full tables to the CSV files
-    assert "full tables in " in printed and "verdict.txt" in printed
+    assert f"in {out}/: verdict.txt, report.html" in printed and "  tables: comparison.csv, summary.csv" in printed
     assert max(len(line) for line in printed.splitlines()) <= 120
     tail = printed[printed.index("tiny, 2 epochs:"):].splitlines()
     assert tail[1].split()[:2] == ["arm", "seeds"] and tail[2].split()[0] == "genenv" and tail[3].split()[0] == "static"
