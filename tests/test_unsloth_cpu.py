@@ -173,7 +173,8 @@ def test_both_engines_build_the_same_trainer(tmp_path):
 
 def test_the_device_check_dry_run_fails_only_where_a_gpu_is_missing(tmp_path):
     """scripts/gpu_check.sh --dry-run in the Unsloth venv: every step exits 0, the gpu tier's tests skip for want of
-    CUDA (none fails or errors), both engines' gpu_epoch.py figures are written and tabled for docs/gpu.md."""
+    CUDA (none fails or errors), both engines' gpu_epoch.py figures are written and tabled for docs/gpu.md, the T4
+    and L4 presets' shapes among them (at a slice: 2 layers, the real vocabulary and hidden size)."""
     import xml.etree.ElementTree as ET
 
     out = tmp_path / "gpu-check"
@@ -182,8 +183,9 @@ def test_the_device_check_dry_run_fails_only_where_a_gpu_is_missing(tmp_path):
                           capture_output=True, text=True, timeout=1800)  # the dry run's step limits: 3x the GPU check's
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary) == {"versions", "gpu-tier", "epoch-unsloth", "epoch-unsloth-he", "epoch-hf"}
-    assert all(step["rc"] == 0 for step in summary.values()), summary
+    assert set(summary) == {"versions", "shape-t4-unsloth", "shape-l4-unsloth", "gpu-tier", "shape-t4-hf",
+                            "epoch-unsloth", "epoch-unsloth-he", "epoch-hf"}
+    assert all(step["rc"] == 0 for step in summary.values()), summary  # none skipped: Unsloth is there
     suite = ET.parse(out / "gpu-tier.xml").getroot().find("testsuite")
     assert int(suite.get("tests")) > 0 and int(suite.get("failures")) == 0 and int(suite.get("errors")) == 0
     assert int(suite.get("skipped")) == int(suite.get("tests"))
@@ -191,6 +193,10 @@ def test_the_device_check_dry_run_fails_only_where_a_gpu_is_missing(tmp_path):
     for engine in ("unsloth", "hf"):
         figures = json.loads((out / f"{engine}.json").read_text())
         assert [e["epoch"] for e in figures["epochs"]] == [1, 2] and figures["gpu"].startswith("none")
+    for preset, shape in (("colab-t4", "qwen3-0.6b"), ("colab-l4", "qwen3-1.7b")):  # the real shapes, at a slice
+        figures = json.loads((out / f"shape-{preset}-unsloth.json").read_text())
+        assert (figures["shape"], figures["layers"], len(figures["epochs"])) == (shape, 2, 1)
+        assert "unsloth engine on CPU: float32, fast_inference off: no CUDA GPU" in figures["picked"]
     table = (out / "figures.md").read_text()
-    assert "| unsloth |" in table and "| hf |" in table
+    assert "| unsloth |" in table and "| hf |" in table and "| colab-l4 (qwen3-1.7b, 2) | unsloth |" in table
     assert "imports ok" in (out / "versions.txt").read_text()
