@@ -160,6 +160,9 @@ def build_shape_model(shape: str, out: Path, *, layers: int | None = None, words
         model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
     partial = folder.with_name(folder.name + ".partial")
     model.save_pretrained(partial)
+    del model
+    if device != "cpu":
+        torch.cuda.empty_cache()  # before the benchmark caps the process's memory at the target card's
     template = QWEN3_TEMPLATE if fields["model_type"] == "qwen3" else CHATML_TEMPLATE
     tokenizer = build_tokenizer(fields["vocab_size"], template=template, words=list(words))
     tokenizer.save_pretrained(partial)
