@@ -163,6 +163,7 @@ def story_figure(run: RunData, fixed: RunData, *, height: int = 620) -> go.Figur
     fig = make_subplots(rows=2, cols=2, subplot_titles=PANELS, vertical_spacing=0.16, horizontal_spacing=0.09)
     colour = {run.name: RUN_COLORS[0], fixed.name: RUN_COLORS[1]}
     names = {run.name: f"genenv ({run.name})", fixed.name: f"static, the fixed set ({fixed.name})"}
+    arm = {run.name: "genenv", fixed.name: FIXED_SET_VARIANT}
 
     def line(frame: pd.DataFrame, who: RunData, col: str, r: int, c: int, *, dash: str = "solid",
              name: str | None = None, legend: bool = False, from_epoch: int = 1) -> None:
@@ -176,8 +177,8 @@ def story_figure(run: RunData, fixed: RunData, *, height: int = 620) -> go.Figur
 
     for frame, who in ((a, run), (b, fixed)):
         line(frame, who, "level", 1, 1, legend=True)
-        line(frame, who, "dry", 1, 2, dash="dot", name=f"{names[who.name].split(' ')[0]}: share of GRPO steps with "
-             "no informative group", legend=True)
+        line(frame, who, "dry", 1, 2, dash="dot", name=f"{arm[who.name]}: share of GRPO steps with no informative "
+             "group", legend=True)
         line(frame, who, "heldout", 2, 1, from_epoch=0)
     line(b, fixed, "p_hat", 1, 2, name="static: p̂ on the fixed set's tasks", legend=True)
     top = b["level_max"].dropna()
@@ -188,13 +189,13 @@ def story_figure(run: RunData, fixed: RunData, *, height: int = 620) -> go.Figur
     fig.add_hline(y=RAN_DRY_STEP_FRAC, line=dict(color="#868e96", width=1, dash="dot"), row=1, col=2,
                   annotation_text="an epoch runs dry", annotation_position="top left",
                   annotation_font=dict(size=10, color="#868e96"))
-    if run.alpha is not None and run.k_min is not None:
+    line(a, run, "p_hat", 2, 2, name="genenv: p̂ on its simulator's tasks", legend=True)
+    if run.alpha is not None and run.k_min is not None:  # after the panel's line: plotly skips shapes on empty panels
         fig.add_hrect(*cur.band_edges(run.alpha, run.k_min), fillcolor=BAND_FILL, line_width=0, layer="below", row=2,
                       col=2)
         fig.add_hline(y=run.alpha, line=dict(color=ALPHA_COLOUR, width=1.5, dash="dash"), row=2, col=2,
                       annotation_text=f"α = {run.alpha:g} ± {run.k_min:g}", annotation_position="bottom right",
                       annotation_font=dict(size=11, color=ALPHA_COLOUR))
-    line(a, run, "p_hat", 2, 2, name="genenv: p̂ on its simulator's tasks", legend=True)
     for r, c in ((1, 2), (2, 1), (2, 2)):
         fig.update_yaxes(range=[-0.03, 1.03], row=r, col=c)
     fig.update_yaxes(title_text="level", row=1, col=1)
