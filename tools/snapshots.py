@@ -108,6 +108,14 @@ def served_lab(runs: Path, tmp: Path, *, run: str | None = None, width: int = 14
             server.wait(timeout=30)
 
 
+def shoot(browser: Chromium, title: str, path: Path, timeout: float, log: Path) -> Path:
+    """A PNG of the first plotly figure whose text holds ``title``, once the lab has drawn it."""
+    if not browser.wait_for(f"({_plot_with(title)}) !== null", timeout):
+        raise TimeoutError(f"the lab did not draw '{title}' within {timeout:.0f} s (log: {log})")
+    time.sleep(1.0)  # plotly's transitions
+    return browser.screenshot_element(_plot_with(title), path)
+
+
 def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float = 180) -> list[Path]:
     """PNGs of the lab's glance figure, difficulty histogram and per-epoch curves of ``run_dir`` (served from a copy,
     so the lab sees this run alone and selects it), and the glance figure's caption (``<run>-glance.md``)."""
@@ -121,16 +129,10 @@ def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float 
         runs = Path(tmp) / "runs"
         shutil.copytree(run_dir, runs / name, ignore=shutil.ignore_patterns("adapters"))
         with served_lab(runs, Path(tmp), width=width, timeout=timeout) as browser:
-            shots = []
-            for title, suffix in ((GLANCE_TITLE, "glance"), ("Difficulty of generated tasks", "difficulty"),
-                                  ("Per-epoch curves", "curves")):
-                found = f"({_plot_with(title + ' · ' + name)}) !== null"
-                if not browser.wait_for(found, timeout):
-                    raise TimeoutError(f"the lab did not draw '{title}' for {name} within {timeout:.0f} s "
-                                       f"(log: {Path(tmp) / 'app.log'})")
-                time.sleep(1.0)
-                shots.append(browser.screenshot_element(_plot_with(title + " · " + name),
-                                                        out_dir / f"{name}-{suffix}.png"))
+            shots = [shoot(browser, f"{title} · {name}", out_dir / f"{name}-{suffix}.png", timeout,
+                           Path(tmp) / "app.log")
+                     for title, suffix in ((GLANCE_TITLE, "glance"), ("Difficulty of generated tasks", "difficulty"),
+                                           ("Per-epoch curves", "curves"))]
         text = caption(story_numbers(load_run(runs / name)))
         shots.append(out_dir / f"{name}-glance.md")
         shots[-1].write_text(text + "\n", encoding="utf-8")
@@ -152,12 +154,8 @@ def story_png(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float
         for folder in (name, partner):
             shutil.copytree(run_dir.parent / folder, runs / folder, ignore=shutil.ignore_patterns("adapters"))
         with served_lab(runs, Path(tmp), run=name, width=width, timeout=timeout) as browser:
-            title = f"{STORY_TITLE} · {name}"
-            if not browser.wait_for(f"({_plot_with(title)}) !== null", timeout):
-                raise TimeoutError(f"the lab did not draw '{STORY_TITLE}' for {name} within {timeout:.0f} s "
-                                   f"(log: {Path(tmp) / 'app.log'})")
-            time.sleep(1.0)
-            shots = [browser.screenshot_element(_plot_with(title), out_dir / f"{name}-story.png")]
+            shots = [shoot(browser, f"{STORY_TITLE} · {name}", out_dir / f"{name}-story.png", timeout,
+                           Path(tmp) / "app.log")]
         text = pair_caption(pair_numbers(load_run(runs / name), load_run(runs / partner)))
         shots.append(out_dir / f"{name}-story.md")
         shots[-1].write_text(text + "\n", encoding="utf-8")
