@@ -333,22 +333,29 @@ def _by_id(items, category="multi_turn_base"):
     return {it.id: it for it in items[category]}
 
 
-@pytest.mark.parametrize("name", list(STALLS))
-def test_round_5s_stalls_score_as_wrong_in_bounded_time(items, name):
+def _scored_with_cost(item, prediction):
+    """(per-turn result, seconds, peak bytes traced) of scoring ``prediction``."""
     import time
     import tracemalloc
+
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        result = mt.score(item, prediction, "per-turn")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return result, time.perf_counter() - start, peak
+
+
+@pytest.mark.parametrize("name", list(STALLS))
+def test_round_5s_stalls_score_as_wrong_in_bounded_time(items, name):
 
     entry, step = STALLS[name]
     it = _by_id(items)[entry]
     pred = [[step]] + [[] for _ in it.ground_truth[1:]]
-    tracemalloc.start()
-    start = time.perf_counter()
-    try:
-        r = mt.score(it, pred, "per-turn")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert time.perf_counter() - start < 5 and peak < 300e6, (time.perf_counter() - start, peak)
+    r, seconds, peak = _scored_with_cost(it, pred)
+    assert seconds < 5 and peak < 300e6, (seconds, peak)
     assert not r.correct and r.score == 0.0 and r.extra["bounds"], r.extra
     if name == "cat":  # a per-entry bound: the entry is wrong for it, with the reason
         assert r.reason.startswith("multi_turn:bound_exceeded: ") and "characters of results" in r.reason
@@ -570,8 +577,6 @@ def _call_strategy():
 
 def test_random_call_sequences_stay_within_time_and_memory(items):
     import decimal
-    import time
-    import tracemalloc
 
     import mpmath
     from hypothesis import HealthCheck, given, settings
@@ -586,14 +591,7 @@ def test_random_call_sequences_stay_within_time_and_memory(items):
     def check(turns):
         pred = [["[" + ", ".join(calls) + "]"] if calls else [] for calls in turns]
         pred += [[] for _ in range(n_turns - len(pred))]
-        tracemalloc.start()
-        start = time.perf_counter()
-        try:
-            r = mt.score(it, pred, "per-turn")
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        seconds = time.perf_counter() - start
+        r, seconds, peak = _scored_with_cost(it, pred)
         assert seconds < 5 and peak < 300e6, (seconds, peak, r.extra["bounds"])
         assert 0.0 <= r.score <= 1.0 and not r.reason.startswith("unscorable")
         assert (decimal.getcontext().prec, mpmath.mp.prec) == before
