@@ -50,7 +50,7 @@ from tqdm.auto import tqdm
 
 from . import curriculum as cur
 from .agent_trainers import update_agent
-from .backends.base import AgentPrompt, Backend
+from .backends.base import AgentPrompt, AgentUpdate, Backend
 from .backends.factory import check_engine, make_backend
 from .config import ConfigError, RunConfig
 from .seeds import epoch_seed
@@ -74,21 +74,51 @@ from .types import (Attempt, BatchTask, EpochRecord, EpochResult, GeneratedTask,
 
 def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
               on_phase=lambda phase: None, generator: Backend | None = None) -> tuple[LoopState, EpochResult]:
-    """One co-evolution epoch: generate and interact, dual update, aggregate.
+    """One co-evolution epoch: generate and interact (:func:`plan_epoch`), the agent's update, dual update and
+    aggregate (:func:`finish_epoch`). ``genenv_lab.trl.GenEnvCurriculum`` runs the same two halves around a TRL
+    trainer's epoch.
 
     ``generator`` writes the tasks when it is not the simulator itself (the ``offline_teacher`` baseline).
     """
+    plan = plan_epoch(state, backend, domain, seeds, cfg, on_phase, generator)
+    on_phase("rollouts + agent update")
+    agent_update = update_agent(backend, cfg, agent_prompts(plan, domain), plan.rewards)
+    plan.timer.seconds["rollouts"] = agent_update.rollout_s
+    plan.timer.seconds["agent_update"] = agent_update.update_s
+    return finish_epoch(plan, backend, domain, cfg, agent_update, on_phase)
+
+
+@dataclass
+class EpochPlan:
+    """An epoch up to the agent's update: the simulator's generations (and, in epoch 1, the counterfactual set),
+    the fresh tasks whose p̂ it measures, the agent's batch and the reward log its rollouts fill."""
+
+    state: LoopState
+    tasks: list[GeneratedTask]
+    reference: list[GeneratedTask]
+    fresh: list[BatchTask]
+    batch: list[BatchTask]
+    rewards: RewardLog
+    timer: PhaseTimer
+    start: float
+    screening: Screening | None = None
+    screen_outs: list = dataclasses.field(default_factory=list)
+
+
+def plan_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
+               on_phase=lambda phase: None, generator: Backend | None = None, size: int | None = None) -> EpochPlan:
+    """Phase 1 up to the rollouts: contexts, generation and validation (:func:`.simulator.generate_tasks`), the
+    fresh tasks (screened for ``online_filter``) and the agent's batch (:func:`agent_batch`; ``size``: exactly that
+    many tasks). Sampling comes from the epoch's seeds, so a resumed epoch plans what the uninterrupted one did."""
     epoch = state.epoch + 1
     rng = random.Random(epoch_seed(cfg.loop.seed, epoch))
     timer = PhaseTimer()
     start = time.perf_counter()
-
     on_phase("generate")
     with timer("generate"):
         reference = generate_reference(state, backend, domain, seeds, cfg, epoch)
         seed_torch(epoch_seed(cfg.loop.seed, epoch))  # sampling differs per epoch and a resumed epoch replays it
         tasks = generate_tasks(state, generator or backend, domain, seeds, cfg, rng, epoch)
-
     screening, screen_outs = None, []
     if cfg.variant.screens:
         on_phase("screening")
@@ -96,25 +126,32 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
             fresh, screening, screen_outs = screen_fresh(tasks, state, backend, domain, cfg, rng)
     else:
         fresh = fresh_tasks(tasks, state, cfg, rng)
-    on_phase("rollouts + agent update")
-    batch = agent_batch(fresh, state, seeds, cfg, rng)
-    rewards = RewardLog(domain, batch)
-    agent_update = update_agent(backend, cfg, [AgentPrompt(b.task_id, domain.agent_messages(b.spec)) for b in batch],
-                                rewards)
-    timer.seconds["rollouts"] = agent_update.rollout_s
-    timer.seconds["agent_update"] = agent_update.update_s
+    batch = agent_batch(fresh, state, seeds, cfg, rng, size=size)
+    return EpochPlan(state, tasks, reference, fresh, batch, RewardLog(domain, batch), timer, start, screening,
+                     screen_outs)
 
-    tasks, measured = score_generations(tasks, fresh, rewards, cfg)
+
+def agent_prompts(plan: EpochPlan, domain: Domain) -> list[AgentPrompt]:
+    """The agent's batch as the prompts of its update (each task keyed by its id)."""
+    return [AgentPrompt(b.task_id, domain.agent_messages(b.spec)) for b in plan.batch]
+
+
+def finish_epoch(plan: EpochPlan, backend: Backend, domain: Domain, cfg: RunConfig, agent_update: AgentUpdate,
+                 on_phase=lambda phase: None) -> tuple[LoopState, EpochResult]:
+    """The epoch after its rollouts (recorded in ``plan.rewards``) and the agent's update: scoring and the band
+    (:func:`score_generations`), the RWR batch (:func:`.simulator.env_update_batch`) and the simulator's update,
+    the pool (:func:`aggregate`), the counterfactual's p̂ and the epoch's record."""
+    state, rewards, timer, screening = plan.state, plan.rewards, plan.timer, plan.screening
+    epoch = state.epoch + 1
+    tasks, measured = score_generations(plan.tasks, plan.fresh, rewards, cfg)
     attempts = rewards.attempts(epoch, cfg.agent.success_threshold)
-    consumed = consume(state, backend, rewards, attempts, screen_outs)
-
+    consumed = consume(state, backend, rewards, attempts, plan.screen_outs)
     on_phase("env update")
     with timer("env_update"):
         env_examples = env_update_batch(tasks, contexts_by_id(tasks), cfg)
         env_update = backend.rwr_step(env_examples) if env_examples else None
     env_version = state.env_version + (1 if env_update and env_update.steps > 0 else 0)
-
-    new_state = aggregate(state, tasks, measured, epoch, env_version, cfg, reference,
+    new_state = aggregate(state, tasks, measured, epoch, env_version, cfg, plan.reference,
                           used_up=screening.used_up if screening else (), consumed=consumed)
     if new_state.reference:
         on_phase("reference rollouts")
@@ -123,9 +160,9 @@ def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequenc
     else:
         reference_p_hats = []
     record = epoch_record(epoch, tasks, measured, rewards, agent_update, env_update, new_state, timer,
-                          time.perf_counter() - start, reference_p_hats, cfg, screening=screening,
-                          screen_rollouts=sum(len(group) for group in screen_outs))
-    return new_state, EpochResult(record, tasks, attempts, reference)
+                          time.perf_counter() - plan.start, reference_p_hats, cfg, screening=screening,
+                          screen_rollouts=sum(len(group) for group in plan.screen_outs))
+    return new_state, EpochResult(record, tasks, attempts, plan.reference)
 
 
 # ----------------------------------------------------------------------------------------------- named steps
@@ -171,8 +208,9 @@ def screen_fresh(tasks: list[GeneratedTask], state: LoopState, backend: Backend,
 
 
 def agent_batch(fresh: list[BatchTask], state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig,
-                rng: random.Random) -> list[BatchTask]:
-    """The agent's batch: fresh tasks, replay from the pool, base seeds, padded with seeds."""
+                rng: random.Random, size: int | None = None) -> list[BatchTask]:
+    """The agent's batch: fresh tasks, replay from the pool, base seeds, padded with seeds to a multiple of
+    ``prompts_per_step`` (``size``: to exactly that many tasks, a multiple of it no smaller than the batch)."""
     batch = list(fresh)
     taken = {b.task_id for b in fresh}
     candidates = [t for t in state.pool if t.task_id not in taken]
@@ -181,8 +219,10 @@ def agent_batch(fresh: list[BatchTask], state: LoopState, seeds: Sequence[SeedTa
     seed_order = rng.sample(list(seeds), len(seeds))
     n_seeds = cfg.agent.base_seeds
     step = cfg.agent.prompts_per_step
-    while (len(batch) + n_seeds) % step or len(batch) + n_seeds == 0:
+    while (len(batch) + n_seeds) % step or len(batch) + n_seeds == 0 or len(batch) + n_seeds < (size or 0):
         n_seeds += 1
+    if size is not None and len(batch) + n_seeds != size:
+        raise ValueError(f"an agent batch of {len(batch) + n_seeds} tasks does not fit size {size}")
     batch += [BatchTask(s.seed_id, s.spec, "seed") for s in (seed_order * (n_seeds // len(seeds) + 1))[:n_seeds]]
     seen: dict[str, int] = {}
     unique = []

@@ -33,11 +33,17 @@ class RewardLog:
         for task_id, completion in zip(task_ids, completions):
             reward, error = self.domain.safe_score(self.specs[task_id], completion)
             self.score_errors += bool(error)
+            rewards.append(reward)
+        self.record(task_ids, completions, rewards)
+        return rewards
+
+    def record(self, task_ids: Sequence[str], completions: Sequence[str], rewards: Sequence[float]) -> None:
+        """Keep each completion's reward under its task id (rewards scored elsewhere: a TRL user's own reward
+        functions, :class:`genenv_lab.trl.GenEnvCurriculum`)."""
+        for task_id, completion, reward in zip(task_ids, completions, rewards):
             if not self.records[task_id]:
                 self.order.append(task_id)
-            self.records[task_id].append((completion, reward))
-            rewards.append(reward)
-        return rewards
+            self.records[task_id].append((completion, float(reward)))
 
     def rewards(self, task_id: str) -> list[float]:
         return [r for _, r in self.records.get(task_id, [])]

@@ -64,6 +64,7 @@ TIERS = {
                   "test_model_source", "test_shipped_world_models", "test_eval_runner", "test_export", "test_prefix",
                   "test_backend_base", "test_old_runs", "test_hint_following", "test_run_length"),
     "e2e": ("test_e2e_tiny", "test_cli_fields", "test_cli_summary", "test_eval_cli", "test_wheel",
+            "test_trl_curriculum",
             "test_readme_figures"),
     "app": ("test_app_views", "test_app_compare", "test_app_smoke", "test_app_story", "test_lab_inline"),
     "browser": ("test_app_browser",),

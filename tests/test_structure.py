@@ -96,8 +96,8 @@ LAYERS = [
     ["genenv_lab.state", "genenv_lab.backends", "genenv_lab.agent_trainers"],
     # 7. the loop's steps that need an engine: the simulator's side of an epoch, held-out evaluation of a model
     ["genenv_lab.simulator", "genenv_lab.heldout"],
-    # 8. the co-evolution loop, and exporting what it trained
-    ["genenv_lab.loop", "genenv_lab.export"],
+    # 8. the co-evolution loop, the same epoch as a TRL user's curriculum, and exporting what it trained
+    ["genenv_lab.loop", "genenv_lab.export", "genenv_lab.trl"],
     # 9. comparisons of runs
     ["genenv_lab.compare"],
     # 10. what users drive: the lab's readers and views, the command line

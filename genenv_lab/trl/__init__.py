@@ -1,0 +1,25 @@
+"""GenEnv in your own TRL script: :class:`GenEnvCurriculum`, the simulator as a curriculum that a plain
+``trl.GRPOTrainer`` trains on (docs/trl.md).
+
+- :mod:`genenv_lab.trl.callback`: the curriculum (dataset view, reward functions, the trainer callback).
+- :mod:`genenv_lab.trl.engine`: the ``hf`` engine around the user's model, and the run's configuration.
+- :mod:`genenv_lab.trl.resume`: staging, the checkpoint file, resuming with no committed epoch lost.
+"""
+
+from __future__ import annotations
+
+from .callback import GenEnvCurriculum
+from .engine import ENV
+
+
+def tiny_model(domain: str = "arith") -> str:
+    """The folder of the project's tiny test model warmed up on ``domain``'s format (built once, cached): a model
+    to try the curriculum with on a CPU in seconds. Its numbers mean nothing."""
+    from ..backends.factory import prepare_base
+    from ..config import preset
+    from ..domains import get_domain
+
+    return prepare_base(preset("tiny").replace(loop={"domain": domain}), get_domain(domain))
+
+
+__all__ = ["ENV", "GenEnvCurriculum", "tiny_model"]

@@ -1,0 +1,81 @@
+"""A TRL user's GRPO script with the curriculum (as docs/trl.md's), run by tests/test_trl_curriculum.py in a child
+process that may be killed (SIGKILL) at a chosen point, then resumed.
+
+    python tests/trl_curriculum_driver.py OUT [--resume] [--kill stage:E|commit:E|step:N] [--epochs N] [--unsloth]
+
+``stage:E``: right after epoch E is staged, before the trainer's checkpoint; ``commit:E``: after the checkpoint of
+epoch E, before its commit; ``step:N``: after optimiser step N. The trainer is TRL's, unmodified; the kill points are
+set by patching the curriculum's own staging functions or by a second callback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--kill", default="")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--unsloth", action="store_true", help="import Unsloth first, as its users do")
+    opts = parser.parse_args()
+    if opts.unsloth:
+        import unsloth  # noqa: F401 - before transformers and TRL, which it patches
+
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from genenv_lab import GenEnvCurriculum
+    from genenv_lab.trl import resume as rs
+    from genenv_lab.trl import tiny_model
+
+    where, _, at = opts.kill.partition(":")
+    if where == "stage":
+        real_stage = rs.stage
+
+        def stage(run_dir, result, *args, **kwargs):
+            real_stage(run_dir, result, *args, **kwargs)
+            if result.record.epoch == int(at):
+                _die()
+
+        rs.stage = stage
+    elif where == "commit":
+        real_commit = rs.commit_staged
+
+        def commit(writer):
+            if writer.last_epoch + 1 == int(at):
+                _die()
+            real_commit(writer)
+
+        rs.commit_staged = commit
+
+    class KillAtStep(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if where == "step" and state.global_step == int(at):
+                _die()
+
+    model_dir = tiny_model("arith")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(model_dir),
+                           LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    args = GRPOConfig(output_dir=os.path.join(opts.out, "trainer"), num_generations=4, per_device_train_batch_size=8,
+                      max_completion_length=12, num_train_epochs=opts.epochs, learning_rate=1e-3, logging_steps=1,
+                      save_strategy="steps", save_steps=2, report_to="none", disable_tqdm=True, use_cpu=True)
+    curriculum = GenEnvCurriculum(model, tokenizer, args, domain="arith", run_dir=os.path.join(opts.out, "run"),
+                                  config="tiny", resume=opts.resume)
+    trainer = GRPOTrainer(model=model, args=args, processing_class=tokenizer, reward_funcs=curriculum.reward_funcs(),
+                          train_dataset=curriculum.dataset, callbacks=[curriculum, KillAtStep()])
+    trainer.train(resume_from_checkpoint=curriculum.resume_from)
+
+
+if __name__ == "__main__":
+    main()
