@@ -1,7 +1,8 @@
 """The simulator's side of an epoch (Algorithm 1, phases 1 and 2 for π_env): each parent's context (seed task and
 lineage statistics), the variations the simulator writes, their parsing into tasks, the counterfactual set the
 untrained simulator writes once, and the weighted batch of in-band generations for the RWR update.
-:func:`genenv_lab.loop.run_epoch` calls these steps by name; notebook 03 walks through them one by one.
+:func:`genenv_lab.loop.plan_epoch` and :func:`~genenv_lab.loop.finish_epoch` call these steps by name (the loop's
+epoch and :class:`genenv_lab.trl.GenEnvCurriculum` both run those two); notebook 03 walks through them one by one.
 """
 
 from __future__ import annotations

@@ -283,3 +283,34 @@ def test_the_unsloth_venvs_trl_trains_kills_and_resumes(tmp_path):
             check_kill=True)
     _driver(tmp_path, "--unsloth", "--epochs", "2", "--resume", python=str(UNSLOTH_PY), env_extra=env)
     _check_finished(run, [], epochs=2)
+
+
+def test_the_trainer_may_make_the_peft_model_and_another_domain_serves(tmp_path):
+    """``peft_config`` given to the trainer instead of a peft model: the curriculum takes the trainer's model when
+    training begins; the ``count`` domain brings its own verifier, seeds and simulator prompt; the simulator's
+    weights never enter the trainer's optimiser."""
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from genenv_lab import GenEnvCurriculum
+    from genenv_lab.runlog import read_epochs, read_table
+    from genenv_lab.trl import tiny_model
+
+    model_dir = tiny_model("count")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    args = GRPOConfig(output_dir=str(tmp_path / "trainer"), num_generations=4, per_device_train_batch_size=8,
+                      max_completion_length=12, num_train_epochs=1, learning_rate=1e-3, report_to="none",
+                      use_cpu=True)
+    curriculum = GenEnvCurriculum(None, tokenizer, args, domain="count", run_dir=tmp_path / "run", config="tiny")
+    trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir), args=args,
+                          processing_class=tokenizer, reward_funcs=curriculum.reward_funcs(),
+                          train_dataset=curriculum.dataset, callbacks=[curriculum],
+                          peft_config=LoraConfig(r=4, target_modules="all-linear"))
+    trainer.train()
+    assert sorted(trainer.model.peft_config) == ["default", "env"]
+    optimised = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
+    assert not [n for n, p in trainer.model.named_parameters() if ".env." in n and id(p) in optimised]
+    assert read_epochs(tmp_path / "run")[0]["extra"]["rwr/steps"] > 0
+    tasks = read_table(tmp_path / "run", "tasks")
+    assert tasks["context"].str.contains("Seed task").all() and tasks["root_id"].str.startswith("count").all()
