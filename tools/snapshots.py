@@ -116,27 +116,37 @@ def shoot(browser: Chromium, title: str, path: Path, timeout: float, log: Path) 
     return browser.screenshot_element(_plot_with(title), path)
 
 
+@contextlib.contextmanager
+def served_copies(sources: list[Path], *, run: str | None = None, width: int = 1400,
+                  timeout: float = 180) -> Iterator[tuple[Chromium, Path, Path]]:
+    """The lab serving copies of the run folders ``sources`` (their adapters left out) in a temporary runs folder,
+    ``run`` shown first: yields the browser on its page, that runs folder and the server's log."""
+    with tempfile.TemporaryDirectory(prefix="genenv-snap-", ignore_cleanup_errors=True) as tmp:
+        runs = Path(tmp) / "runs"
+        for source in sources:
+            shutil.copytree(source, runs / source.name, ignore=shutil.ignore_patterns("adapters"))
+        with served_lab(runs, Path(tmp), run=run, width=width, timeout=timeout) as browser:
+            yield browser, runs, Path(tmp) / "app.log"
+
+
+def _written(path: Path, text: str) -> Path:
+    path.write_text(text + "\n", encoding="utf-8")
+    return path
+
+
 def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float = 180) -> list[Path]:
     """PNGs of the lab's glance figure, difficulty histogram and per-epoch curves of ``run_dir`` (served from a copy,
     so the lab sees this run alone and selects it), and the glance figure's caption (``<run>-glance.md``)."""
     run_dir = Path(run_dir).resolve()
     if not (run_dir / "epochs.jsonl").is_file():
         raise FileNotFoundError(f"{run_dir} is not a run directory with committed epochs (no epochs.jsonl)")
-    out_dir = Path(out_dir)
+    out_dir, name = Path(out_dir), run_dir.name
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = run_dir.name
-    with tempfile.TemporaryDirectory(prefix="genenv-snap-", ignore_cleanup_errors=True) as tmp:
-        runs = Path(tmp) / "runs"
-        shutil.copytree(run_dir, runs / name, ignore=shutil.ignore_patterns("adapters"))
-        with served_lab(runs, Path(tmp), width=width, timeout=timeout) as browser:
-            shots = [shoot(browser, f"{title} · {name}", out_dir / f"{name}-{suffix}.png", timeout,
-                           Path(tmp) / "app.log")
-                     for title, suffix in ((GLANCE_TITLE, "glance"), ("Difficulty of generated tasks", "difficulty"),
-                                           ("Per-epoch curves", "curves"))]
-        text = caption(story_numbers(load_run(runs / name)))
-        shots.append(out_dir / f"{name}-glance.md")
-        shots[-1].write_text(text + "\n", encoding="utf-8")
-        return shots
+    with served_copies([run_dir], width=width, timeout=timeout) as (browser, runs, log):
+        shots = [shoot(browser, f"{title} · {name}", out_dir / f"{name}-{suffix}.png", timeout, log)
+                 for title, suffix in ((GLANCE_TITLE, "glance"), ("Difficulty of generated tasks", "difficulty"),
+                                       ("Per-epoch curves", "curves"))]
+        return shots + [_written(out_dir / f"{name}-glance.md", caption(story_numbers(load_run(runs / name))))]
 
 
 def story_png(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float = 180) -> list[Path]:
@@ -146,20 +156,13 @@ def story_png(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float
     partner = partner_name(run_dir.name)
     if partner is None or not (run_dir.parent / partner / "epochs.jsonl").is_file():
         raise FileNotFoundError(f"{run_dir.name} has no fixed-set twin with committed epochs beside it ({partner})")
-    out_dir = Path(out_dir)
+    out_dir, name = Path(out_dir), run_dir.name
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = run_dir.name
-    with tempfile.TemporaryDirectory(prefix="genenv-snap-", ignore_cleanup_errors=True) as tmp:
-        runs = Path(tmp) / "runs"
-        for folder in (name, partner):
-            shutil.copytree(run_dir.parent / folder, runs / folder, ignore=shutil.ignore_patterns("adapters"))
-        with served_lab(runs, Path(tmp), run=name, width=width, timeout=timeout) as browser:
-            shots = [shoot(browser, f"{STORY_TITLE} · {name}", out_dir / f"{name}-story.png", timeout,
-                           Path(tmp) / "app.log")]
+    with served_copies([run_dir, run_dir.parent / partner], run=name, width=width, timeout=timeout) as (
+            browser, runs, log):
+        shots = [shoot(browser, f"{STORY_TITLE} · {name}", out_dir / f"{name}-story.png", timeout, log)]
         text = pair_caption(pair_numbers(load_run(runs / name), load_run(runs / partner)))
-        shots.append(out_dir / f"{name}-story.md")
-        shots[-1].write_text(text + "\n", encoding="utf-8")
-        return shots
+        return shots + [_written(out_dir / f"{name}-story.md", text)]
 
 
 def main(argv: list[str] | None = None) -> int:
