@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# Execute every notebook on a preset (default cpu-demo, the counting world; cpu-times for the times tables) and write
-# HTML copies with their outputs to docs/notebooks/ (the .ipynb files stay without outputs). On cpu-demo most of the
-# time goes to 06 and 07 (two 16-epoch runs each, about five minutes a notebook on a busy 2-core machine) and to 08
-# (eight 16-epoch runs: four arms × two seeds): allow half an hour or more. The world model is prepared once (a few
-# minutes) and cached.
+# Execute every notebook on a preset (default cpu-dry-hint-long, the demo's world, as the notebooks default to on a
+# CPU) and write HTML copies with their outputs to docs/notebooks/ (the .ipynb files stay without outputs). Most of
+# the time goes to 06 and 07 (40-epoch runs) and to 08 (eight 40-epoch runs: four arms × two seeds): allow half an
+# hour or more on 2 cores.
 # Usage: bash scripts/render_notebooks.sh [PRESET]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-preset="${1:-cpu-demo}"
+preset="${1:-cpu-dry-hint-long}"
 bash scripts/setup.sh dev,notebooks
 . .venv/bin/activate
 mkdir -p docs/notebooks
