@@ -25,6 +25,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .. import curriculum as cur
+from ..compare.stats import FIXED_SET_VARIANT
 from ..dryrun import RAN_DRY_STEP_FRAC, ran_dry
 from ..style import ALPHA_COLOUR, BAND_FILL, RUN_COLORS
 from .figures import curves_frame, message_figure, style
@@ -36,7 +37,6 @@ PANELS = ("the simulator's tasks climb past the fixed set (mean level of the epo
           "the fixed set is solved, and its GRPO steps run dry",
           "held-out score (never trained on)",
           "p̂ on genenv's tasks against α and the band")
-FIXED_SET_VARIANT = "static"
 CALIBRATION_WORLD = "cpu-demo"
 """The preset whose committed study shows p̂ held in the band (docs/research/README.md); the caption names it when
 p̂ sits outside the band here."""
