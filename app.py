@@ -38,8 +38,9 @@ from genenv_lab.lab.origin import SameOriginWrites
 from genenv_lab.lab.widgets import Table
 from genenv_lab.lab.comparisons import (ComparisonData, comparison_dirs, comparison_fingerprint,
                                         comparisons_fingerprint, load_comparison, resolve_comparison)
-from genenv_lab.lab.runs import (LabError, RunData, discover_runs, fingerprint, folder_fingerprint, is_comparison,
-                                 load_run, resolve_run, shown_name, with_attempts)
+from genenv_lab.lab.names import LabError, resolve_run, shown_name
+from genenv_lab.lab.runs import RunData, discover_runs, folder_fingerprint, is_comparison, load_run, with_attempts
+from genenv_lab.lab.status import fingerprint
 from genenv_lab.lab.story import FIXED_SET_VARIANT, pair_caption, pair_numbers, partner_name, story_figure
 
 ROOT = Path(__file__).resolve().parent

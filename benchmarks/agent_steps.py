@@ -22,11 +22,12 @@ from pathlib import Path
 import torch
 
 from genenv_lab.backends.factory import make_backend
-from genenv_lab.cli import apply_settings
+from genenv_lab.cli.flags import apply_settings
 from genenv_lab.config import preset
 from genenv_lab.domains import get_domain
 from genenv_lab.models.world import world_class
-from genenv_lab.runlog import adapter_dir, read_config, read_state
+from genenv_lab.rundir.layout import adapter_dir
+from genenv_lab.rundir.read import read_config, read_state
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -216,7 +216,7 @@ def timed(sync, fn):
 
 def shape_epoch(backend, cfg, inputs, sync) -> dict:
     """One epoch of the four phases at their upper bounds: seconds, tokens/s, peak GiB of each."""
-    from genenv_lab.agent_trainers import trainer_named
+    from genenv_lab.trainers.agent import trainer_named
     from genenv_lab.backends.base import EnvExample
 
     contexts, prompts, reward_fn = inputs
@@ -358,7 +358,7 @@ def main() -> None:
     if args.engine == "unsloth":
         import unsloth  # noqa: F401 - before transformers/TRL, so that Unsloth patches them
 
-    from genenv_lab.loop import run
+    from genenv_lab.coevolution.loop import run
 
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     cfg = build_cfg(args)

@@ -9,7 +9,7 @@ Both arms take the same tasks (the ``times99`` seeds, cycled) and the same GRPO 
 LoRA r 8 on every linear layer, constant learning rate), each on its own model instance:
 
 - ``project``: ``HFBackend.train_agent`` with the ``grpo`` trainer, as the loop calls it every epoch
-  (:func:`genenv_lab.agent_trainers.update_agent`), everything included: building the trainer
+  (:func:`genenv_lab.trainers.agent.update_agent`), everything included: building the trainer
   (:func:`~genenv_lab.backends.agent_trainer.build_grpo_trainer`: config, dataset, TRL's trainer set-up), the
   rollouts and the update with each prompt encoded once, the metrics;
 - ``trl``: TRL's ``GRPOTrainer`` as a user would write it (a PeftModel with the same LoRA, TRL's own paths; the
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     from transformers.trainer_callback import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from genenv_lab.agent_trainers import TRAINERS
+    from genenv_lab.trainers.agent import TRAINERS
     from genenv_lab.backends.agent_trainer import grpo_settings
     from genenv_lab.backends.agent_trainer import grpo_reward, timed_trainer
     from genenv_lab.backends.hf import HFBackend, grpo_dataset

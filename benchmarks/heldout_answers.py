@@ -23,7 +23,8 @@ import torch
 
 from genenv_lab.backends.factory import make_backend
 from genenv_lab.domains import domain_of
-from genenv_lab.runlog import adapter_dir, read_config, read_state
+from genenv_lab.rundir.layout import adapter_dir
+from genenv_lab.rundir.read import read_config, read_state
 
 
 def answers(run: Path, epoch: int | None, samples: int, backend=None):

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from genenv_lab.lab.runs import discover_runs
-from genenv_lab.runread import read_epochs
+from genenv_lab.rundir.read import read_epochs
 
 
 def _state(run: Path, epochs: int) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from genenv_lab.lab.glance import glance_figure
 from genenv_lab.lab.runs import load_run, with_attempts
 from genenv_lab.lab.figures import curves_figure, difficulty_figure
-from genenv_lab.runlog import ATTEMPTS, CONFIG, EPOCHS, STATE, TASKS, table_files
+from genenv_lab.rundir.layout import ATTEMPTS, CONFIG, EPOCHS, STATE, TASKS, table_files
 
 
 def make_long_run(source: Path, out: Path, epochs: int, rows: int = 1) -> Path:

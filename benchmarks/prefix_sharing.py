@@ -54,7 +54,7 @@ def run_arm(args) -> dict:
     import torch
     from dataclasses import replace
 
-    from genenv_lab.agent_trainers import TRAINERS
+    from genenv_lab.trainers.agent import TRAINERS
     from genenv_lab.backends.hf import HFBackend
     from genenv_lab.config import preset
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from genenv_lab.compare import LATE_COLUMNS, collect, late_averages, paired_differences, run_dir_for, seed_finals
-from genenv_lab.runlog import read_epochs, read_table
+from genenv_lab.rundir.read import read_epochs, read_table
 
 
 def second_half(run_dir: Path) -> tuple[float, dict[str, tuple[object, float]]]:

@@ -20,7 +20,7 @@ import random
 import torch
 
 from genenv_lab.backends.factory import make_backend
-from genenv_lab.cli import apply_settings
+from genenv_lab.cli.flags import apply_settings
 from genenv_lab.config import preset
 from genenv_lab.domains import LineageStats, get_domain
 from genenv_lab.models.world import world_class

@@ -27,10 +27,10 @@ import tempfile
 from pathlib import Path
 
 from genenv_lab.backends.base import AgentUpdate, EnvUpdate
-from genenv_lab.cli import parse_setting
+from genenv_lab.cli.flags import parse_setting
 from genenv_lab.config import preset
 from genenv_lab.domains.times import HIGHEST, LOWEST, TimesWorld, level
-from genenv_lab.loop import run
+from genenv_lab.coevolution.loop import run
 
 _PAIR = re.compile(r"(\d+) \* (\d+)")
 _RATE = re.compile(r"success rate ([\d.]+); target band ([\d.]+)-([\d.]+)")

@@ -8,7 +8,7 @@ __all__ = ["GenEnvCurriculum", "__version__"]
 def __getattr__(name: str):
     """``from genenv_lab import GenEnvCurriculum``: loaded on first use (it imports torch, transformers and TRL)."""
     if name == "GenEnvCurriculum":
-        from .trl import GenEnvCurriculum
+        from genenv_lab.trl import GenEnvCurriculum
 
         return GenEnvCurriculum
     raise AttributeError(f"module 'genenv_lab' has no attribute {name!r}")

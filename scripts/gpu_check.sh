@@ -90,7 +90,7 @@ for p in ("torch", "transformers", "peft", "accelerate", "trl", "datasets", "uns
 print("cuda", torch.version.cuda, "device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")
 if importlib.util.find_spec("unsloth") is not None:
     import unsloth, genenv_lab.backends.unsloth_engine
-import genenv_lab.loop
+import genenv_lab.coevolution.loop
 print("imports ok")'
 cp "$OUT/versions.log" "$OUT/versions.txt"
 allow=()

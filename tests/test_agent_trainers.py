@@ -1,4 +1,4 @@
-"""The agent's trainers by name (genenv_lab/agent_trainers.py): the loop's one call, the configuration's table of
+"""The agent's trainers by name (genenv_lab/trainers/agent.py): the loop's one call, the configuration's table of
 names, and a second trainer that is real: ``high_entropy`` runs TRL's GRPOTrainer with its loss on the 20 % highest-
 entropy tokens, set by touching only the trainer module and the configuration's table."""
 
@@ -10,11 +10,11 @@ from collections import Counter
 import pytest
 import torch
 
-from genenv_lab.agent_trainers import DEFAULT_TRAINER, TRAINERS, TRLGRPO, trainer_named, update_agent
+from genenv_lab.trainers.agent import DEFAULT_TRAINER, TRAINERS, TRLGRPO, trainer_named, update_agent
 from genenv_lab.backends.base import AgentTrainer
 from genenv_lab.config import AgentConfig, ConfigError, preset
 from genenv_lab.config.schema import AGENT_TRAINERS
-from genenv_lab.loop import run
+from genenv_lab.coevolution.loop import run
 from prefix_step_driver import reward, tiny_backend
 
 
@@ -23,9 +23,9 @@ def test_the_configurations_table_names_every_trainer_and_the_default_is_grpo():
     assert AgentConfig().trainer == DEFAULT_TRAINER == "grpo"
     for name, trainer in TRAINERS.items():
         assert isinstance(trainer, AgentTrainer) and trainer.name == name
-    with pytest.raises(ConfigError, match="trainer.*genenv_lab/agent_trainers.py"):
+    with pytest.raises(ConfigError, match="trainer.*genenv_lab/trainers/agent.py"):
         preset("tiny").replace(agent={"trainer": "ppo"})
-    with pytest.raises(ValueError, match="not in genenv_lab.agent_trainers.TRAINERS"):
+    with pytest.raises(ValueError, match="not in genenv_lab.trainers.agent.TRAINERS"):
         trainer_named("ppo")
 
 

@@ -16,7 +16,8 @@ import pytest
 from genenv_lab.compare import REPORT_PANELS, collect, compare_grid, variant_entries
 from genenv_lab.lab import comparisons, views
 from genenv_lab.lab.comparisons import comparison_dirs, comparison_fingerprint, load_comparison, resolve_comparison
-from genenv_lab.lab.runs import LabError, discover_runs, is_comparison
+from genenv_lab.lab.names import LabError
+from genenv_lab.lab.runs import discover_runs, is_comparison
 
 from test_app_views import make_run
 

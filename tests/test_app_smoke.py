@@ -138,7 +138,7 @@ def test_a_file_named_like_the_start_notes_folder_is_one_refusal(tmp_path):
     """Round 4, failure 16: a plain file ``.lab-launches`` in the runs folder made every Start fail with a
     FileExistsError traceback."""
     from genenv_lab.lab.launcher import LAUNCHES, start_run
-    from genenv_lab.lab.runs import LabError
+    from genenv_lab.lab.names import LabError
 
     (tmp_path / LAUNCHES).write_text("not a folder")
     with pytest.raises(LabError, match="start notes"):
@@ -149,7 +149,7 @@ def test_a_file_named_like_the_start_notes_folder_is_one_refusal(tmp_path):
 def test_first_render_shows_the_chosen_or_newest_run(tmp_path):
     import gradio as gr
 
-    from genenv_lab.lab.runs import LabError
+    from genenv_lab.lab.names import LabError
 
     make_run(tmp_path / "runs" / "syn")
     app = load_app_module()

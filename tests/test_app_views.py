@@ -21,10 +21,12 @@ import pytest
 from genenv_lab.config import preset
 from genenv_lab.lab import figures, launcher, views
 from genenv_lab.lab.glance import glance_figure, level_label, story_frame, story_numbers
-from genenv_lab.lab.runs import (LabError, discover_runs, fingerprint, load_run, pid_alive, resolve_run,
-                                 validate_run_name)
-from genenv_lab.runlog import CONFIG, EVENTS, STATE, RunWriter
-from genenv_lab.types import Attempt, EpochRecord, GeneratedTask
+from genenv_lab.lab.names import LabError, resolve_run, validate_run_name
+from genenv_lab.lab.runs import discover_runs, load_run
+from genenv_lab.lab.status import fingerprint, pid_alive
+from genenv_lab.rundir.layout import CONFIG, EVENTS, STATE
+from genenv_lab.rundir.write import RunWriter
+from genenv_lab.core.types import Attempt, EpochRecord, GeneratedTask
 
 ALPHA, K_MIN, G = 0.5, 0.25, 4
 SEED_ID = "arith-seed-001"  # a real seed id of the arith domain, so its text shows in the lineage
@@ -682,7 +684,8 @@ def test_a_small_table_file_that_decodes_to_a_gigabyte_is_refused_before_it_is_e
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from genenv_lab.runlog import TABLE_FILE_DECODED, RunDirError, read_table
+    from genenv_lab.rundir.read import TABLE_FILE_DECODED, read_table
+    from genenv_lab.rundir.layout import RunDirError
 
     bomb = make_run(tmp_path / "runs" / "bomb", epochs=1)
     path = bomb / "tasks" / "epoch_001.parquet"
@@ -779,7 +782,8 @@ def test_a_small_table_file_of_200000_rows_is_refused_from_its_metadata_before_d
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from genenv_lab.runlog import TABLE_FILE_ROWS, RunDirError, read_table
+    from genenv_lab.rundir.read import TABLE_FILE_ROWS, read_table
+    from genenv_lab.rundir.layout import RunDirError
 
     runs = tmp_path / "runs"
     make_run(runs / "good")

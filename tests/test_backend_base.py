@@ -82,35 +82,15 @@ def test_the_scripted_fakes_and_the_engines_take_the_backend_protocols_calls(whe
 
 
 def test_every_agent_trainer_is_an_agent_trainer_and_the_loop_names_no_engine_method_but_its_own():
-    """The agent's update goes through one call of genenv_lab.agent_trainers: the loop never calls an engine's
+    """The agent's update goes through one call of genenv_lab.trainers.agent: the loop never calls an engine's
     training method itself (a second trainer then touches the trainer module and the configuration's table only)."""
     import inspect
 
-    from genenv_lab import loop
-    from genenv_lab.agent_trainers import TRAINERS
+    from genenv_lab.coevolution import loop
+    from genenv_lab.trainers.agent import TRAINERS
     from genenv_lab.backends.base import AgentTrainer
 
     assert all(isinstance(t, AgentTrainer) for t in TRAINERS.values())
     source = inspect.getsource(loop)
     assert "update_agent(backend, cfg," in source
     assert ".train_agent(" not in source and ".grpo_step(" not in source
-
-
-def test_grpo_step_is_a_deprecated_alias_of_train_agent_with_the_configured_trainer(tiny_cfg):
-    """Kept for one release for code that calls an engine's ``grpo_step``: one DeprecationWarning, then the update
-    of :meth:`train_agent` with the trainer ``agent.trainer`` names."""
-    from genenv_lab.agent_trainers import TRAINERS
-    from genenv_lab.backends.hf import HFBackend
-
-    class Engine(HFBackend):
-        def __init__(self, cfg):  # no model: only the alias is under test
-            self.cfg, self.taken = cfg, []
-
-        def train_agent(self, trainer, prompts, reward_fn):
-            self.taken.append((trainer, prompts, reward_fn))
-            return "update"
-
-    engine = Engine(tiny_cfg.replace(agent={"trainer": "high_entropy"}))
-    with pytest.warns(DeprecationWarning, match="grpo_step is deprecated.*update_agent"):
-        assert engine.grpo_step(["p"], len) == "update"
-    assert engine.taken == [(TRAINERS["high_entropy"], ["p"], len)]

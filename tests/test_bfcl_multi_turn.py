@@ -216,7 +216,8 @@ def test_per_turn_conversation_starts_each_turn_from_the_answer_keys_history(ite
 
 
 class _Replier:
-    """A scripted model for :func:`genenv_lab.heldout.converse` (every conversation is of one entry): answers a turn
+    """A scripted model for :func:`genenv_lab.coevolution.heldout.converse` (every conversation is of one entry):
+    answers a turn
     with the answer key's step, then with prose; no room for prompts longer than ``fits`` characters."""
 
     def __init__(self, item, fits: int = 10**9):
@@ -238,7 +239,7 @@ class _Replier:
 
 
 def test_converse_batches_steps_and_cuts_what_no_longer_fits(items):
-    from genenv_lab.heldout import converse
+    from genenv_lab.coevolution.heldout import converse
 
     it = items["multi_turn_base"][0]
     model = _Replier(it)
@@ -456,7 +457,7 @@ def test_a_folder_walk_over_the_bound_or_inside_itself_is_refused_and_the_state_
 
 _STUB_EVAL = r'''
 import json, sys
-import genenv_lab.heldout as heldout
+import genenv_lab.coevolution.heldout as heldout
 from genenv_lab.cli import main
 
 reply = json.loads(sys.argv[1])

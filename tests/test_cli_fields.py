@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from genenv_lab.cli import build_parser, run_config_from
+from genenv_lab.cli.commands import build_parser
+from genenv_lab.cli.flags import run_config_from
 from genenv_lab.config import SECTIONS, config_fields, preset
 
 
@@ -71,7 +72,7 @@ def test_every_short_flag_is_an_alias_of_a_field_read_by_the_same_path(capsys):
     """The short flags are one table of aliases (issue 40): each names a real field, its help is the field's, and
     ``--epochs 3``, ``--loop.epochs 3`` and ``--set loop.epochs=3`` give the same configuration."""
     from genenv_lab.config import ALIASES, field_docs
-    from genenv_lab.flags import field_of
+    from genenv_lab.cli.flags import field_of
 
     fields = {f"{section}.{name}": doc for section, name, _, doc in config_fields()}
     assert set(ALIASES.values()) <= set(fields), set(ALIASES.values()) - set(fields)

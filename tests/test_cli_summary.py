@@ -1,6 +1,6 @@
 """The sentence that ends `genenv-lab run`: where p̂ went against α, and how often the simulator was updated."""
 
-from genenv_lab.run_summary import curriculum_verdict as _verdict
+from genenv_lab.cli.run_summary import curriculum_verdict as _verdict
 
 
 def _records(p_hats, env_steps):
@@ -27,7 +27,7 @@ def test_no_measured_p_hat_says_so():
 def test_unexpected_errors_are_one_line_unless_debug(tmp_path, capsys):
     import pytest
 
-    from genenv_lab.cli import main
+    from genenv_lab.cli.commands import main
 
     out = tmp_path / "a-file"
     out.write_text("not a folder")
@@ -44,8 +44,8 @@ def test_unexpected_errors_are_one_line_unless_debug(tmp_path, capsys):
 def test_a_refused_resume_of_a_users_folder_leaves_it_as_it_was(tmp_path, capsys):
     """Round 5, P10: ``run --resume --out`` on a folder of the user's files was refused in one line but left a
     ``.writer.lock`` there. The folder is left as it was; a real run's lock stays where it is."""
-    from genenv_lab.cli import main
-    from genenv_lab.runfiles import LOCK
+    from genenv_lab.cli.commands import main
+    from genenv_lab.rundir.layout import LOCK
 
     user = tmp_path / "mine"
     user.mkdir()

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from genenv_lab.compare import compare_grid, run_dir_for, variant_entries
-from genenv_lab.loop import run
-from genenv_lab.runlog import RunDirError, read_epochs
+from genenv_lab.coevolution.loop import run
+from genenv_lab.rundir.layout import RunDirError
+from genenv_lab.rundir.read import read_epochs
 
 EPOCHS = 2
 COMMITTED = ("epochs.jsonl", "tasks", "attempts", "adapters", "reference_tasks.parquet")
@@ -152,7 +153,8 @@ def test_the_lab_lists_every_run_beside_a_symlink_loop_and_a_huge_pid(finished, 
     import json
 
     from genenv_lab.lab.comparisons import comparison_dirs, load_comparison
-    from genenv_lab.lab.runs import discover_runs, folder_fingerprint, pid_alive
+    from genenv_lab.lab.runs import discover_runs, folder_fingerprint
+    from genenv_lab.lab.status import pid_alive
 
     runs = tmp_path / "runs"
     out, run_dir, _ = _copy(finished, runs)

@@ -108,8 +108,8 @@ def test_a_failing_parallel_run_is_named_no_further_run_starts_and_the_same_comm
     process, carried to the caller), the run beside it finishes, the run not yet started is not started, the corrupt
     file is left as it was; once the user moves it away the same call runs only what is missing."""
     from genenv_lab.compare import run_dir_for
-    from genenv_lab.runfiles import RunDirError
-    from genenv_lab.runread import read_state
+    from genenv_lab.rundir.layout import RunDirError
+    from genenv_lab.rundir.read import read_state
 
     entries = variant_entries(["tiny"], ["genenv", "static", "random_env"], epochs=2, reference_tasks=3,
                               eval_limit=4)
@@ -158,8 +158,8 @@ def test_a_signal_to_a_parallel_comparison_alone_stops_its_runs_cleanly_and_star
     import time
 
     from genenv_lab.compare import run_dir_for
-    from genenv_lab.runfiles import RunDirError
-    from genenv_lab.runread import read_state
+    from genenv_lab.rundir.layout import RunDirError
+    from genenv_lab.rundir.read import read_state
 
     out = tmp_path / "cmp"
     proc = subprocess.Popen([sys.executable, "-m", "genenv_lab.cli", "compare", "--presets", "tiny", "--variants",
@@ -238,7 +238,7 @@ def test_missing_held_out_benchmark_data_fails_before_any_model_loads(tmp_path):
 
 def test_online_filter_in_a_grid_counts_its_screening_and_the_report_reads_rollouts_to_reach(tmp_path,
                                                                                              scripted_backend):
-    from genenv_lab.cli import build_parser
+    from genenv_lab.cli.commands import build_parser
 
     args = build_parser().parse_args(["compare", "--variants", "genenv", "static", "online_filter", "--out", "x"])
     assert args.variants == ["genenv", "static", "online_filter"]
@@ -298,7 +298,7 @@ def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_pa
                                                                           scripted_backend):
     import json
 
-    import genenv_lab.cli as cli
+    import genenv_lab.cli.commands as cli
     import genenv_lab.compare as compare
 
     parse = cli.build_parser().parse_args
@@ -358,7 +358,7 @@ def test_first_seed_runs_seeds_n_onward_and_compare_ends_with_the_verdict(tmp_pa
     (["--first-seed", str(2**32)], "above 4294967295"),
 ])
 def test_a_grid_too_large_for_its_seeds_is_refused_in_one_line(argv, message, capsys):
-    import genenv_lab.cli as cli
+    import genenv_lab.cli.commands as cli
 
     with pytest.raises(SystemExit) as exc:
         cli.build_parser().parse_args(["compare", "--out", "x", *argv])
@@ -366,7 +366,7 @@ def test_a_grid_too_large_for_its_seeds_is_refused_in_one_line(argv, message, ca
 
 
 def test_a_grid_running_past_the_last_seed_is_refused_before_any_run(tmp_path, capsys):
-    import genenv_lab.cli as cli
+    import genenv_lab.cli.commands as cli
 
     out = tmp_path / "cmp"
     assert cli.main(["compare", "--presets", "tiny", "--variants", "genenv", "--seeds", "2",
@@ -381,7 +381,7 @@ def test_demo_script_runs_a_comparison_the_cli_accepts():
     from pathlib import Path
 
     import genenv_lab.compare as compare
-    from genenv_lab.cli import build_parser
+    from genenv_lab.cli.commands import build_parser
 
     root = Path(__file__).resolve().parent.parent
     script = (root / "scripts" / "demo.sh").read_text()
@@ -508,10 +508,10 @@ def test_compare_out_on_a_folder_of_the_users_files_is_refused_in_one_line_and_l
     efficiency.csv, exit 0. A non-empty folder without manifest.json is refused as ``run --out`` refuses one, before
     anything (the comparison's lock included) is written; a comparison's own folder and one holding only the lock of
     a comparison stopped before its manifest are accepted."""
-    from genenv_lab.cli import main
+    from genenv_lab.cli.commands import main
     from genenv_lab.compare import COMPARE_LOCK
     from genenv_lab.compare.grid import check_out
-    from genenv_lab.runfiles import RunDirError
+    from genenv_lab.rundir.layout import RunDirError
 
     user = tmp_path / "U"
     (user / "sub").mkdir(parents=True)
@@ -584,8 +584,8 @@ def _parallel_comparison(out, *extra):
     import time
 
     from genenv_lab.compare import run_dir_for
-    from genenv_lab.runfiles import RunDirError
-    from genenv_lab.runread import read_state
+    from genenv_lab.rundir.layout import RunDirError
+    from genenv_lab.rundir.read import read_state
 
     def committed(run) -> bool:
         try:
@@ -640,7 +640,7 @@ def test_sigkill_of_a_parallel_comparison_leaves_no_process_of_it(tmp_path):
     """Round 5, P5: SIGKILL of a ``compare --jobs 2`` parent left both runs' processes (about 0.5 GB each, blocked
     on the call queue, deaf to SIGTERM) and the resource tracker alive for good. Each run's process watches its
     parent: its run stops as ``interrupted`` and it exits, and the tracker ends with the last of them."""
-    from genenv_lab.runread import read_state
+    from genenv_lab.rundir.read import read_state
 
     proc, runs = _parallel_comparison(tmp_path / "cmp")
     try:
@@ -665,7 +665,7 @@ def test_a_quick_double_ctrl_c_neither_hangs_a_parallel_comparison_nor_leaves_it
     import signal
     import time
 
-    from genenv_lab.runread import read_state
+    from genenv_lab.rundir.read import read_state
 
     proc, runs = _parallel_comparison(tmp_path / "cmp")
     try:

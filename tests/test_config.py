@@ -74,7 +74,7 @@ def test_a_gpu_engine_run_resumed_without_a_gpu_is_told_where_it_resumes(tmp_pat
     fallback in its own venv) and writes nothing."""
     import torch
 
-    from genenv_lab.cli import main
+    from genenv_lab.cli.commands import main
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
@@ -106,7 +106,8 @@ def test_for_domain_applies_recommendations_without_shrinking():
 
 
 def test_cli_set_reaches_any_field_and_is_validated():
-    from genenv_lab.cli import run_config_from, build_parser
+    from genenv_lab.cli.flags import run_config_from
+    from genenv_lab.cli.commands import build_parser
 
     parse = build_parser().parse_args
     cfg = run_config_from(parse(["run", "--preset", "cpu-demo", "--set", "curriculum.alpha=0.3", "--set",
@@ -139,7 +140,7 @@ def test_cli_set_reaches_any_field_and_is_validated():
     (["eval", "--benchmark", "bfcl", "--out", " "], "--out: an empty value names nothing"),
 ])
 def test_cli_refuses_values_that_cannot_be_right(argv, message, capsys):
-    from genenv_lab.cli import build_parser
+    from genenv_lab.cli.commands import build_parser
 
     with pytest.raises(SystemExit) as exc:
         build_parser().parse_args(argv)
@@ -148,7 +149,7 @@ def test_cli_refuses_values_that_cannot_be_right(argv, message, capsys):
 
 def test_compare_refuses_a_run_folder_as_its_out(tmp_path, capsys):
     """``compare --out <a run>`` used to turn the run into a comparison folder; now it is refused, untouched."""
-    from genenv_lab.cli import main
+    from genenv_lab.cli.commands import main
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -163,7 +164,8 @@ def test_compare_refuses_a_run_folder_as_its_out(tmp_path, capsys):
 def test_one_field_two_spellings_two_values_is_refused_and_a_domain_is_a_domain_however_written():
     """``--epochs 2 --loop.epochs 5 --set loop.epochs=7`` used to run 5 epochs; ``--loop.domain tools`` skipped the
     domain's recommended settings that ``--domain tools`` applies."""
-    from genenv_lab.cli import run_config_from, build_parser
+    from genenv_lab.cli.flags import run_config_from
+    from genenv_lab.cli.commands import build_parser
 
     parse = build_parser().parse_args
     with pytest.raises(ConfigError, match=r"loop.epochs is given different values .*--epochs 2.*give it once"):
@@ -180,7 +182,8 @@ def test_one_field_two_spellings_two_values_is_refused_and_a_domain_is_a_domain_
 def test_a_config_file_starts_a_run_and_resume_alone_continues_one(tmp_path, capsys):
     """``--config runs/X/config.json`` reproduces X's configuration (flags still override it); ``--resume`` with
     only ``--out`` continues a run with its own configuration, whatever preset it came from."""
-    from genenv_lab.cli import run_config_from, build_parser, main
+    from genenv_lab.cli.flags import run_config_from
+    from genenv_lab.cli.commands import build_parser, main
 
     parse = build_parser().parse_args
     first = tmp_path / "x"
@@ -227,7 +230,8 @@ def test_a_config_files_preset_is_applied_under_its_values_and_named_exactly(tmp
     """Round 5, P8: ``{"preset": "tiny", "loop": {"epochs": 1}}`` loaded the defaults (16 fields other than tiny's:
     lora_r 8, env.lr 1e-4, ...) labelled tiny, and fullwidth or dotless-i spellings of a name were accepted. The
     preset is applied, the file's values over it; the name must be a preset's, exactly, or "custom"."""
-    from genenv_lab.cli import build_parser, run_config_from
+    from genenv_lab.cli.commands import build_parser
+    from genenv_lab.cli.flags import run_config_from
 
     path = tmp_path / "tiny_partial.json"
     path.write_text('{"preset": "tiny", "loop": {"epochs": 1}}')

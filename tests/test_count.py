@@ -106,7 +106,7 @@ def test_world_env_levels_follow_the_hint_from_the_newest_recent_task_loosely():
 
 def test_world_model_builds_for_the_count_world(tmp_path):
     from genenv_lab.config import preset
-    from genenv_lab.loop import make_backend
+    from genenv_lab.coevolution.loop import make_backend
     from genenv_lab.models.loading import cache_dir
     from genenv_lab.models.world import world_spec
 

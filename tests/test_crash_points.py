@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from genenv_lab.loop import run
-from genenv_lab.runlog import read_epochs, read_state, read_table
+from genenv_lab.coevolution.loop import run
+from genenv_lab.rundir.read import read_epochs, read_state, read_table
 
 EPOCHS = 2
 PRIMITIVES = ("mkdir", "fsync", "replace")
@@ -147,7 +147,7 @@ def test_resume_with_unreadable_state_refuses_and_changes_nothing(tiny_cfg, tmp_
     2.5 as 2 and discard epoch 3 on)."""
     import json
 
-    from genenv_lab.runlog import RunDirError
+    from genenv_lab.rundir.layout import RunDirError
 
     out = tmp_path / "run"
     cfg = _finished_run(tiny_cfg, out, scripted_backend)

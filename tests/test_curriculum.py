@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from genenv_lab import curriculum as cur
+from genenv_lab.core import curriculum as cur
 
 probs = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from genenv_lab.diagnostics import band_ceiling, main, run_band_ceiling
+from genenv_lab.rundir.band_ceiling import band_ceiling, main, run_band_ceiling
 from genenv_lab.lab.runs import load_run
 
 from test_app_views import make_run

@@ -1,5 +1,5 @@
 """Data parallelism: the loop under ``torchrun`` with two CPU processes (gloo), launched as a user launches it, and
-the pieces of genenv_lab.distributed on their own.
+the pieces of genenv_lab.backends.distributed on their own.
 
 The two-process tier (tiny preset, ~15 s a run): the run directory is complete and written once, both processes
 hold the same adapters after every epoch, every process's rows are in the tables exactly once, p̂ is what the
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from genenv_lab import curriculum as cur
+from genenv_lab.core import curriculum as cur
 from genenv_lab.config import preset
-from genenv_lab.distributed import DataParallelBackend, Processes, adapter_hash
-from genenv_lab.runlog import read_epochs, read_state, read_table
+from genenv_lab.backends.distributed import DataParallelBackend, Processes, adapter_hash
+from genenv_lab.rundir.read import read_epochs, read_state, read_table
 
 EPOCHS = 3
 RUN = ["-m", "genenv_lab.cli", "run", "--preset", "tiny", "--loop.epochs", str(EPOCHS)]
@@ -240,17 +240,9 @@ def test_the_reward_log_gets_every_process_completions_once():
             fn(["t2", "t2"], ["z", "w"])
             return f"update by {trainer}"
 
-        def grpo_step(self, prompts, fn):  # the engines' deprecated name, kept for one release
-            return self.train_agent("grpo", prompts, fn)
-
     procs = TwoProcesses(lambda mine: [(1, "t3", "p"), (1, "t3", "q")])
     wanted = [(["t1", "t1"], ["x", "y"]), (["t2", "t2"], ["z", "w"]), (["t3", "t3"], ["p", "q"])]
     assert DataParallelBackend(Inner(), procs).train_agent("high_entropy", [], reward_fn) == "update by high_entropy"
-    assert calls == wanted
-    calls.clear()
-    with pytest.warns(DeprecationWarning, match="grpo_step is deprecated") as said:  # the wrapper says it, once
-        assert DataParallelBackend(Inner(), procs).grpo_step([], reward_fn) == "update by grpo"
-    assert len(said) == 1 and said[0].filename == __file__  # it names the caller's line, so it is shown
     assert calls == wanted
 
 
@@ -323,7 +315,7 @@ def test_a_two_process_rwr_step_is_the_update_of_the_whole_mini_batch(tmp_path):
 
 
 def test_eval_and_compare_refuse_a_multi_process_launch(monkeypatch, capsys, tmp_path):
-    from genenv_lab.cli import main
+    from genenv_lab.cli.commands import main
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert main(["eval", "--benchmark", "bamboogle", "--gold", str(tmp_path / "gold.jsonl")]) == 2

@@ -1,4 +1,5 @@
-"""The dry-run instrument (genenv_lab.dryrun): its pure math by example and by Hypothesis, and the keys a run writes
+"""The dry-run instrument (genenv_lab.core.dryrun): its pure math by example and by Hypothesis, and the keys a run
+writes
 (the scripted backends on ``count``, a domain with levels, and on ``arith``, one without); no model runs."""
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genenv_lab import curriculum as cur
+from genenv_lab.core import curriculum as cur
 from genenv_lab.config import for_domain
-from genenv_lab.dryrun import (FRONTIER_KEY, dry_step_frac, frontier_counts, frontier_level, informative,
-                               level_counts, ran_dry)
-from genenv_lab.loop import run
-from genenv_lab.runlog import read_epochs, read_table
+from genenv_lab.core.dryrun import (FRONTIER_KEY, dry_step_frac, frontier_counts, frontier_level, informative,
+    level_counts, ran_dry)
+from genenv_lab.coevolution.loop import run
+from genenv_lab.rundir.read import read_epochs, read_table
 
 
 groups = st.lists(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=1, max_size=5), max_size=24)

@@ -1,6 +1,6 @@
-"""Data efficiency math (genenv_lab.efficiency): what training consumed, and the rollouts GenEnv needs to reach a
+"""Data efficiency math (genenv_lab.core.efficiency): what training consumed, and the rollouts GenEnv needs to reach a
 baseline's final held-out score, the area under the held-out curve and the paired intervals over seeds
-(genenv_lab.paired). Hand-worked examples and Hypothesis properties."""
+(genenv_lab.core.paired). Hand-worked examples and Hypothesis properties."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genenv_lab.efficiency import (KEYS, Consumption, Point, Reach, common_range, normalised_auc, reach_text,
-                                   rollouts_to_reach)
-from genenv_lab.paired import paired, t_quantile
+from genenv_lab.core.efficiency import (KEYS, Consumption, Point, Reach, common_range, normalised_auc, reach_text,
+    rollouts_to_reach)
+from genenv_lab.core.paired import paired, t_quantile
 
 
 def test_consumption_adds_up_and_counts_distinct_tasks_and_questions():
@@ -172,7 +172,7 @@ def test_t_quantiles_rise_to_the_normal_one():
 
 @given(st.lists(st.floats(-1, 1), min_size=1, max_size=12), st.floats(-1.5, 1.5))
 def test_spread_text_says_inside_exactly_when_the_difference_lies_within_the_studys_range(study, this):
-    from genenv_lab.paired import spread_text
+    from genenv_lab.core.paired import spread_text
 
     text = spread_text(study, this, baseline="static", where="seeds 20-27")
     assert text.startswith("For scale: over seeds 20-27, genenv − static at the final epoch was ")

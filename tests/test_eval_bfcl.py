@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from genenv_lab.evaluation import bfcl
-from genenv_lab.evaluation.bfcl_checker import java_value, js_value
+from genenv_lab.evaluation.bfcl_checker import java_value, js_value, standardize_string
 from genenv_lab.evaluation.literals import render_java, render_js
 from genenv_lab.evaluation.runner import gold_predictions, score_predictions
 
@@ -239,13 +239,13 @@ def test_quirks_js_arrays_split_at_every_comma_and_objects_end_at_the_first_brac
 
 @given(st.text())
 def test_standardize_string_is_idempotent(text):
-    once = bfcl.standardize_string(text)
-    assert bfcl.standardize_string(once) == once
+    once = standardize_string(text)
+    assert standardize_string(once) == once
 
 
 @given(st.text(), st.text(alphabet=" ,./-_*^", max_size=5))
 def test_standardize_ignores_the_listed_punctuation(text, noise):
-    assert bfcl.standardize_string(noise + text + noise) == bfcl.standardize_string(text)
+    assert standardize_string(noise + text + noise) == standardize_string(text)
 
 
 def _write_category(folder: Path, version: int, category: str, items: list[dict], answers: list[dict] | None):

@@ -44,8 +44,8 @@ def test_missing_data_is_a_clear_error(tmp_path):
 
 
 def test_eval_every_logs_scores_in_epochs_jsonl(tiny_cfg, tmp_path):
-    from genenv_lab.loop import run
-    from genenv_lab.runlog import read_baseline, read_epochs
+    from genenv_lab.coevolution.loop import run
+    from genenv_lab.rundir.read import read_baseline, read_epochs
 
     cfg = tiny_cfg.replace(loop={"epochs": 2}, eval={"every": 2, "limit": 2, "data_dir": str(BENCH / "bamboogle"),
                                                      "max_new_tokens": 4})
@@ -75,7 +75,8 @@ def test_prompts_longer_than_the_context_are_counted_not_crashed(tmp_path):
 
 
 def test_a_baseline_score_that_is_not_a_number_is_left_out_not_fatal(tiny_cfg, tmp_path):
-    from genenv_lab.runlog import RunWriter, read_baseline
+    from genenv_lab.rundir.write import RunWriter
+    from genenv_lab.rundir.read import read_baseline
 
     writer = RunWriter(tmp_path / "r", tiny_cfg)
     writer.write_baseline({"eval/bfcl": float("nan"), "eval/domain": 0.25})
@@ -85,7 +86,7 @@ def test_a_baseline_score_that_is_not_a_number_is_left_out_not_fatal(tiny_cfg, t
 
 def test_a_run_whose_held_out_data_is_missing_fails_before_its_directory_exists(tiny_cfg, tmp_path):
     from genenv_lab.evaluation.common import BenchmarkDataMissing
-    from genenv_lab.loop import run
+    from genenv_lab.coevolution.loop import run
 
     cfg = tiny_cfg.replace(eval={"every": 1, "benchmark": "bamboogle", "data_dir": str(tmp_path / "nowhere")})
     with pytest.raises(BenchmarkDataMissing, match="nowhere"):
@@ -95,7 +96,7 @@ def test_a_run_whose_held_out_data_is_missing_fails_before_its_directory_exists(
 
 @pytest.mark.parametrize("value, message", [("0", "below 1"), ("32769", "above 32768"), ("1e9", "not an integer")])
 def test_eval_generation_budget_is_bounded_on_the_command_line(value, message, capsys):
-    from genenv_lab.cli import build_parser
+    from genenv_lab.cli.commands import build_parser
 
     with pytest.raises(SystemExit):
         build_parser().parse_args(["eval", "--benchmark", "bamboogle", "--gold", "x", "--max-new-tokens", value])
@@ -109,7 +110,7 @@ def test_eval_generation_budget_is_bounded_on_the_command_line(value, message, c
     ("level-9", "category 'level-9' is not available"),
 ])
 def test_a_held_out_category_the_data_lacks_is_refused_before_the_run_folder(category, message, tmp_path, capsys):
-    from genenv_lab.cli import main
+    from genenv_lab.cli.commands import main
 
     out = tmp_path / "run"
     assert main(["run", "--preset", "tiny", "--eval.every", "1", "--eval.benchmark", "bamboogle",

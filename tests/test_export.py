@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from genenv_lab.cli import main
+from genenv_lab.cli.commands import main
 
 LOAD = """
 import sys
@@ -155,7 +155,7 @@ class HubStandIn:
 
 
 def test_push_to_hub_publishes_the_exported_folder(trained, tmp_path, monkeypatch, capsys):
-    from genenv_lab import export
+    from genenv_lab.coevolution import export
 
     hub = HubStandIn(tmp_path / "hub")
     monkeypatch.setattr("huggingface_hub.HfApi", lambda: hub)
@@ -179,7 +179,7 @@ def test_a_hub_that_never_answers_is_one_line_not_a_hang(trained, tmp_path):
 
     from huggingface_hub import HfApi
 
-    from genenv_lab import export
+    from genenv_lab.coevolution import export
 
     out = tmp_path / "agent"
     assert main(["export", "--run", str(trained), "--out", str(out)]) == 0
@@ -205,7 +205,7 @@ def test_an_upload_that_stalls_after_the_repo_is_created_is_one_line_not_a_hang(
 
     from huggingface_hub import HfApi, get_session
 
-    from genenv_lab import export
+    from genenv_lab.coevolution import export
 
     class CreatesThenFallsSilent(BaseHTTPRequestHandler):
         trickle = False

@@ -6,10 +6,11 @@ import shutil
 import pandas as pd
 import pytest
 
-from genenv_lab import curriculum as cur
+from genenv_lab.core import curriculum as cur
 from genenv_lab.domains import get_domain
-from genenv_lab.loop import run
-from genenv_lab.runlog import RunDirError, read_epochs, read_state, read_table
+from genenv_lab.coevolution.loop import run
+from genenv_lab.rundir.layout import RunDirError
+from genenv_lab.rundir.read import read_epochs, read_state, read_table
 
 
 REQUIRED_KEYS = {"epoch", "n_generated", "n_valid", "valid_frac", "p_hat_mean", "in_band_frac", "env_reward_mean",
@@ -106,8 +107,9 @@ def test_a_commit_writes_only_its_own_epochs_rows(tmp_path, monkeypatch):
     """Fifty epochs committed, then a fifty-first: the commit writes that epoch's rows alone (no earlier table file
     is read or rewritten), and the tables read back whole."""
     from genenv_lab.config import preset
-    from genenv_lab.runlog import RunWriter, table_files
-    from genenv_lab.types import Attempt, EpochRecord, GeneratedTask
+    from genenv_lab.rundir.write import RunWriter
+    from genenv_lab.rundir.layout import table_files
+    from genenv_lab.core.types import Attempt, EpochRecord, GeneratedTask
 
     cfg = preset("tiny").replace(loop={"epochs": 51})
     writer = RunWriter(tmp_path / "long", cfg)
@@ -198,7 +200,7 @@ def test_filter_only_is_blind_frozen_and_keeps_only_last_epoch(cfg, tmp_path, sc
 
 def test_offline_teacher_writes_the_fixed_set(cfg, scripted_backend):
     from genenv_lab.domains import get_domain
-    from genenv_lab.loop import LoopState, run_epoch
+    from genenv_lab.coevolution.loop import LoopState, run_epoch
 
     cfg = cfg.replace(loop={"variant": "offline_teacher", "epochs": 2},
                       env={"teacher_model": "some/teacher", "teacher_data_multiplier": 1.8})
@@ -229,7 +231,7 @@ def test_reference_tasks_measure_the_agent_each_epoch_and_survive_resume(cfg, tm
 def test_an_interrupt_during_setup_marks_the_run_interrupted(cfg, tmp_path, monkeypatch, scripted_backend):
     """Ctrl-C or the lab's Stop while the model loads: the run says "interrupted" (not a dead "running"), and a
     resumed run keeps its simulator version."""
-    import genenv_lab.loop as loop
+    import genenv_lab.coevolution.loop as loop
 
     out = tmp_path / "r"
     list(run(cfg.replace(loop={"epochs": 2}), out, backend=scripted_backend(), progress=False))
@@ -459,9 +461,9 @@ def test_an_epoch_leaves_its_inputs_unchanged_and_its_rows_are_frozen(cfg, scrip
     import copy
     import dataclasses
 
-    from genenv_lab.loop import run_epoch
-    from genenv_lab.state import LoopState
-    from genenv_lab.types import BatchTask, GeneratedTask, Parent
+    from genenv_lab.coevolution.loop import run_epoch
+    from genenv_lab.coevolution.state import LoopState
+    from genenv_lab.core.types import BatchTask, GeneratedTask, Parent
 
     domain = get_domain(cfg.loop.domain)
     seeds = domain.seed_tasks()
@@ -484,7 +486,7 @@ def test_a_fresh_start_on_a_full_disk_is_marked_failed_in_place(tmp_path, monkey
     in place, which needs no new block."""
     import errno
 
-    import genenv_lab.runlog as runlog
+    import genenv_lab.rundir.write as runlog
     from genenv_lab.config import preset
 
     real = runlog.atomic_write_json

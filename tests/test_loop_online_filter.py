@@ -10,8 +10,8 @@ import json
 import pytest
 
 from genenv_lab.config import ConfigError
-from genenv_lab.loop import run
-from genenv_lab.runlog import read_epochs, read_table
+from genenv_lab.coevolution.loop import run
+from genenv_lab.rundir.read import read_epochs, read_table
 
 
 G = 4

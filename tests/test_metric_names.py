@@ -1,11 +1,11 @@
-"""One name per metric: :func:`genenv_lab.metric_names.current_names` moves every old key to its current name, keeps
+"""One name per metric: :func:`genenv_lab.rundir.metrics.current_names` moves every old key to its current name, keeps
 every value a reader had, prefers the current name's value where a record has both, and is a no-op on new records."""
 
 from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from genenv_lab.metric_names import RENAMED, TOP_LEVEL_OLD, current_names
+from genenv_lab.rundir.metrics import RENAMED, TOP_LEVEL_OLD, current_names
 
 values = st.one_of(st.none(), st.integers(-5, 5), st.floats(allow_nan=False, width=32), st.text(max_size=3))
 new_names = sorted(set(RENAMED.values()))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from genenv_lab.cli import main
+from genenv_lab.cli.commands import main
 from genenv_lab.models.loading import check_model_source
 
 

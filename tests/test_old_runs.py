@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from genenv_lab import cli
-from genenv_lab.metric_names import RENAMED, TOP_LEVEL_OLD
-from genenv_lab.runlog import read_epochs
+from genenv_lab.cli import commands as cli
+from genenv_lab.rundir.metrics import RENAMED, TOP_LEVEL_OLD
+from genenv_lab.rundir.read import read_epochs
 
 OLD = Path(__file__).parent / "data" / "old_comparison"
 RUNS = ("tiny_genenv-s0", "tiny_static-s0")
@@ -133,7 +133,7 @@ def test_an_old_run_resumed_goes_on_in_the_new_names(tmp_path):
     """A run of the old layout, resumed for one more epoch: its committed records are rewritten in the new names
     with their values, and the new epoch is written in them too."""
     from genenv_lab.config import preset
-    from genenv_lab.loop import run
+    from genenv_lab.coevolution.loop import run
 
     cfg = preset("tiny").replace(loop={"epochs": 2, "reference_tasks": 2})
     out = tmp_path / "r"

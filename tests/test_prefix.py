@@ -22,7 +22,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genenv_lab.agent_trainers import TRAINERS
+from genenv_lab.trainers.agent import TRAINERS
 from genenv_lab.backends import prefix
 
 DRIVER = str(Path(__file__).resolve().parent / "prefix_step_driver.py")

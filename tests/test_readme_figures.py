@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from genenv_lab.paired import paired
+from genenv_lab.core.paired import paired
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -1,4 +1,5 @@
-"""The RWR loss (genenv_lab.rwr): hand-computed values, properties, and both engines' loss functions on one model."""
+"""The RWR loss (genenv_lab.core.rwr): hand-computed values, properties, and both engines' loss functions on one
+model."""
 
 import math
 
@@ -7,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genenv_lab.rwr import rwr_losses, target_positions
+from genenv_lab.core.rwr import rwr_losses, target_positions
 
 
 def test_hand_computed_weighted_nll_and_kl():

@@ -1,4 +1,4 @@
-"""online_filter's selection (genenv_lab.screening): hand-worked examples and Hypothesis properties."""
+"""online_filter's selection (genenv_lab.core.screening): hand-worked examples and Hypothesis properties."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genenv_lab.screening import Screened, fill_up, informative, next_round, screen
+from genenv_lab.core.screening import Screened, fill_up, informative, next_round, screen
 
 G = 4
 p_hats = st.integers(min_value=0, max_value=G).map(lambda k: k / G)  # p̂ as G rollouts can measure it

@@ -71,47 +71,48 @@ def test_find_cycle_finds_one():
 
 def test_no_import_cycle_in_the_package():
     graph = import_graph()
-    assert "genenv_lab.backends.factory" in graph["genenv_lab.loop"]  # the graph sees relative imports
+    assert "genenv_lab.backends.factory" in graph["genenv_lab.coevolution.loop"]  # the graph sees relative imports
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
 LAYERS = [
-    # 0. pure modules: types, math, bounded reading, small registries with no package imports
-    ["genenv_lab.types", "genenv_lab.efficiency", "genenv_lab.curriculum", "genenv_lab.rwr", "genenv_lab.screening",
-     "genenv_lab.safe_io", "genenv_lab.distributed", "genenv_lab.trackers",
-     "genenv_lab.plots", "genenv_lab.dryrun", "genenv_lab.paired", "genenv_lab.seeds",
-     "genenv_lab.style", "genenv_lab.metric_names"],
-    # 1. the benchmarks' scorers (pure: predictions in, scores out)
-    ["genenv_lab.evaluation"],
-    # 2. domains (they may score with a benchmark's scorer) and each domain's world
-    ["genenv_lab.domains"],
-    # 3. models built here (a world model is pre-trained on its domain's world); the rewards of a scored rollout
-    ["genenv_lab.models", "genenv_lab.rewards"],
-    # 4. the configuration: it names the pieces above (domain, world, benchmark) and asks their registries
-    ["genenv_lab.config"],
-    # 5. the run directory and what is computed from a run's numbers
-    ["genenv_lab.runfiles", "genenv_lab.runread", "genenv_lab.runlog", "genenv_lab.epoch_stats",
-     "genenv_lab.diagnostics"],
-    # 6. the loop's state, the engines, and the agent's trainers by name
-    ["genenv_lab.state", "genenv_lab.backends", "genenv_lab.agent_trainers"],
-    # 7. the loop's steps that need an engine: the simulator's side of an epoch, held-out evaluation of a model
-    ["genenv_lab.simulator", "genenv_lab.heldout"],
-    # 8. the co-evolution loop, the same epoch as a TRL user's curriculum, and exporting what it trained
-    ["genenv_lab.loop", "genenv_lab.export", "genenv_lab.trl"],
-    # 9. comparisons of runs
-    ["genenv_lab.compare"],
-    # 10. what users drive: the lab's readers and views, the command line
-    ["genenv_lab.lab", "genenv_lab.flags", "genenv_lab.run_summary", "genenv_lab.cli"],
+    ["core", "safe_io", "style"],  # 0. the method's pure math and types; bounded reading; the figures' colours
+    ["evaluation"],  # 1. the benchmarks' scorers (pure: predictions in, scores out)
+    ["domains"],  # 2. domains (they may score with a benchmark's scorer) and each domain's world
+    ["models"],  # 3. models built here (a world model is pre-trained on its domain's world) and loaded
+    ["config"],  # 4. the configuration: fields, bounds, presets, variants
+    ["rundir"],  # 5. the run directory: layout, writer, reader, the metric registry
+    ["backends"],  # 6. the engines: a base model, two adapters, generation; the process group
+    ["trainers"],  # 7. the two roles' updates, built from what an engine lends
+    ["coevolution"],  # 8. Algorithm 1: the loop and its steps; exporting what it trained
+    ["trl"],  # 9. the same epoch as a TRL user's curriculum
+    ["compare"],  # 10. comparisons of runs
+    ["lab"],  # 11. the lab's readers and views
+    ["cli"],  # 12. the command line
 ]
-"""The package's floors, lowest first. A module may import from its own floor or any floor below it, never above:
-a scorer does not load a model, a domain does not read a run, the loop does not know the lab."""
+"""The package's floors, lowest first, one folder each (floor 0 also holds the two flat utility modules). A module
+may import from its own folder or any floor below it, never above: a scorer does not load a model, a domain does not
+read a run, an engine does not know a trainer, the loop does not know the lab."""
+
+FLAT_MODULES = {"genenv_lab", "genenv_lab.safe_io", "genenv_lab.style"}
+"""The modules outside a folder: the front door (``genenv_lab/__init__``) and floor 0's two utilities."""
 
 
 def layer_of(module: str) -> int:
-    for i, prefixes in enumerate(LAYERS):
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
+    top = module.split(".")[1] if module.count(".") else ""
+    for i, names in enumerate(LAYERS):
+        if top in names:
             return i
-    raise AssertionError(f"{module} is on no floor of tests/test_structure.py:LAYERS; add it where it belongs")
+    raise AssertionError(f"{module} is on no floor of tests/test_structure.py:LAYERS; add its folder where it belongs")
+
+
+def test_the_folders_are_the_floors():
+    """Every module sits in a folder of LAYERS, except the front door and floor 0's utilities; every folder of the
+    package is a floor."""
+    flat = {m for m in import_graph() if m.count(".") <= 1 and not (PACKAGE / m.split(".")[-1]).is_dir()}
+    assert flat == FLAT_MODULES, flat ^ FLAT_MODULES
+    folders = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert folders == {n for names in LAYERS for n in names} - {"safe_io", "style"}
 
 
 def test_no_import_climbs_to_a_higher_floor():

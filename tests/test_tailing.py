@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from genenv_lab.lab import tailing
-from genenv_lab.runlog import EPOCHS, RunDirError, read_epochs
+from genenv_lab.rundir.layout import EPOCHS, RunDirError
+from genenv_lab.rundir.read import read_epochs
 
 
 def _both(run):
@@ -100,7 +101,7 @@ def _run_ops(run, ops):
 def test_a_live_runs_long_epochs_file_is_parsed_only_where_it_grew(tmp_path, monkeypatch):
     """Round 4, failure 9 (the rest): a run being written with a long epochs.jsonl was re-parsed whole whenever it
     changed (70 MB: 12 s per refresh). After the first read, a refresh parses the appended line alone."""
-    import genenv_lab.runread as runread
+    import genenv_lab.rundir.read as runread
     from genenv_lab.lab.runs import discover_runs, load_run
 
     run = tmp_path / "runs" / "live"
@@ -126,7 +127,7 @@ def test_many_live_runs_read_in_turn_stay_kept_within_the_budget(tmp_path, monke
     """Round 5: with more live runs than the reader kept (16), each refresh re-parsed every file. What is kept is
     bounded by bytes, and a new file evicts only idle ones, so runs read in turn do not push each other out: the
     ones kept stay kept and parse only their appended line."""
-    import genenv_lab.runread as runread
+    import genenv_lab.rundir.read as runread
 
     runs = []
     for k in range(20):

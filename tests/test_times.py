@@ -150,7 +150,7 @@ def test_env_context_states_the_runs_band_and_recent_tasks():
 
 def test_world_model_builds_loads_and_writes_tasks(tmp_path):
     from genenv_lab.config import preset
-    from genenv_lab.loop import make_backend
+    from genenv_lab.coevolution.loop import make_backend
 
     cfg = preset("cpu-times").replace(world={"steps": 3, "env_steps": 2, "hidden_size": 32, "layers": 1})
     backend = make_backend(cfg, D)
@@ -185,7 +185,7 @@ def test_the_simulators_hint_and_the_worlds_teacher_use_the_rwr_filters_band(suc
     """One band: the instruction says "similar" exactly when ``curriculum.in_band`` (the RWR filter's test) passes
     the lineage's rate, and the world's teacher moves by a similar shift exactly then (at α = 0.7 a rate of 0.8 is
     in band, though 0.8 > 0.7 + 0.1 in floating point)."""
-    from genenv_lab.curriculum import in_band
+    from genenv_lab.core.curriculum import in_band
 
     successes = min(successes, rollouts)
     rate = successes / rollouts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from genenv_lab.cli import main
+from genenv_lab.cli.commands import main
 from genenv_lab.config import ConfigError, preset
 
 
@@ -38,8 +38,8 @@ def test_an_unknown_tracker_is_refused():
 def test_a_tracker_whose_package_is_missing_is_refused_before_the_run_folder_exists(tmp_path, monkeypatch, capsys):
     import importlib.util
 
-    from genenv_lab import trackers
-    from genenv_lab.cli import main
+    from genenv_lab.rundir import trackers
+    from genenv_lab.cli.commands import main
 
     real = importlib.util.find_spec
     monkeypatch.setattr(trackers.importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name))
@@ -56,8 +56,8 @@ def test_a_tracker_that_fails_mid_run_never_fails_the_run(tmp_path, capfd, repla
     import shutil
 
     pytest.importorskip("tensorboard")
-    from genenv_lab.loop import run
-    from genenv_lab.runlog import read_epochs, read_state
+    from genenv_lab.coevolution.loop import run
+    from genenv_lab.rundir.read import read_epochs, read_state
 
     out = tmp_path / "run"
     cfg = preset("tiny").replace(loop={"epochs": 4, "report_to": "tensorboard"})

@@ -60,7 +60,8 @@ def test_an_unmodified_grpo_trainer_trains_on_the_curriculum_and_the_lab_reads_i
     from genenv_lab.lab.glance import glance_figure
     from genenv_lab.lab.runs import discover_runs, load_run
     from genenv_lab.lab.views import run_card
-    from genenv_lab.runlog import RunDirError, read_epochs, read_state, read_table
+    from genenv_lab.rundir.layout import RunDirError
+    from genenv_lab.rundir.read import read_epochs, read_state, read_table
 
     trainer, curriculum, model = _user_trainer(tmp_path)
     assert type(trainer) is GRPOTrainer  # TRL's class itself, nothing overridden
@@ -104,7 +105,7 @@ def test_an_unmodified_grpo_trainer_trains_on_the_curriculum_and_the_lab_reads_i
 
 
 def test_the_users_own_reward_functions_are_recorded_per_task(tmp_path):
-    from genenv_lab.runlog import read_epochs, read_table
+    from genenv_lab.rundir.read import read_epochs, read_table
 
     def always(completions, **_):
         return [1.0] * len(completions)
@@ -132,10 +133,10 @@ def test_loop_epoch_and_curriculum_epoch_give_the_same_tasks_p_hat_and_rwr_batch
     from genenv_lab.backends.factory import make_backend, prepare_base
     from genenv_lab.config import preset
     from genenv_lab.domains import get_domain
-    from genenv_lab.loop import run_epoch
-    from genenv_lab.seeds import trainer_seed
+    from genenv_lab.coevolution.loop import run_epoch
+    from genenv_lab.core.seeds import trainer_seed
     from genenv_lab.trl import GenEnvCurriculum
-    from genenv_lab.types import LoopState
+    from genenv_lab.core.types import LoopState
 
     cfg = preset("tiny").replace(agent={"prompts_per_step": 8, "replay_size": 0}, model={"shared_prefix": False},
                                  loop={"epochs": 1})
@@ -203,7 +204,7 @@ def _driver(out: Path, *args: str, python: str = sys.executable, env_extra: dict
 
 
 def _committed(run: Path) -> list[dict]:
-    from genenv_lab.runlog import read_epochs, read_state
+    from genenv_lab.rundir.read import read_epochs, read_state
 
     if not (run / "state.json").is_file():
         return []
@@ -212,7 +213,7 @@ def _committed(run: Path) -> list[dict]:
 
 
 def _check_finished(run: Path, before: list[dict], epochs: int = 3) -> None:
-    from genenv_lab.runlog import read_state, read_table
+    from genenv_lab.rundir.read import read_state, read_table
 
     after = _committed(run)
     assert after[:len(before)] == before, "a committed epoch changed or was lost across the kill"
@@ -294,7 +295,7 @@ def test_the_trainer_may_make_the_peft_model_and_another_domain_serves(tmp_path)
     from trl import GRPOConfig, GRPOTrainer
 
     from genenv_lab import GenEnvCurriculum
-    from genenv_lab.runlog import read_epochs, read_table
+    from genenv_lab.rundir.read import read_epochs, read_table
     from genenv_lab.trl import tiny_model
 
     model_dir = tiny_model("count")

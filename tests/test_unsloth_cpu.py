@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from genenv_lab.runlog import read_epochs
+from genenv_lab.rundir.read import read_epochs
 
 ROOT = Path(__file__).resolve().parent.parent
 UNSLOTH_PY = Path(os.environ.get("GENENV_LAB_UNSLOTH_PY", ROOT / ".venv-unsloth" / "bin" / "python"))

@@ -20,7 +20,7 @@ import tempfile
 def kill_in_epoch_two(out: str, cli_args: list[str]) -> int:
     """The real CLI, with the engine's agent update SIGKILLing the process when it starts for the second time."""
     from genenv_lab.backends.unsloth_engine import UnslothBackend
-    from genenv_lab.cli import main
+    from genenv_lab.cli.commands import main
 
     original = UnslothBackend.train_agent
     calls = [0]
@@ -42,7 +42,7 @@ def compare_trainers(out: str) -> None:
     per-token log-probabilities of one batch, and one update's loss and weight change."""
     import torch
 
-    from genenv_lab.agent_trainers import TRAINERS
+    from genenv_lab.trainers.agent import TRAINERS
     from genenv_lab.backends.agent_trainer import METHOD_FIELDS
     from genenv_lab.backends.base import AgentPrompt
     from genenv_lab.backends.factory import make_backend

@@ -62,7 +62,7 @@ def measure(cfg, levels: Sequence[int], n: int, seed: int = 0) -> pd.DataFrame:
 
     from genenv_lab.backends.factory import make_backend
     from genenv_lab.domains import domain_of
-    from genenv_lab.simulator import env_sampling
+    from genenv_lab.coevolution.simulator import env_sampling
 
     domain = domain_of(cfg)
     if domain.world is None:
@@ -97,7 +97,7 @@ def measure(cfg, levels: Sequence[int], n: int, seed: int = 0) -> pd.DataFrame:
 
 def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     from genenv_lab.config import preset
-    from genenv_lab.flags import apply_settings
+    from genenv_lab.cli.flags import apply_settings
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="cpu-dry")

@@ -27,13 +27,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from genenv_lab.dryrun import level_of
-from genenv_lab.runlog import read_table
+from genenv_lab.core.dryrun import level_of
+from genenv_lab.rundir.read import read_table
 
 
 def valid_tasks(run: Path) -> pd.DataFrame:
     """The run's valid generated tasks with their epoch, level and p̂ (read by the run tables' one reader,
-    :func:`genenv_lab.runlog.read_table`)."""
+    :func:`genenv_lab.rundir.write.read_table`)."""
     tasks = read_table(run, "tasks")
     if tasks.empty:
         raise SystemExit(f"{run}: no tasks/epoch_*.parquet (is it a run directory?)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from genenv_lab.runlog import read_epochs
+from genenv_lab.rundir.read import read_epochs
 
 COLUMNS = (("p̂", "p_hat_mean", None), ("band", "in_band_frac", None), ("ref p̂", None, "reference/p_hat"),
            ("level", None, "features/level"), ("max", None, "levels/max"), ("dry", None, "dry/step_frac"),

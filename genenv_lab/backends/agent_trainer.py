@@ -1,7 +1,7 @@
 """The agent's GRPO trainer, built by one function for every engine.
 
 On both engines that train the agent (``hf``: transformers + peft + TRL; ``unsloth``: Unsloth's patched TRL on a
-GPU, stock TRL under Unsloth's CPU backend) the trainers of :mod:`genenv_lab.agent_trainers` build the update with
+GPU, stock TRL under Unsloth's CPU backend) the trainers of :mod:`genenv_lab.trainers.agent` build the update with
 :func:`build_grpo_trainer`. The engine lends it only what is its own (a :class:`~.base.TrainerKit`): the trainer
 class (TRL's ``GRPOTrainer`` or Unsloth's), the config class, the optimiser of the ``agent`` role, and its device
 flags (vLLM rollouts). Everything the update depends on is decided here, once:
@@ -39,8 +39,8 @@ from typing import Any, Callable
 
 import torch
 
-from . import prefix
-from .base import RewardFn
+from genenv_lab.backends import prefix
+from genenv_lab.backends.base import RewardFn
 
 METHOD_FIELDS = ("per_device_train_batch_size", "num_generations", "max_completion_length", "learning_rate",
                  "lr_scheduler_type", "num_train_epochs", "temperature", "weight_decay", "loss_type",
@@ -134,7 +134,7 @@ def build_grpo_trainer(*, cfg, model, tokenizer, dataset, reward_fn, optimizer, 
     ``trainer_cls``/``config_cls``: TRL's ``GRPOTrainer``/``GRPOConfig`` or Unsloth's; ``optimizer``: the engine's
     run-long optimiser of the agent role; ``engine_args``: the engine's own GRPOConfig flags (``use_vllm``);
     ``trainer_args``: the GRPOConfig settings of an agent trainer beyond the configured ones
-    (:data:`genenv_lab.agent_trainers.TRAINERS`), checked as built. Neither may touch a method field. The trainer
+    (:data:`genenv_lab.trainers.agent.TRAINERS`), checked as built. Neither may touch a method field. The trainer
     adds up its rollout time and, with ``share_prefix``, encodes each prompt once where the model allows it
     (:func:`timed_trainer`)."""
     from transformers.trainer_callback import PrinterCallback

@@ -2,7 +2,7 @@
 
 A backend holds one base model with two adapters (``agent`` and ``env``) and offers four operations:
 ``generate`` (sampling with a chosen adapter), ``train_agent`` (it takes an update of the agent adapter from a trainer
-of :mod:`genenv_lab.agent_trainers`, lending it a :class:`TrainerKit`; the update's rollouts also give the rewards
+of :mod:`genenv_lab.trainers.agent`, lending it a :class:`TrainerKit`; the update's rollouts also give the rewards
 from which p̂ is computed), ``rwr_step`` (the environment update) and adapter save/load.
 """
 
@@ -84,7 +84,7 @@ class TrainerKit:
 
 @runtime_checkable
 class AgentTrainer(Protocol):
-    """An agent trainer of :data:`genenv_lab.agent_trainers.TRAINERS`: a name and the update it builds."""
+    """An agent trainer of :data:`genenv_lab.trainers.agent.TRAINERS`: a name and the update it builds."""
 
     name: str
 
@@ -137,7 +137,7 @@ class Backend(Protocol):
     def train_agent(self, trainer: AgentTrainer, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
         """Take one update of the ``agent`` adapter from ``trainer`` over ``prompts`` (G completions each, scored by
         ``reward_fn``): lend it a :class:`TrainerKit`, run what it built, return the update's figures and leave the
-        ``agent`` adapter active. The loop calls it through :func:`genenv_lab.agent_trainers.update_agent`."""
+        ``agent`` adapter active. The loop calls it through :func:`genenv_lab.trainers.agent.update_agent`."""
 
     def rwr_step(self, examples: Sequence[EnvExample]) -> EnvUpdate:
         """Weighted NLL of (context → target) on the ``env`` adapter, with a KL penalty and a KL cap."""

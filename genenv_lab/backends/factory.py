@@ -3,16 +3,16 @@ here. Engines are imported only when chosen (the GPU stacks are optional)."""
 
 from __future__ import annotations
 
-from ..config import RunConfig
-from ..domains import Domain
-from .base import Backend
+from genenv_lab.config import RunConfig
+from genenv_lab.domains import Domain
+from genenv_lab.backends.base import Backend
 
 
 def check_engine(cfg: RunConfig) -> None:
     """Fail at once when the configured engine cannot run here (a GPU engine without CUDA names the CPU presets;
     an engine that does not run data-parallel under a multi-process launch)."""
-    from ..config import CPU_PRESETS
-    from ..distributed import ENGINES_DATA_PARALLEL, launched_world_size
+    from genenv_lab.config import CPU_PRESETS
+    from genenv_lab.backends.distributed import ENGINES_DATA_PARALLEL, launched_world_size
 
     world = launched_world_size()
     if world > 1 and cfg.model.engine not in ENGINES_DATA_PARALLEL:
@@ -45,8 +45,9 @@ def check_engine(cfg: RunConfig) -> None:
 
 def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
     """The engine named by ``cfg.model.engine``; under several processes its generation is split between them
-    (:class:`~genenv_lab.distributed.DataParallelBackend`), and the main process builds any cached model first."""
-    from ..distributed import DataParallelBackend, processes
+    (:class:`~genenv_lab.backends.distributed.DataParallelBackend`), and the main process builds any cached model
+    first."""
+    from genenv_lab.backends.distributed import DataParallelBackend, processes
 
     check_engine(cfg)
     procs = processes()
@@ -58,7 +59,7 @@ def make_backend(cfg: RunConfig, domain: Domain) -> Backend:
 def format_corpus(cfg: RunConfig, domain: Domain) -> list[str]:
     """The chat-formatted examples the ``tiny`` model is warmed up on (its cache key holds them); empty for every
     other model."""
-    from ..models.tiny import chatml
+    from genenv_lab.models.tiny import chatml
 
     if cfg.model.name_or_path != "tiny":
         return []
@@ -69,8 +70,8 @@ def prepare_base(cfg: RunConfig, domain: Domain) -> str:
     """Build the base model ``cfg`` names where this project builds it (``tiny``, ``tiny-world``: once, cached)
     without loading it, and return what ``from_pretrained`` reads (a hub id is returned as it is). What
     ``compare --jobs`` does before its runs start, so that parallel runs never build one cache folder twice."""
-    from ..models.loading import resolve_model_dir
-    from ..models.world import world_spec
+    from genenv_lab.models.loading import resolve_model_dir
+    from genenv_lab.models.world import world_spec
 
     return resolve_model_dir(cfg.model.name_or_path, seed=cfg.loop.seed, format_corpus=format_corpus(cfg, domain),
                              tiny_warmup_steps=cfg.model.tiny_warmup_steps, world=world_spec(cfg))
@@ -85,13 +86,13 @@ def _engine(cfg: RunConfig, domain: Domain) -> Backend:
             raise RuntimeError(f"the unsloth engine needs Unsloth ({exc}): pip install -e '.[gpu]' in a separate "
                                "environment (docs/gpu.md), or use engine 'hf'") from None
 
-        from .unsloth_engine import UnslothBackend
+        from genenv_lab.backends.unsloth_engine import UnslothBackend
 
         return UnslothBackend(cfg, corpus)
     if cfg.model.engine == "vllm":
-        from .vllm_engine import make_vllm_backend
+        from genenv_lab.backends.vllm_engine import make_vllm_backend
 
         return make_vllm_backend(cfg, corpus)
-    from .hf import HFBackend
+    from genenv_lab.backends.hf import HFBackend
 
     return HFBackend(cfg, corpus)

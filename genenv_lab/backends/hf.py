@@ -4,7 +4,7 @@
 - Each distinct prompt is encoded once (``model.shared_prefix``, on by default; :mod:`genenv_lab.backends.prefix`): in
   generation, in TRL's rollouts and in every log-prob forward of the GRPO update, with the same numbers as TRL's
   full rows (docs/prefix_sharing.md). ``extra.agent/prefix_path`` records the path taken.
-- Agent update: taken from a trainer of :mod:`genenv_lab.agent_trainers` (:meth:`HFBackend.train_agent`; the
+- Agent update: taken from a trainer of :mod:`genenv_lab.trainers.agent` (:meth:`HFBackend.train_agent`; the
   default is TRL's ``GRPOTrainer``) on the PeftModel with the ``agent`` adapter active (only its LoRA weights
   require grad). A fresh trainer per epoch (one pass over the epoch's batch, G completions per task, constant
   learning rate) around one AdamW optimiser that lives for the whole run, so Adam's moments carry across epochs.
@@ -18,7 +18,8 @@
   where NLL_i is the mean token NLL of example i and the KL is the full-vocabulary KL at each target position.
   The epoch's env steps stop as soon as the measured KL exceeds ``kl_cap``. Its AdamW optimiser also lives for
   the whole run.
-- Under N processes (``torchrun``/``accelerate launch``; :mod:`genenv_lab.distributed`) TRL's trainer runs its own
+- Under N processes (``torchrun``/``accelerate launch``; :mod:`genenv_lab.backends.distributed`) TRL's trainer runs
+its own
   data-parallel path (each process ``prompts_per_step / N`` prompts of a step); the RWR step splits every
   mini-batch between the processes (an example on one process only), scales each process's loss by its share of
   the examples and target tokens, averages the env adapter's gradients before the step and stops on the KL over
@@ -41,17 +42,17 @@ from typing import Any, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..config import RunConfig
-from ..distributed import GRPO_STEP_DEPRECATED, processes
-from ..seeds import trainer_seed
-from ..models.loading import ADAPTERS, attach_adapters, load_base
-from ..models.world import world_spec
-from ..rwr import rwr_losses, target_positions
-from . import prefix
-from .agent_trainer import trainer_record
-from .card import CPU, detect, pick_dtype, picked_line
-from .base import (AgentPrompt, AgentTrainer, AgentUpdate, EnvExample, EnvUpdate, Messages, RewardFn, TrainerKit,
-                   alphabet_token_ids, cut_at_stop)
+from genenv_lab.config import RunConfig
+from genenv_lab.backends.distributed import processes
+from genenv_lab.core.seeds import trainer_seed
+from genenv_lab.models.loading import ADAPTERS, attach_adapters, load_base
+from genenv_lab.models.world import world_spec
+from genenv_lab.core.rwr import rwr_losses, target_positions
+from genenv_lab.backends import prefix
+from genenv_lab.backends.agent_trainer import trainer_record
+from genenv_lab.backends.card import CPU, detect, pick_dtype, picked_line
+from genenv_lab.backends.base import (AgentPrompt, AgentTrainer, AgentUpdate, EnvExample, EnvUpdate, Messages,
+    RewardFn, TrainerKit, alphabet_token_ids, cut_at_stop)
 
 # transformers 5 renames gradient_checkpointing to activation_checkpointing and warns on every GRPOConfig and every
 # TRL step that reads the old name (dozens of lines a run in a notebook); the old name is the one that works across
@@ -84,7 +85,7 @@ def thinking_off(tokenizer):
 
 
 class HFBackend:
-    """One base model, two LoRA adapters, the agent trained by a trainer of :mod:`genenv_lab.agent_trainers` (TRL
+    """One base model, two LoRA adapters, the agent trained by a trainer of :mod:`genenv_lab.trainers.agent` (TRL
     GRPO), and a hand-written RWR step for the env."""
 
     def __init__(self, cfg: RunConfig, format_corpus: Sequence[str] = ()):
@@ -253,14 +254,6 @@ class HFBackend:
                            update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
                            metrics=metrics)
 
-    def grpo_step(self, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
-        """Deprecated (kept for one release): :meth:`train_agent` with the configured trainer."""
-        from ..agent_trainers import trainer_named
-
-        warnings.warn(GRPO_STEP_DEPRECATED, DeprecationWarning,
-                      stacklevel=2)
-        return self.train_agent(trainer_named(self.cfg.agent.trainer), prompts, reward_fn)
-
     def after_grpo(self) -> None:
         """Whatever the engine's trainer leaves to restore after ``train()`` (nothing for ``hf``)."""
 
@@ -289,7 +282,7 @@ class HFBackend:
                 "target_mask": target_mask.to(self.device), "weights": weights.to(self.device)}
 
     def _rwr_losses(self, batch: dict[str, torch.Tensor], grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """(weighted NLL, mean per-token KL to the adapter-disabled base) of one batch (:func:`genenv_lab.rwr.
+        """(weighted NLL, mean per-token KL to the adapter-disabled base) of one batch (:func:`genenv_lab.core.rwr.
         rwr_losses` on the log-probabilities at the target positions)."""
         ids, attn, w = batch["input_ids"], batch["attention_mask"], batch["weights"]
         pos, labels, rows = target_positions(ids, batch["target_mask"])

@@ -57,16 +57,16 @@ from typing import Any, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..config import RunConfig
-from ..models.loading import ADAPTERS, lora_targets, prepare_tokenizer, resolve_model_dir
-from ..models.world import world_spec
-from ..rwr import rwr_losses, target_positions
-from ..distributed import processes
-from .base import EnvExample, EnvUpdate, Messages
-from . import prefix
-from .card import CPU, detect, pick_dtype, pick_fast_inference, picked_line
-from .hf import OPTIMIZER_FILE, HFBackend, read_adapter, thinking_off
-from .vllm_engine import VLLMGenerator, supported_lora_rank
+from genenv_lab.config import RunConfig
+from genenv_lab.models.loading import ADAPTERS, lora_targets, prepare_tokenizer, resolve_model_dir
+from genenv_lab.models.world import world_spec
+from genenv_lab.core.rwr import rwr_losses, target_positions
+from genenv_lab.backends.distributed import processes
+from genenv_lab.backends.base import EnvExample, EnvUpdate, Messages
+from genenv_lab.backends import prefix
+from genenv_lab.backends.card import CPU, detect, pick_dtype, pick_fast_inference, picked_line
+from genenv_lab.backends.hf import OPTIMIZER_FILE, HFBackend, read_adapter, thinking_off
+from genenv_lab.backends.vllm_engine import VLLMGenerator, supported_lora_rank
 
 SLOT = "default"
 
@@ -159,7 +159,7 @@ def _has_plain_lm_head(model) -> bool:
 def target_rwr_losses(model, batch: dict[str, torch.Tensor], grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """(weighted NLL, mean per-token KL to the adapter-disabled base): the hf engine's RWR loss, lean in memory.
 
-    The same :func:`genenv_lab.rwr.rwr_losses` as ``HFBackend._rwr_losses`` (NLL_i is example i's mean target-token
+    The same :func:`genenv_lab.core.rwr.rwr_losses` as ``HFBackend._rwr_losses`` (NLL_i is example i's mean target-token
     NLL, the weighted NLL is mean_i w_i · NLL_i, the KL is the full-vocabulary KL(π_env ‖ π_base) averaged over
     target tokens), with the log-probabilities computed differently: the logits
     are computed only at the N positions that predict a target token (lm_head on the decoder's last hidden
@@ -356,7 +356,7 @@ class UnslothBackend(HFBackend):
 
     # ---------------------------------------------------------------------------------------------- agent (GRPO)
     # The update is the hf engine's (HFBackend.train_agent lends HFBackend.trainer_kit to a trainer of
-    # genenv_lab.agent_trainers, which builds it with agent_trainer.build_grpo_trainer); what differs is named by the
+    # genenv_lab.trainers.agent, which builds it with agent_trainer.build_grpo_trainer); what differs is named by the
     # hooks below.
     def grpo_classes(self):
         """Unsloth's patched GRPOTrainer (stock TRL's under Unsloth's CPU backend) and the running GRPOConfig."""

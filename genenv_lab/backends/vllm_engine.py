@@ -12,7 +12,7 @@ Pieces, from small to large:
   ``LoRARequest``, or a list of those (one per prompt). Prompts are chat messages rendered exactly like the ``hf``
   engine renders them (a final assistant message is continued), or plain strings used as they are.
 - :class:`BoundGenerator`: a generator with its adapter fixed, which the loop's own phase 1
-  (``genenv_lab.simulator.generate_tasks``) can sample from like a Backend.
+  (``genenv_lab.coevolution.simulator.generate_tasks``) can sample from like a Backend.
 - :class:`VLLMBackend`: the :class:`~genenv_lab.backends.base.Backend` for ``ModelConfig.engine == "vllm"``:
   training as in the ``hf`` engine (transformers + peft + TRL on the same GPU), generation through vLLM with the
   adapters saved after every update (see its docstring for why this split).
@@ -34,10 +34,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, Union
 
-from .base import alphabet_token_ids
+from genenv_lab.backends.base import alphabet_token_ids
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..config import RunConfig
+    from genenv_lab.config import RunConfig
 
 Messages = list[dict[str, str]]
 Prompt = Union[str, Messages]
@@ -111,8 +111,8 @@ class VLLMGenerator:
                       gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, seed=seed, **llm_kwargs)
         self.llm = llm
         self.split_base_rows = _on_cpu() if split_base_rows is None else split_base_rows
-        from ..models.loading import prepare_tokenizer  # as load_base prepares it
-        from .hf import thinking_off
+        from genenv_lab.models.loading import prepare_tokenizer  # as load_base prepares it
+        from genenv_lab.backends.hf import thinking_off
 
         self.tokenizer = thinking_off(prepare_tokenizer(tokenizer if tokenizer is not None else llm.get_tokenizer()))
         self._names: dict[str, str] = {}  # registered name -> adapter folder
@@ -258,7 +258,7 @@ class BoundGenerator:
 
 @functools.lru_cache(maxsize=None)
 def _vllm_backend_class():
-    from .hf import HFBackend
+    from genenv_lab.backends.hf import HFBackend
 
     class VLLMBackend(HFBackend):
         """``engine="vllm"``: the hf engine for both updates, vLLM for ``generate`` with the adapters as LoRARequests.
@@ -277,7 +277,7 @@ def _vllm_backend_class():
         def __init__(self, cfg: "RunConfig", format_corpus: Sequence[str] = (), generator: VLLMGenerator | None = None,
                      **llm_kwargs: Any):
             super().__init__(cfg, format_corpus)
-            from ..models.loading import resolve_model_dir
+            from genenv_lab.models.loading import resolve_model_dir
 
             self._scratch = tempfile.TemporaryDirectory(prefix="genenv-vllm-adapters-")
             self._stale = set(self.adapters)  # adapters whose weights changed since they were last saved

@@ -36,20 +36,17 @@ keys counts its attempts rows as rollouts and has no tokens), ``wall_s``; then t
 
 from __future__ import annotations
 
-from .table import (
-    arm_of, attempt_rollouts_by_epoch, band_residence, bands_of, collect, COLUMNS, dry_columns, heldout_of, METRICS,
-    REACH_COLUMNS, REFERENCE_VARIANT, RESIDENCE_COLUMNS, run_dir_for, summarise, table_rows, tasks_consumed_by_epoch)
-from .stats import (
-    DRY_COLUMNS, dry_run_table, EFFICIENCY_COLUMNS, efficiency_table, final_scores, FinalScore, FIXED_SET_VARIANT,
-    late_averages, LATE_COLUMNS, MEASURES, PAIRED_COLUMNS, paired_differences, paired_row_text, read_study,
-    rollouts_to_reach_table, SEED_DIFFERENCE_COLUMNS, seed_differences, seed_finals)
-from .verdicts import (
-    glance, spread_lines, verdict)
-from .report import (
-    EFFICIENCY_CELL, efficiency_figure_table, EFFICIENCY_TITLE, REACH_CELL, REACH_TITLE, report_figure,
-    REPORT_PANELS, write_report, X_TITLES)
-from .grid import (
-    check_jobs, compare_grid, COMPARE_LOCK, run_parallel, sweep_entries, threads_per_job, variant_entries)
+from genenv_lab.compare.table import (arm_of, attempt_rollouts_by_epoch, band_residence, bands_of, collect, COLUMNS,
+    dry_columns, heldout_of, METRICS, REACH_COLUMNS, REFERENCE_VARIANT, RESIDENCE_COLUMNS, run_dir_for, summarise,
+    table_rows, tasks_consumed_by_epoch)
+from genenv_lab.compare.stats import (DRY_COLUMNS, dry_run_table, EFFICIENCY_COLUMNS, efficiency_table, final_scores,
+    FinalScore, FIXED_SET_VARIANT, late_averages, LATE_COLUMNS, MEASURES, PAIRED_COLUMNS, paired_differences,
+    paired_row_text, read_study, rollouts_to_reach_table, SEED_DIFFERENCE_COLUMNS, seed_differences, seed_finals)
+from genenv_lab.compare.verdicts import glance, spread_lines, verdict
+from genenv_lab.compare.report import (EFFICIENCY_CELL, efficiency_figure_table, EFFICIENCY_TITLE, REACH_CELL,
+    REACH_TITLE, report_figure, REPORT_PANELS, write_report, X_TITLES)
+from genenv_lab.compare.grid import (check_jobs, compare_grid, COMPARE_LOCK, run_parallel, sweep_entries,
+    threads_per_job, variant_entries)
 
 __all__ = [
     'arm_of', 'attempt_rollouts_by_epoch', 'band_residence', 'bands_of', 'check_jobs', 'collect', 'COLUMNS',

@@ -13,10 +13,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..config import RunConfig, for_domain, preset
-from ..runlog import RunDirError, atomic_write_json
-from .report import write_report
-from .table import bands_of, collect, run_dir_for
+from genenv_lab.config import RunConfig, for_domain, preset
+from genenv_lab.rundir.layout import RunDirError, atomic_write_json
+from genenv_lab.compare.report import write_report
+from genenv_lab.compare.table import bands_of, collect, run_dir_for
 
 COMPARE_LOCK = ".compare.lock"
 """The file a running comparison holds an exclusive lock on (one comparison per ``--out`` at a time)."""
@@ -77,7 +77,7 @@ def _measurement(base: RunConfig, reference_tasks: int | None, eval_limit: int |
 def _heldout(domain: str, data_dir: str = "") -> dict[str, str]:
     """Eval settings of the held-out evaluation: the domain's own held-out set, else its benchmark (read from
     ``data_dir``, else ``$GENENV_LAB_DATA`` or the cache)."""
-    from ..domains import get_domain
+    from genenv_lab.domains import get_domain
 
     dom = get_domain(domain)
     if dom.heldout_tasks():
@@ -93,9 +93,9 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
     ``backend_factory(cfg)`` builds the backend of each run (default: the engine of its config). ``jobs`` > 1 runs
     that many at a time, each in its own process on its share of the CPU cores (:func:`run_parallel`).
     """
-    from ..heldout import check_eval_data
-    from ..loop import run
-    from ..runlog import read_state
+    from genenv_lab.coevolution.heldout import check_eval_data
+    from genenv_lab.coevolution.loop import run
+    from genenv_lab.rundir.read import read_state
 
     check_jobs(jobs, [cfg for _, cfg in entries])
     for _, cfg in entries:  # missing benchmark data fails here, before any folder or model
@@ -161,7 +161,7 @@ def _check_reusable(run_dir: Path, cfg_s: RunConfig) -> None:
     """A run folder the comparison will reuse (skip when finished, resume otherwise) must have been started with this
     arm's configuration, epochs aside, and must not hold more epochs than asked (the report would say otherwise than
     the manifest): else a RunDirError in one line, before the manifest is written."""
-    from ..runlog import read_state
+    from genenv_lab.rundir.read import read_state
 
     if not (run_dir / "config.json").is_file():
         return
@@ -302,7 +302,7 @@ def run_parallel(out: Path, grid: Sequence[tuple[str, RunConfig, int]], jobs: in
 def _committed(out: Path, grid: Sequence[tuple[str, RunConfig, int]]) -> int:
     """Epochs the grid's runs have committed, for the progress bar only: a state.json not (yet) readable counts 0,
     the run itself decides."""
-    from ..runlog import read_state
+    from genenv_lab.rundir.read import read_state
 
     done = 0
     for label, _, seed in grid:
@@ -398,8 +398,8 @@ def _stop_workers(pool, timeout_s: float | None = None) -> None:
 def _prepare_models(grid: Sequence[tuple[str, RunConfig, int]]) -> None:
     """Build every model the grid's runs load that this project builds (once, cached; idempotent: a built model is
     found by its cache key): each base, and the teacher of an ``offline_teacher`` arm."""
-    from ..backends.factory import prepare_base
-    from ..domains import domain_of
+    from genenv_lab.backends.factory import prepare_base
+    from genenv_lab.domains import domain_of
 
     for _, cfg_s, _ in grid:
         prepare_base(cfg_s, domain_of(cfg_s))
@@ -436,7 +436,7 @@ def _worker_started(parent: int | None = None) -> None:
     import sys
     import threading
 
-    from ..loop import stop_on_signals
+    from genenv_lab.coevolution.loop import stop_on_signals
 
     global _IN_RUN
     _IN_RUN = threading.Event()
@@ -480,8 +480,8 @@ def _run_job(out: Path, label: str, cfg_s: RunConfig, seed: int, threads: int, b
 
     import torch
 
-    from ..loop import run
-    from ..runlog import read_state
+    from genenv_lab.coevolution.loop import run
+    from genenv_lab.rundir.read import read_state
 
     torch.set_num_threads(threads)
     if _IN_RUN is not None:

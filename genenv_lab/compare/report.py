@@ -10,12 +10,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import curriculum as cur
-from ..dryrun import RAN_DRY_STEP_FRAC
-from ..runfiles import atomic_write_bytes, atomic_write_parquet
-from ..style import BAND_FILL
-from .stats import dry_run_table, efficiency_table, paired_row_text, rollouts_to_reach_table, seed_differences
-from .table import REFERENCE_VARIANT, arm_of, band_residence, summarise
+from genenv_lab.core import curriculum as cur
+from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC
+from genenv_lab.rundir.layout import atomic_write_bytes, atomic_write_parquet
+from genenv_lab.style import BAND_FILL
+from genenv_lab.compare.stats import (dry_run_table, efficiency_table, paired_row_text, rollouts_to_reach_table,
+    seed_differences)
+from genenv_lab.compare.table import REFERENCE_VARIANT, arm_of, band_residence, summarise
 
 REPORT_PANELS = (  # (y metric, x column, title, row, col)
     ("heldout", "epoch", "held-out score", 1, 1),

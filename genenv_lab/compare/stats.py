@@ -10,16 +10,16 @@ from typing import Sequence
 
 import pandas as pd
 
-from .. import curriculum as cur
-from ..dryrun import RAN_DRY_STEP_FRAC, ran_dry
-from ..efficiency import Point, common_range, normalised_auc, reach_text, rollouts_to_reach
-from ..paired import Paired, paired
-from .table import REACH_COLUMNS, REFERENCE_VARIANT, summarise
+from genenv_lab.core import curriculum as cur
+from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC, ran_dry
+from genenv_lab.core.efficiency import Point, common_range, normalised_auc, reach_text, rollouts_to_reach
+from genenv_lab.core.paired import Paired, paired
+from genenv_lab.compare.table import REACH_COLUMNS, REFERENCE_VARIANT, summarise
 
 def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT) -> pd.DataFrame:
     """For each baseline label, the agent rollouts the reference arm (the same preset's ``genenv`` label, the part
     of a label before its first ``:`` naming the preset) needs to reach the baseline's final held-out score, from
-    the means over seeds per epoch (:func:`genenv_lab.efficiency.rollouts_to_reach`): ``ratio`` is the baseline's
+    the means over seeds per epoch (:func:`genenv_lab.core.efficiency.rollouts_to_reach`): ``ratio`` is the baseline's
     rollouts at its first epoch at its final score ÷ the reference's at its first epoch whose mean held-out score
     reaches it (above 1:
     genenv needed fewer; NaN: not reached; inf: the untrained agent's epoch 0 already scores it). Labels without a
@@ -67,12 +67,12 @@ def efficiency_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VAR
       pair's common rollout range [``range_low``, ``range_high``] (the stretch every run of the two arms on the
       paired seeds covers: from 0, the untrained agent, to the smallest total any of them spent; an arm that spends
       fewer rollouts shortens its own pair's range, never another's), divided by that range
-      (:func:`genenv_lab.efficiency.normalised_auc`): the mean held-out score along the way. ``baseline_mean`` and
+      (:func:`genenv_lab.core.efficiency.normalised_auc`): the mean held-out score along the way. ``baseline_mean`` and
       ``reference_mean`` are the two arms' means over the paired seeds, ``mean``/``std``/``ci_low``/``ci_high`` the
-      paired difference reference − baseline (95 % t interval, :func:`genenv_lab.paired.paired`).
+      paired difference reference − baseline (95 % t interval, :func:`genenv_lab.core.paired.paired`).
     - ``rollouts_to_reach``: per seed, the threshold is the baseline's own final held-out score on that seed; the
       baseline is charged its rollouts at its first epoch at that score, the reference its rollouts at its first
-      epoch at or above it (:func:`genenv_lab.efficiency.rollouts_to_reach`, per seed instead of on the means).
+      epoch at or above it (:func:`genenv_lab.core.efficiency.rollouts_to_reach`, per seed instead of on the means).
       ``reached`` counts the seeds where the reference got there; the difference (reference − baseline, in
       rollouts: below 0, genenv needed fewer) and ``reference_mean`` are over those seeds only, ``baseline_mean``
       over all paired seeds.
@@ -132,7 +132,7 @@ DRY_COLUMNS = ("label", "variant", "seeds", "epochs", "dry_epochs", "dry_share",
 def dry_run_table(table: pd.DataFrame, threshold: float = RAN_DRY_STEP_FRAC) -> pd.DataFrame:
     """Per label, its runs' second halves (epoch > E // 2, E the run's last epoch, as :func:`late_averages`): the
     epochs with a dry-run reading (``epochs``), those that *ran dry* (``dry_epochs``: ``dry_step_frac`` ≥
-    ``threshold``, :func:`genenv_lab.dryrun.ran_dry`) and their share, the mean share of informative groups, their
+    ``threshold``, :func:`genenv_lab.core.dryrun.ran_dry`) and their share, the mean share of informative groups, their
     mean number per epoch (``informative_groups``: what an arm that trains on few tasks lacks even when its share
     is high, as ``online_filter`` after its screening; NaN for tables written before the column) and the mean share
     of dry steps. Labels whose runs predate the instrument (no ``dry_step_frac``) give no row.
@@ -232,7 +232,7 @@ def paired_differences(table: pd.DataFrame, reference_variant: str = REFERENCE_V
                        tol: float = 1e-9) -> pd.DataFrame:
     """Per baseline label, the reference arm's (genenv's, same preset) held-out score at each run's last scored epoch
     minus the baseline's, paired by seed over the seeds both have: their number, mean, std, standard error
-    (std / √seeds), the 95 % t interval of the mean (:func:`genenv_lab.paired.paired`; NaN on one seed) and the
+    (std / √seeds), the 95 % t interval of the mean (:func:`genenv_lab.core.paired.paired`; NaN on one seed) and the
     seeds the reference wins, ties (within ``tol``) and loses. Pairing removes what a seed
     does to every arm (the same untrained agent, the same counterfactual set), so it reads a small effect sooner
     than the two arms' spreads side by side.
@@ -286,7 +286,7 @@ def read_study(path: str | Path) -> pd.DataFrame:
     wrong otherwise."""
     import io
 
-    from ..safe_io import MB, read_regular
+    from genenv_lab.safe_io import MB, read_regular
 
     try:
         frame = pd.read_csv(io.BytesIO(read_regular(path, MB, "study file")))
@@ -300,7 +300,7 @@ def read_study(path: str | Path) -> pd.DataFrame:
 
 
 def paired_row_text(row, seeds: int, digits: int = 3, unit: str = "") -> str:
-    """A paired row (mean, std, 95 % interval) of :func:`efficiency_table`, as :class:`~genenv_lab.paired.Paired`
+    """A paired row (mean, std, 95 % interval) of :func:`efficiency_table`, as :class:`~genenv_lab.core.paired.Paired`
     writes it."""
     return Paired(seeds, float(row.mean), float(row.std), math.nan, float(row.ci_low), float(row.ci_high)).text(
         digits, unit)

@@ -10,8 +10,8 @@ from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .. import curriculum as cur
-from ..config import RunConfig
+from genenv_lab.core import curriculum as cur
+from genenv_lab.config import RunConfig
 
 COLUMNS = ("label", "variant", "seed", "epoch", "heldout", "p_hat_mean", "in_band_frac", "p_hat_reference",
            "valid_frac", "agent_reward_mean", "tasks_consumed", "agent_rollouts", "agent_tokens", "wall_s",
@@ -29,7 +29,7 @@ REFERENCE_VARIANT = "genenv"
 def collect(out: str | Path) -> pd.DataFrame:
     """One row per (label, seed, epoch) from the run directories listed in ``manifest.json``; epoch 0 (the
     untrained agent's held-out score, from ``baseline.json``) where the run has it."""
-    from ..runlog import read_baseline, read_epochs, read_table
+    from genenv_lab.rundir.read import read_baseline, read_epochs, read_table
 
     out = Path(out)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -77,7 +77,7 @@ def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], 
 
 
 def dry_columns(record: Mapping, extra: Mapping) -> dict:
-    """The dry-run instrument's columns of one record (:mod:`genenv_lab.dryrun`): the share of informative GRPO
+    """The dry-run instrument's columns of one record (:mod:`genenv_lab.core.dryrun`): the share of informative GRPO
     groups (1 − ``frac_zero_std``) and their number (that share × ``n_agent_prompts``, the epoch's GRPO groups: an
     arm that trains on few tasks runs dry by count even when its share is high), the share of optimiser steps
     without one (``dry/step_frac``), the informative groups at the held-out frontier, and the mean and highest

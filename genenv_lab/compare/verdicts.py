@@ -10,16 +10,16 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from ..dryrun import RAN_DRY_STEP_FRAC
-from .stats import (FIXED_SET_VARIANT, FinalScore, dry_run_table, efficiency_table, final_scores, late_averages,
-                    paired_row_text, rollouts_to_reach_table, seed_differences)
-from .table import REFERENCE_VARIANT, arm_of
+from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC
+from genenv_lab.compare.stats import (FIXED_SET_VARIANT, FinalScore, dry_run_table, efficiency_table, final_scores,
+    late_averages, paired_row_text, rollouts_to_reach_table, seed_differences)
+from genenv_lab.compare.table import REFERENCE_VARIANT, arm_of
 
 def spread_lines(table: pd.DataFrame, study: pd.DataFrame, where: str) -> str:
     """For each baseline label of ``table`` that the study (:func:`seed_differences` rows of a committed comparison)
     also has: this comparison's mean paired difference beside the study's per-seed ones
-    (:func:`genenv_lab.paired.spread_text`); "" when they share no label."""
-    from ..paired import spread_text
+    (:func:`genenv_lab.core.paired.spread_text`); "" when they share no label."""
+    from genenv_lab.core.paired import spread_text
 
     here = seed_differences(table).groupby("label")["difference"].mean()
     lines = []

@@ -13,22 +13,16 @@ Everything public is importable from here.
 
 from __future__ import annotations
 
-from .checks import (
-    bounded, bounds_of, Bounds, build, check_bounds, check_type, ConfigError, replace_fields, require)
-from .variants import (
-    Variant, VARIANT_TABLE, VARIANTS)
-from .spellings import (
-    ALIASES, ASK_FOR_EVAL, current_name, MOVED, RenamedField, upgrade)
-from .schema import (
-    AgentConfig, CurriculumConfig, DTYPES, ENGINES, EnvConfig, EVAL_PROTOCOLS, EvalConfig,
-    IMPORTANCE_SAMPLING_LEVELS, LoopConfig, LOSS_TYPES, MAX_SEED, ModelConfig, REWARD_SCALINGS, RunConfig,
+from genenv_lab.config.checks import (bounded, bounds_of, Bounds, build, check_bounds, check_type, ConfigError,
+    replace_fields, require)
+from genenv_lab.config.variants import Variant, VARIANT_TABLE, VARIANTS
+from genenv_lab.config.spellings import ALIASES, ASK_FOR_EVAL, current_name, MOVED, RenamedField, upgrade
+from genenv_lab.config.schema import (AgentConfig, CurriculumConfig, DTYPES, ENGINES, EnvConfig, EVAL_PROTOCOLS,
+    EvalConfig, IMPORTANCE_SAMPLING_LEVELS, LoopConfig, LOSS_TYPES, MAX_SEED, ModelConfig, REWARD_SCALINGS, RunConfig,
     WORLD_ANCHORS, WorldConfig)
-from .fields import (
-    config_fields, field_choices, field_docs, SECTIONS)
-from .presets import (
-    CPU_PRESETS, for_domain, notebook_preset, preset, PRESETS)
-from .files import (
-    load_config)
+from genenv_lab.config.fields import config_fields, field_choices, field_docs, SECTIONS
+from genenv_lab.config.presets import CPU_PRESETS, for_domain, notebook_preset, preset, PRESETS
+from genenv_lab.config.files import load_config
 
 __all__ = [
     'AgentConfig', 'ALIASES', 'ASK_FOR_EVAL', 'bounded', 'Bounds', 'bounds_of', 'build', 'check_bounds',

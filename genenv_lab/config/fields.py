@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..curriculum import ENV_REWARD_SHAPES
-from ..trackers import TRACKERS
-from .schema import (
-    AGENT_TRAINERS, DTYPES, ENGINES, EVAL_PROTOCOLS, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, REWARD_SCALINGS,
-    RunConfig, WORLD_ANCHORS)
-from .variants import VARIANTS
+from genenv_lab.core.curriculum import ENV_REWARD_SHAPES
+from genenv_lab.config.schema import (AGENT_TRAINERS, DTYPES, ENGINES, EVAL_PROTOCOLS, IMPORTANCE_SAMPLING_LEVELS,
+    LOSS_TYPES, REWARD_SCALINGS, RunConfig, TRACKERS, WORLD_ANCHORS)
+from genenv_lab.config.variants import VARIANTS
 
 SECTIONS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "preset")
 """config.json's sections, in the order of :class:`RunConfig`."""

@@ -7,8 +7,8 @@ import re
 import unicodedata
 from pathlib import Path
 
-from .fields import SECTIONS
-from .schema import ConfigError, RunConfig
+from genenv_lab.config.fields import SECTIONS
+from genenv_lab.config.schema import ConfigError, RunConfig
 
 
 def load_config(path: str | Path) -> RunConfig:
@@ -22,7 +22,7 @@ def load_config(path: str | Path) -> RunConfig:
     or your own) and must be printable ASCII; one that is a preset's name spelled otherwise (``Tiny``, ``tiny ``, a
     fullwidth ``ｔｉｎｙ``, a dotless-i ``tıny``) is refused, so a label never claims a preset it is not. A run's own
     ``config.json`` gives every field, so it reads as it was written."""
-    from ..safe_io import MB, loads_json, read_regular
+    from genenv_lab.safe_io import MB, loads_json, read_regular
 
     path = Path(path)
     yaml_file = path.suffix.lower() in (".yaml", ".yml")
@@ -56,8 +56,8 @@ def _over_preset(data: dict) -> RunConfig:
     defaults with them (``"custom"``, or no preset)."""
     from collections.abc import Mapping
 
-    from .presets import PRESETS, preset
-    from .spellings import upgrade
+    from genenv_lab.config.presets import PRESETS, preset
+    from genenv_lab.config.spellings import upgrade
 
     name = data.get("preset", "custom")
     if not isinstance(name, str) or name == "custom":  # a preset that is no string is refused by from_dict

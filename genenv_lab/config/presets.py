@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-from .schema import (
-    AgentConfig, ConfigError, CurriculumConfig, EnvConfig, EvalConfig, LoopConfig, ModelConfig, RunConfig)
+from genenv_lab.config.schema import (AgentConfig, ConfigError, CurriculumConfig, EnvConfig, EvalConfig, LoopConfig,
+    ModelConfig, RunConfig)
 
 DOMAIN_HELDOUT = EvalConfig(every=1, benchmark="domain", limit=0)
 """The ``cpu-*`` presets' held-out score: the domain's whole held-out set, greedy, after every epoch."""

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..curriculum import ENV_REWARD_SHAPES
-from ..trackers import TRACKERS
-from .checks import ConfigError, bounded, build, check_bounds, replace_fields, require
-from .spellings import upgrade
-from .variants import VARIANT_TABLE, VARIANTS, Variant
+from genenv_lab.core.curriculum import ENV_REWARD_SHAPES
+from genenv_lab.config.checks import ConfigError, bounded, build, check_bounds, replace_fields, require
+from genenv_lab.config.spellings import upgrade
+from genenv_lab.config.variants import VARIANT_TABLE, VARIANTS, Variant
+
+TRACKERS = ("none", "tensorboard", "wandb", "trackio")
+"""``loop.report_to``'s choices; :mod:`genenv_lab.rundir.trackers` opens each."""
 
 
 ENGINES = ("hf", "unsloth", "vllm")
@@ -23,7 +25,7 @@ LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vesp
 """TRL's GRPO loss formulations (``GRPOConfig.loss_type``; TRL's default ``dapo`` first)."""
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
 AGENT_TRAINERS = ("grpo", "high_entropy")
-"""The agent's trainers by name: genenv_lab/agent_trainers.py holds them (``TRAINERS``; a test keeps the two equal)."""
+"""The agent's trainers by name: genenv_lab/trainers/agent.py holds them (``TRAINERS``; a test keeps the two equal)."""
 REWARD_SCALINGS = ("group", "batch", "none")
 
 
@@ -191,7 +193,7 @@ class AgentConfig:
     mask_truncated_completions: bool = False
     """Leave completions cut at ``max_completion_length`` out of the loss (DAPO)."""
     trainer: str = "grpo"
-    """The agent's trainer (genenv_lab/agent_trainers.py): ``grpo`` (TRL's GRPOTrainer with the objective above) or
+    """The agent's trainer (genenv_lab/trainers/agent.py): ``grpo`` (TRL's GRPOTrainer with the objective above) or
     ``high_entropy`` (the same, its loss on the 20 % highest-entropy tokens of each batch)."""
 
     def __post_init__(self) -> None:
@@ -205,7 +207,7 @@ class AgentConfig:
         require(isinstance(self.mask_truncated_completions, bool), w, "mask_truncated_completions",
                  self.mask_truncated_completions, "true or false")
         require(self.trainer in AGENT_TRAINERS, w, "trainer", self.trainer,
-                f"one of {AGENT_TRAINERS} (a new trainer goes into genenv_lab/agent_trainers.py and AGENT_TRAINERS)")
+                f"one of {AGENT_TRAINERS} (a new trainer goes into genenv_lab/trainers/agent.py and AGENT_TRAINERS)")
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ class CurriculumConfig:
 def _task_file_exists(value: str) -> bool:
     """A seed or held-out file given as a path, or as the name of a file in the project's ``data/`` folder, resolved
     as the domain resolves it (:func:`~genenv_lab.domains.base.task_file`)."""
-    from ..domains.base import task_file
+    from genenv_lab.domains.base import task_file
 
     return Path(task_file(value)).is_file()
 
@@ -272,7 +274,7 @@ class LoopConfig:
     """Save both adapters after every epoch under ``adapters/epoch_NNN/``."""
     report_to: str = "none"
     """Also log each epoch's record to a tracker: ``tensorboard`` (event files under ``<run>/tensorboard/``),
-    ``wandb`` or ``trackio`` (genenv_lab/trackers.py)."""
+    ``wandb`` or ``trackio`` (genenv_lab/rundir/trackers.py)."""
     def __post_init__(self) -> None:
         check_bounds(self)  # the ranges declared on the fields (bounded(...))
         w = "LoopConfig"
@@ -288,7 +290,8 @@ class LoopConfig:
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """The agent's held-out evaluation during a run (genenv_lab.heldout): what it is scored on, and how often."""
+    """The agent's held-out evaluation during a run (genenv_lab.coevolution.heldout): what it is scored on, and how
+    often."""
 
     every: int = bounded(0, 0, 100000, integer=True)
     """Evaluate the agent on ``benchmark`` every this many epochs (0: never); the score is logged in
@@ -313,7 +316,7 @@ class EvalConfig:
         w = "EvalConfig"
         require(self.protocol in EVAL_PROTOCOLS, w, "protocol", self.protocol, f"one of {EVAL_PROTOCOLS}")
         if self.every and self.benchmark != "domain":
-            from ..evaluation.runner import BENCHMARKS, get_benchmark
+            from genenv_lab.evaluation.runner import BENCHMARKS, get_benchmark
 
             try:
                 get_benchmark(self.benchmark)
@@ -338,7 +341,7 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:
-        from ..domains import domain_class  # late import: domains import config-free modules only
+        from genenv_lab.domains import domain_class  # late import: domains import config-free modules only
 
         try:
             domain_class(self.loop.domain)
@@ -349,7 +352,7 @@ class RunConfig:
                  "ModelConfig", "engine", self.model.engine,
                  f"'hf' or 'unsloth' with the locally built model {self.model.name_or_path!r}")
         if self.model.name_or_path == "tiny-world":
-            from ..models.world import world_class
+            from genenv_lab.models.world import world_class
 
             try:
                 world_class(self.loop.domain)
@@ -372,7 +375,7 @@ class RunConfig:
     def warnings(self) -> list[str]:
         """Cross-field checks that do not make the configuration invalid but probably not what was meant (the run
         logs them as events and Python warnings): the band's resolution for G (``curriculum.band_warning``)."""
-        from ..curriculum import band_warning
+        from genenv_lab.core.curriculum import band_warning
 
         found = band_warning(self.agent.num_generations, self.curriculum.alpha, self.curriculum.k_min)
         return [found] if found else []
@@ -430,7 +433,7 @@ class RunConfig:
         grows, other fields take the domain's value), except the fields in ``given`` (set with the domain in one
         :meth:`replace`: what is said explicitly wins). A per-epoch held-out score on the domain's own set
         (``eval.benchmark="domain"``) is turned off when the domain ships none (``tools``, ``qa``)."""
-        from ..domains import domain_class
+        from genenv_lab.domains import domain_class
 
         given = {k: v for k, v in (given or {}).items() if isinstance(v, Mapping)}
         cls = domain_class(self.loop.domain)

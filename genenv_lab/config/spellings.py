@@ -3,14 +3,14 @@
 (:data:`MOVED`), with a one-line notice (:class:`RenamedField`) naming the new spelling. What a user types (a flag,
 ``--set``, ``RunConfig.replace``) is read under an old name for one release; a stored config (a run's
 ``config.json``, a ``--config`` file) is read in the old layout for good, as every old run's records are
-(:mod:`genenv_lab.metric_names`), so a run started before the move always resumes, compares and opens."""
+(:mod:`genenv_lab.rundir.metrics`), so a run started before the move always resumes, compares and opens."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any, Mapping
 
-from .checks import ConfigError
+from genenv_lab.config.checks import ConfigError
 
 ALIASES: dict[str, str] = {
     "--model": "model.name_or_path",

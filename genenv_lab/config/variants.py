@@ -25,7 +25,7 @@ class Variant:
     pool_keeps_last_epoch: bool = False
     """The pool holds the last epoch's (trimmed) tasks only, instead of every valid task so far."""
     screens: bool = False
-    """Online difficulty filtering (``genenv_lab.screening``): each epoch's fresh tasks are drawn from the fixed
+    """Online difficulty filtering (``genenv_lab.core.screening``): each epoch's fresh tasks are drawn from the fixed
     set and screened by G agent rollouts without an update; only tasks at 0 < p̂ < 1 train (topped up to the budget
     with other screened tasks), and tasks screened at p̂ = 1 leave the pool (``loop.screen_factor`` caps it)."""
 

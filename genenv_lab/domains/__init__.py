@@ -8,12 +8,12 @@ worked example.
 
 from __future__ import annotations
 
-from .base import Domain, LineageStats, ParseResult, SeedTask, get_domain
-from .arith import ArithDomain
-from .count import CountDomain
-from .qa import QADomain, QAExactDomain
-from .times import Times99Domain, TimesDomain
-from .tools import ToolsDomain
+from genenv_lab.domains.base import Domain, LineageStats, ParseResult, SeedTask, get_domain
+from genenv_lab.domains.arith import ArithDomain
+from genenv_lab.domains.count import CountDomain
+from genenv_lab.domains.qa import QADomain, QAExactDomain
+from genenv_lab.domains.times import Times99Domain, TimesDomain
+from genenv_lab.domains.tools import ToolsDomain
 
 DOMAINS: dict[str, type[Domain]] = {"arith": ArithDomain, "tools": ToolsDomain, "qa": QADomain,
                                     "qa_em": QAExactDomain, "times": TimesDomain,

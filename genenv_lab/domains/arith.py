@@ -20,8 +20,8 @@ import ast
 import re
 from fractions import Fraction
 
-from ..types import TaskSpec
-from .base import Domain, ParseResult
+from genenv_lab.core.types import TaskSpec
+from genenv_lab.domains.base import Domain, ParseResult
 
 MAX_EXPR_CHARS = 120
 MAX_OPERANDS = 8

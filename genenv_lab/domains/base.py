@@ -12,9 +12,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..curriculum import band_edges, in_band
-from ..types import TaskSpec
-from ..safe_io import read_text
+from genenv_lab.core.curriculum import band_edges, in_band
+from genenv_lab.core.types import TaskSpec
+from genenv_lab.safe_io import read_text
 
 
 
@@ -264,7 +264,7 @@ class Domain:
 def get_domain(name: str, seeds: str = "", heldout: str = "") -> Domain:
     """An instance of the domain ``name`` (:func:`genenv_lab.domains.domain_class`), reading its seed and held-out
     tasks from ``seeds`` / ``heldout`` (JSONL paths) when given."""
-    from . import domain_class
+    from genenv_lab.domains import domain_class
 
     domain = domain_class(name)()
     if seeds:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from .base import Domain, LineageStats
+from genenv_lab.domains.base import Domain, LineageStats
 
 SLOW_SCORE_S = 0.5
 """A score() call slower than this is a problem: the loop scores G completions of every task every epoch."""

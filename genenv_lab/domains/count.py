@@ -35,9 +35,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ..types import TaskSpec
-from .base import HELDOUT_REASON, Domain, ParseResult, SeedTask
-from .worlds import LevelWorld, task_numbers
+from genenv_lab.core.types import TaskSpec
+from genenv_lab.domains.base import HELDOUT_REASON, Domain, ParseResult, SeedTask
+from genenv_lab.domains.worlds import LevelWorld, task_numbers
 
 MAX_START = 12
 """A count starts at 1..MAX_START."""

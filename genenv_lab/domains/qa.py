@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from ..evaluation.bamboogle import exact_match, extract_answer, f1_score, normalize_answer
-from ..types import TaskSpec
-from .base import Domain, ParseResult
+from genenv_lab.evaluation.bamboogle import exact_match, extract_answer, f1_score, normalize_answer
+from genenv_lab.core.types import TaskSpec
+from genenv_lab.domains.base import Domain, ParseResult
 
 MAX_TEXT_CHARS = 1500
 MIN_QUESTION_WORDS = 5

@@ -31,10 +31,10 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ..types import TaskSpec
-from .arith import extract_answer
-from .base import HELDOUT_REASON, Domain, ParseResult, SeedTask
-from .worlds import LevelWorld, task_numbers
+from genenv_lab.core.types import TaskSpec
+from genenv_lab.domains.arith import extract_answer
+from genenv_lab.domains.base import HELDOUT_REASON, Domain, ParseResult, SeedTask
+from genenv_lab.domains.worlds import LevelWorld, task_numbers
 
 LOWEST, HIGHEST = 2, 15
 """The world's tables: both operands in [LOWEST, HIGHEST]."""
@@ -54,7 +54,7 @@ def level(a: int, b: int) -> int:
 @lru_cache(maxsize=None)
 def heldout_pairs(domain: str = "times") -> frozenset[tuple[int, int]]:
     """The unordered operand pairs of ``data/<domain>_heldout.jsonl`` (kept out of training in either order)."""
-    from . import DOMAINS
+    from genenv_lab.domains import DOMAINS
 
     return frozenset((t.spec.features["smaller"], t.spec.features["level"]) for t in DOMAINS[domain]().heldout_tasks())
 

@@ -35,10 +35,11 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ..evaluation.bfcl import ast_check, standardize_string
-from ..evaluation.calls import decode_calls
-from ..types import TaskSpec
-from .base import Domain, ParseResult
+from genenv_lab.evaluation.bfcl import ast_check
+from genenv_lab.evaluation.bfcl_checker import standardize_string
+from genenv_lab.evaluation.calls import decode_calls
+from genenv_lab.core.types import TaskSpec
+from genenv_lab.domains.base import Domain, ParseResult
 
 MAX_TEXT_CHARS = 6000
 MAX_FUNCTIONS = 6

@@ -21,8 +21,8 @@ from __future__ import annotations
 import random
 import re
 
-from ..curriculum import in_band
-from .base import Domain, LineageStats
+from genenv_lab.core.curriculum import in_band
+from genenv_lab.domains.base import Domain, LineageStats
 
 _TASK = re.compile(r"^\s*task\s*[:：](.*)$", re.IGNORECASE)
 r"""A ``Task:`` line; its body is ``group(1).strip()`` (not a lazy ``(.*?)\s*$``: quadratic on a long blank run)."""

@@ -6,9 +6,10 @@ Entry points: :func:`score_predictions` (a predictions JSONL -> ``results.jsonl`
 Each benchmark module's docstring says what it covers, what it does not, and what it approximates.
 """
 
-from .calls import DecodedCalls, FunctionCall, decode_calls
-from .common import DATA_ENV, BenchmarkDataMissing, ItemResult
-from .runner import BENCHMARKS, get_benchmark, gold_predictions, load_items, prompt_messages, score_predictions
+from genenv_lab.evaluation.calls import DecodedCalls, FunctionCall, decode_calls
+from genenv_lab.evaluation.common import DATA_ENV, BenchmarkDataMissing, ItemResult
+from genenv_lab.evaluation.runner import (BENCHMARKS, get_benchmark, gold_predictions, load_items, prompt_messages,
+    score_predictions)
 
 __all__ = ["BENCHMARKS", "DATA_ENV", "BenchmarkDataMissing", "DecodedCalls", "FunctionCall", "ItemResult",
            "decode_calls", "get_benchmark", "gold_predictions", "load_items", "prompt_messages",

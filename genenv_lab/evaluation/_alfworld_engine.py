@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from .common import cache_root
-from ..safe_io import read_text
+from genenv_lab.evaluation.common import cache_root
+from genenv_lab.safe_io import read_text
 
 
 def _make_env(game_file: str, max_steps: int):

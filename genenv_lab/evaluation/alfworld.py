@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .calls import strip_reasoning
-from .common import BenchmarkSpec, ItemResult, accuracy
-from ..safe_io import read_text
+from genenv_lab.evaluation.calls import strip_reasoning
+from genenv_lab.evaluation.common import BenchmarkSpec, ItemResult, accuracy
+from genenv_lab.safe_io import read_text
 
 SOURCES = ("alfworld/alfworld: the 'alfworld-download' script fetches json_2.1.1 game files from the project's "
            "GitHub release assets (json_2.1.1_json.zip / json_2.1.3_tw-pddl.zip)")
@@ -124,7 +124,7 @@ def load_category(data_dir: Path, category: str) -> list[AlfworldStep]:
     if category == "observed_steps":
         if not engine_available():
             raise RuntimeError("observed_steps needs the 'alfworld' package (pip install alfworld)")
-        from ._alfworld_engine import observed_steps
+        from genenv_lab.evaluation._alfworld_engine import observed_steps
         return [AlfworldStep(**fields) for fields in observed_steps(games)]
     raise ValueError(f"ALFWorld category {category!r} is not covered; covered: ['plan_steps', 'observed_steps']")
 
@@ -210,7 +210,7 @@ def play_episodes(policy: Callable[[str, list[str]], str], data_dir: Path, max_s
     """
     if not engine_available():
         raise RuntimeError("episode play needs the 'alfworld' package (pip install alfworld)")
-    from ._alfworld_engine import play
+    from genenv_lab.evaluation._alfworld_engine import play
     games = load_games(data_dir)[:limit] if limit else load_games(data_dir)
     return play(policy, games, max_steps=max_steps)
 

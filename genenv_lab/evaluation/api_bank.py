@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calls import decode_calls, strip_reasoning
-from .common import BenchmarkSpec, ItemResult, accuracy
-from ..safe_io import read_text
+from genenv_lab.evaluation.calls import decode_calls, strip_reasoning
+from genenv_lab.evaluation.common import BenchmarkSpec, ItemResult, accuracy
+from genenv_lab.safe_io import read_text
 
 LEVELS = {"level-1": "level-1-api.json", "level-2": "level-2-api.json"}
 DIALOGUE_DIRS = {"level-1": "level-1-given-desc", "level-2": "level-2-toolsearcher"}

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calls import strip_reasoning
-from .common import BenchmarkSpec, ItemResult, accuracy
-from ..safe_io import read_text
+from genenv_lab.evaluation.calls import strip_reasoning
+from genenv_lab.evaluation.common import BenchmarkSpec, ItemResult, accuracy
+from genenv_lab.safe_io import read_text
 
 SOURCES = ("ofirpress/self-ask, datasets/bamboogle.md (links the Google Sheet with the 125 questions); copies: "
            "HF dataset 'chiayewken/bamboogle' (test split)")

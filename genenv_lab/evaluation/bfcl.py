@@ -37,13 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .bfcl_checker import check, standardize_string  # noqa: F401 - re-exported (tools domain, tests)
-from .bfcl_decode import TREE_SITTER_HINT, decode, has_call, is_call_list, tree_sitter_available
-from .calls import DecodedCalls, FunctionCall, decode_calls, format_calls_json, format_calls_python
-from . import bfcl_multi_turn as mt
-from .common import BenchmarkSpec, ItemResult, accuracy
-from .literals import render_java, render_js
-from ..safe_io import read_text
+from genenv_lab.evaluation.bfcl_checker import check
+from genenv_lab.evaluation.bfcl_decode import TREE_SITTER_HINT, decode, has_call, is_call_list, tree_sitter_available
+from genenv_lab.evaluation.calls import DecodedCalls, FunctionCall, decode_calls, format_calls_json, format_calls_python
+from genenv_lab.evaluation import bfcl_multi_turn as mt
+from genenv_lab.evaluation.common import BenchmarkSpec, ItemResult, accuracy
+from genenv_lab.evaluation.literals import render_java, render_js
+from genenv_lab.safe_io import read_text
 
 NON_LIVE = ["simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
             "irrelevance"]

@@ -80,9 +80,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Sequence
 
-from ..safe_io import loads_json, read_text
-from .bfcl_decode import DecodeError, decode
-from .common import ItemResult
+from genenv_lab.safe_io import loads_json, read_text
+from genenv_lab.evaluation.bfcl_decode import DecodeError, decode
+from genenv_lab.evaluation.common import ItemResult
 
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
 PROTOCOLS = ("official", "per-turn")

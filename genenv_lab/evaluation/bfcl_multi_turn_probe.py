@@ -18,7 +18,7 @@ import random
 import zlib
 from typing import Any, Callable
 
-from .bfcl_multi_turn import Backends, MultiTurnItem, _positional_to_keywords
+from genenv_lab.evaluation.bfcl_multi_turn import Backends, MultiTurnItem, _positional_to_keywords
 
 MUTATIONS = ("gold", "drop_call", "add_call", "duplicate_call", "reorder", "change_argument", "remove_argument",
              "wrong_function", "empty_turn", "split_step", "prose_step", "positional")

@@ -21,8 +21,8 @@ import json
 import random
 from typing import Any, Iterator
 
-from .bfcl import BFCLItem, checker_kind, language
-from .literals import render_java, render_js
+from genenv_lab.evaluation.bfcl import BFCLItem, checker_kind, language
+from genenv_lab.evaluation.literals import render_java, render_js
 
 MAX_PERMUTATIONS = 24
 

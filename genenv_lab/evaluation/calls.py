@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .literals import iter_quoted, quoted_mask
+from genenv_lab.evaluation.literals import iter_quoted, quoted_mask
 
 MAX_TEXT_CHARS = 50_000
 MAX_SCAN_CHARS = 20_000

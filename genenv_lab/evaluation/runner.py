@@ -35,10 +35,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import alfworld, api_bank, bamboogle, bfcl, travelplanner
-from ..safe_io import MB, loads_json, read_regular
-from ..types import jsonable
-from .common import BenchmarkSpec, ItemResult, resolve_data_dir
+from genenv_lab.evaluation import alfworld, api_bank, bamboogle, bfcl, travelplanner
+from genenv_lab.safe_io import MB, loads_json, read_regular
+from genenv_lab.core.types import jsonable
+from genenv_lab.evaluation.common import BenchmarkSpec, ItemResult, resolve_data_dir
 
 BENCHMARKS: dict[str, BenchmarkSpec] = {s.name: s for s in (bfcl.SPEC, api_bank.SPEC, bamboogle.SPEC, alfworld.SPEC,
                                                            travelplanner.SPEC)}

@@ -53,9 +53,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calls import matching_end, strip_reasoning
-from .common import BenchmarkSpec, ItemResult
-from ..safe_io import read_text
+from genenv_lab.evaluation.calls import matching_end, strip_reasoning
+from genenv_lab.evaluation.common import BenchmarkSpec, ItemResult
+from genenv_lab.safe_io import read_text
 
 SOURCES = ("OSU-NLP-Group/TravelPlanner (database/, train reference info, postprocess/example_evaluation.jsonl, "
            "finetuning_data/std_travelplanner.jsonl); queries with structured fields: HF dataset "

@@ -10,6 +10,7 @@
 The run directory (``docs/run_directory.md``) is the only interface between training and the lab.
 """
 
-from .runs import LabError, RunData, RunSummary, discover_runs, load_run, resolve_run, validate_run_name
+from genenv_lab.lab.names import LabError, resolve_run, validate_run_name
+from genenv_lab.lab.runs import RunData, RunSummary, discover_runs, load_run
 
 __all__ = ["LabError", "RunData", "RunSummary", "discover_runs", "load_run", "resolve_run", "validate_run_name"]

@@ -16,27 +16,15 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..runlog import STATE
-from ..safe_io import MB
-from .figures import FONT, message_figure
-from .runs import (
-    ATTEMPT_COLUMNS,
-    MANIFEST,
-    LabError,
-    folders_under,
-    last_committed,
-    lenient_baseline,
-    read_frame,
-    read_json_dict,
-    read_records,
-    fingerprint,
-    folder_of,
-    is_comparison,
-    resolve_run,
-    summarize,
-    unsafe_files,
-)
-from .views import STATUS_BADGE
+from genenv_lab.rundir.layout import STATE
+from genenv_lab.safe_io import MB
+from genenv_lab.lab.figures import FONT, message_figure
+from genenv_lab.lab.runs import (ATTEMPT_COLUMNS, MANIFEST, folders_under, lenient_baseline, read_frame,
+    read_json_dict, read_records, folder_of, is_comparison, summarize)
+from genenv_lab.lab.names import LabError, resolve_run
+from genenv_lab.lab.status import last_committed, fingerprint
+from genenv_lab.lab.safety import unsafe_files
+from genenv_lab.lab.views import STATUS_BADGE
 
 # ------------------------------------------------------------------------------------------------------ reading
 
@@ -140,13 +128,13 @@ class ComparisonData:
 
 
 def _compare_columns() -> tuple[str, ...]:
-    from ..compare import COLUMNS
+    from genenv_lab.compare import COLUMNS
 
     return COLUMNS
 
 
 def _band_of(config: dict[str, Any]) -> tuple[float, float]:
-    from ..config import CurriculumConfig
+    from genenv_lab.config import CurriculumConfig
 
     section = config.get("curriculum") if isinstance(config.get("curriculum"), dict) else {}
     out = []
@@ -160,7 +148,7 @@ def _band_of(config: dict[str, Any]) -> tuple[float, float]:
 def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problems: list[str]) -> list[dict]:
     """The rows :func:`genenv_lab.compare.collect` makes for one run, read leniently: committed epochs only, a
     corrupt file becomes a sentence in ``problems``."""
-    from ..compare import attempt_rollouts_by_epoch, table_rows, tasks_consumed_by_epoch
+    from genenv_lab.compare import attempt_rollouts_by_epoch, table_rows, tasks_consumed_by_epoch
 
     own: list[str] = []
     unsafe = unsafe_files(run_dir)
@@ -190,7 +178,7 @@ def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData
     not exist yet are listed in :attr:`ComparisonData.missing`, a run in progress contributes its committed epochs,
     and a corrupt manifest or run file becomes a sentence in ``problems``.
     """
-    from ..compare import COLUMNS, METRICS, run_dir_for
+    from genenv_lab.compare import COLUMNS, METRICS, run_dir_for
 
     path, name, gone = folder_of(ComparisonData, path, name)
     if gone is not None:
@@ -307,7 +295,7 @@ def comparison_runs_frame(cmp: ComparisonData) -> pd.DataFrame:
 
 
 def _first_band(cmp: ComparisonData) -> tuple[float, float]:
-    from ..config import CurriculumConfig
+    from genenv_lab.config import CurriculumConfig
 
     default = (CurriculumConfig().alpha, CurriculumConfig().k_min)
     return next((cmp.bands[label] for label in cmp.labels if label in cmp.bands), default)
@@ -320,7 +308,7 @@ def comparison_figure(cmp: ComparisonData, *, height: int = 1400) -> go.Figure:
     informative group, the mean level of the simulator's tasks; mean ± std over seeds; the table of the rollouts
     genenv needs to reach each baseline's final held-out score and the data-efficiency table paired by seed), or a
     figure that says why there is nothing to draw."""
-    from ..compare import REPORT_PANELS, report_figure
+    from genenv_lab.compare import REPORT_PANELS, report_figure
 
     if not len(cmp.table):
         if cmp.status in ("unreadable", "missing"):
@@ -352,7 +340,7 @@ def comparison_figure(cmp: ComparisonData, *, height: int = 1400) -> go.Figure:
 def comparison_summary_frame(cmp: ComparisonData) -> pd.DataFrame:
     """The last epoch of each configuration: mean and std over seeds of every compared metric (``seeds``: how many
     runs reached that epoch)."""
-    from ..compare import METRICS, summarise
+    from genenv_lab.compare import METRICS, summarise
 
     columns = ["label", "epoch", "seeds"] + [f"{m}_{s}" for m in METRICS for s in ("mean", "std")]
     if not len(cmp.table):
@@ -369,7 +357,7 @@ def comparison_summary_frame(cmp: ComparisonData) -> pd.DataFrame:
 def band_residence_frame(cmp: ComparisonData) -> pd.DataFrame:
     """Per configuration and seed: the first epoch whose p̂ on generated tasks enters the configuration's own band
     [α − k_min, α + k_min], and whether it stayed there (:func:`genenv_lab.compare.band_residence`)."""
-    from ..compare import band_residence
+    from genenv_lab.compare import band_residence
 
     if not len(cmp.table):
         return pd.DataFrame(columns=RESIDENCE_COLUMNS)

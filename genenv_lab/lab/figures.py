@@ -17,10 +17,10 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from .. import curriculum as cur
-from .runs import RunData
+from genenv_lab.core import curriculum as cur
+from genenv_lab.lab.runs import RunData
 
-from ..style import ALPHA_COLOUR, BAND_FILL, BAND_LINE, RUN_COLORS, TEMPLATE  # noqa: F401 - re-exported
+from genenv_lab.style import ALPHA_COLOUR, BAND_FILL, BAND_LINE, RUN_COLORS, TEMPLATE
 
 
 FONT = dict(family="Inter, system-ui, -apple-system, Segoe UI, sans-serif", size=13, color="#343a40")
@@ -59,7 +59,7 @@ SIGNALS = (
 ``/`` takes every numeric key with that prefix. The first key of a panel is drawn solid, the others dotted. These
 are the signals the method depends on: the counterfactual (the same agent on the untrained simulator's tasks), the
 distance of each from α, the difficulty the simulator writes, and GRPO's own health (docs/run_directory.md); the
-fourth row is the dry-run instrument (genenv_lab/dryrun.py): whether the agent's update had anything to learn from,
+fourth row is the dry-run instrument (genenv_lab/core/dryrun.py): whether the agent's update had anything to learn from,
 where the held-out frontier is, how high the simulator writes, and the training at the frontier."""
 
 

@@ -24,10 +24,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import curriculum as cur
-from ..style import ALPHA_COLOUR
-from .figures import BAND_FILL, BAND_LINE, RUN_COLORS, band_span, curves_frame, difficulty_bars, message_figure, style
-from .runs import RunData
+from genenv_lab.core import curriculum as cur
+from genenv_lab.style import ALPHA_COLOUR
+from genenv_lab.style import BAND_FILL, BAND_LINE, RUN_COLORS
+from genenv_lab.lab.figures import band_span, curves_frame, difficulty_bars, message_figure, style
+from genenv_lab.lab.runs import RunData
 
 GLANCE_TITLE = "Curriculum at a glance"
 HEAT_SCALE = ((0.0, "#ffffff"), (0.15, "#d0ebff"), (0.5, "#4dabf7"), (1.0, "#1864ab"))

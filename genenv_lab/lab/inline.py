@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .runs import LabError
+from genenv_lab.lab.names import LabError
 
 LOOPBACK = "127.0.0.1"
 

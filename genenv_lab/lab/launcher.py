@@ -29,15 +29,16 @@ from typing import Mapping
 
 import pandas as pd
 
-from ..config import CPU_PRESETS
-from .runs import LabError, pid_alive, resolve_run, validate_run_name
+from genenv_lab.config import CPU_PRESETS
+from genenv_lab.lab.names import LabError, resolve_run, validate_run_name
+from genenv_lab.lab.status import pid_alive
 
 LAUNCH_PRESETS = tuple(CPU_PRESETS)
 """Presets the lab may start (CPU presets: the lab runs where its user is, usually without a GPU)."""
 
 
 def domain_names() -> list[str]:
-    from ..domains import known_domains
+    from genenv_lab.domains import known_domains
 
     return known_domains()
 
@@ -47,7 +48,7 @@ def preset_domain(preset: str) -> str:
     domain when that preset is chosen."""
     if preset not in LAUNCH_PRESETS:
         raise LabError(f"preset {preset!r} cannot be started from the lab; choose one of {list(LAUNCH_PRESETS)}")
-    from ..config import preset as get_preset
+    from genenv_lab.config import preset as get_preset
 
     return get_preset(preset).loop.domain
 
@@ -104,8 +105,8 @@ def build_command(preset: str, domain: str, out: Path) -> tuple[str, ...]:
         raise LabError(f"preset {preset!r} cannot be started from the lab; choose one of {list(LAUNCH_PRESETS)}")
     if domain not in domain_names():
         raise LabError(f"unknown domain {domain!r}; choose one of {domain_names()}")
-    from ..config import ConfigError, for_domain
-    from ..config import preset as get_preset
+    from genenv_lab.config import ConfigError, for_domain
+    from genenv_lab.config import preset as get_preset
 
     try:  # e.g. the tiny-world model of cpu-demo and cpu-times exists for the count and times domains only
         for_domain(get_preset(preset), domain)
@@ -128,9 +129,9 @@ a run counts as running from the moment it is started, not only once its process
 def running_runs(runs_root: str | Path) -> list[str]:
     """Names of the runs under ``runs_root`` whose writer is alive (status ``running`` and a live pid), and of the
     runs the lab started whose process is alive but has not written its ``state.json`` yet."""
-    from .runs import discover_runs
+    from genenv_lab.lab.runs import discover_runs
 
-    from ..safe_io import read_regular
+    from genenv_lab.safe_io import read_regular
 
     root = Path(runs_root)
     running = {s.name for s in discover_runs(root) if s.status == "running"}

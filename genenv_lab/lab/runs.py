@@ -28,24 +28,15 @@ from typing import Any
 
 import pandas as pd
 
-from ..runlog import (
-    BASELINE,
-    CONFIG,
-    EPOCHS,
-    EVENTS,
-    STATE,
-    RunDirError,
-    read_baseline,
-    read_state,
-    read_table,
-)
-from ..metric_names import current_names
-from ..safe_io import MB, loads_json, read_regular
-from .names import RUN_NAME, LabError, resolve_run, shown_name, validate_run_name  # noqa: F401 - re-exported
-from .safety import EVENTS_TAIL, FILE_LIMITS, TABLE_FILE_LIMIT, tail_text, unsafe_files  # noqa: F401 - re-exported
-from .status import (fingerprint, finite_float, killed_note, last_committed, pid_alive, status_of,  # noqa: F401
-                     unusable_numbers)
-from .tailing import read_epochs_appended
+from genenv_lab.rundir.layout import BASELINE, CONFIG, EPOCHS, EVENTS, STATE, RunDirError
+from genenv_lab.rundir.read import read_baseline, read_state, read_table
+from genenv_lab.rundir.metrics import current_names
+from genenv_lab.safe_io import MB, loads_json, read_regular
+from genenv_lab.lab.names import LabError, resolve_run
+from genenv_lab.lab.safety import FILE_LIMITS, tail_text, unsafe_files
+from genenv_lab.lab.status import (fingerprint, finite_float, killed_note, last_committed, status_of,
+    unusable_numbers)
+from genenv_lab.lab.tailing import read_epochs_appended
 
 STATUSES = ("running", "finished", "killed", "interrupted", "failed", "starting", "empty", "unreadable", "missing")
 """``killed``: ``state.json`` says running but its writer's pid is not alive (on this machine).
@@ -80,7 +71,7 @@ def read_json_dict(path: Path, problems: list[str]) -> dict[str, Any]:
 
 def _lenient_epochs(path: Path) -> list[dict[str, Any]]:
     """The records of a damaged ``epochs.jsonl`` that still parse, under their current names (as ``read_epochs``
-    gives them: :func:`~genenv_lab.metric_names.current_names`)."""
+    gives them: :func:`~genenv_lab.rundir.metrics.current_names`)."""
     out = []
     for line in path.read_text(errors="replace").splitlines():
         try:
@@ -303,7 +294,7 @@ def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = T
     domain = (config.get("loop") or {}).get("domain") if isinstance(config.get("loop"), dict) else None
     if isinstance(domain, str):
         try:  # a shipped or installed domain only: a run folder must never make the lab import a module it names
-            from ..domains import get_domain, known_domains
+            from genenv_lab.domains import get_domain, known_domains
 
             if domain in known_domains() and not config["loop"].get("seeds"):  # its own seeds: not shown
                 seeds = {s.seed_id: s.spec.text for s in get_domain(domain).seed_tasks()}

@@ -8,8 +8,8 @@ import os
 import stat
 from pathlib import Path
 
-from ..runlog import ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, STATE, TABLES, TASKS
-from ..safe_io import MB
+from genenv_lab.rundir.layout import ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, STATE, TABLES, TASKS
+from genenv_lab.safe_io import MB
 
 FILE_LIMITS = {CONFIG: 4 * MB, STATE: 4 * MB, BASELINE: 4 * MB, EPOCHS: 256 * MB, EVENTS: 256 * MB,
                f"{TASKS}.parquet": 2048 * MB, f"{ATTEMPTS}.parquet": 2048 * MB, "reference_tasks.parquet": 256 * MB}

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..runlog import ATTEMPTS, CONFIG, EPOCHS, EVENTS, STATE, TASKS
-from ..safe_io import loads_json, read_regular
-from .safety import FILE_LIMITS, unsafe_files
+from genenv_lab.rundir.layout import ATTEMPTS, CONFIG, EPOCHS, EVENTS, STATE, TASKS
+from genenv_lab.safe_io import loads_json, read_regular
+from genenv_lab.lab.safety import FILE_LIMITS, unsafe_files
 
 
 def pid_alive(pid: Any) -> bool:

@@ -5,7 +5,7 @@ drove the difference, in four panels read left to right, top to bottom.
   of both runs, and the fixed set's highest level (``levels/max`` of the static run) as a line;
 - **the fixed set is solved and its GRPO steps run dry**: p̂ on the tasks each run trains on, and the share of its
   GRPO steps with no informative group (``dry/step_frac``; an epoch *runs dry* at
-  :data:`~genenv_lab.dryrun.RAN_DRY_STEP_FRAC`);
+  :data:`~genenv_lab.core.dryrun.RAN_DRY_STEP_FRAC`);
 - **the held-out score** of both agents (epoch 0: the untrained agent);
 - **where p̂ sits against α and the band** on genenv's tasks.
 
@@ -24,13 +24,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import curriculum as cur
-from ..compare.stats import FIXED_SET_VARIANT
-from ..dryrun import RAN_DRY_STEP_FRAC, ran_dry
-from ..style import ALPHA_COLOUR, BAND_FILL, RUN_COLORS
-from .figures import curves_frame, message_figure, style
-from .glance import heldout_key
-from .runs import RunData
+from genenv_lab.core import curriculum as cur
+from genenv_lab.compare.stats import FIXED_SET_VARIANT
+from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC, ran_dry
+from genenv_lab.style import ALPHA_COLOUR, BAND_FILL, RUN_COLORS
+from genenv_lab.lab.figures import curves_frame, message_figure, style
+from genenv_lab.lab.glance import heldout_key
+from genenv_lab.lab.runs import RunData
 
 STORY_TITLE = "What drove the result"
 PANELS = ("the simulator's tasks climb past the fixed set (mean level of the epoch's tasks)",

@@ -3,7 +3,7 @@
 A run appends one line per epoch; the lab re-reads a run whenever its files change, and a run with a long
 ``epochs.jsonl`` (70 MB: 12 s of parsing) was re-parsed whole at every epoch it committed, for every user. Here the
 records parsed so far are kept per file with the byte offset they end at and a digest of the bytes up to it, and a
-later read parses only the bytes after it. The result equals :func:`genenv_lab.runread.read_epochs` of the file as
+later read parses only the bytes after it. The result equals :func:`genenv_lab.rundir.read.read_epochs` of the file as
 it is (the property test in tests/test_tailing.py checks it over appends, torn writes, truncations, rewrites in
 place and a resume's cut-and-rewrite):
 
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runfiles import EPOCHS, RunDirError
-from ..runread import EPOCHS_LIMIT, consecutive, parse_epoch_lines
-from ..safe_io import MB, UnsafeFile, read_regular_with_stat
+from genenv_lab.rundir.layout import EPOCHS, RunDirError
+from genenv_lab.rundir.read import EPOCHS_LIMIT, consecutive, parse_epoch_lines
+from genenv_lab.safe_io import MB, UnsafeFile, read_regular_with_stat
 
 KEPT_BYTES = 512 * MB
 """The most file bytes whose parsed records are kept, over all files."""
@@ -91,7 +91,8 @@ def _keep(path: Path, kept: _Kept) -> None:
 
 
 def read_epochs_appended(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The records of ``run_dir``'s ``epochs.jsonl`` (``[]`` when absent), as :func:`~genenv_lab.runread.read_epochs`
+    """The records of ``run_dir``'s ``epochs.jsonl`` (``[]`` when absent), as
+    :func:`~genenv_lab.rundir.read.read_epochs`
     reads them, parsing only what was appended since this file was last read here."""
     path = Path(run_dir).resolve() / EPOCHS
     if not path.is_file():

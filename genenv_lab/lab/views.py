@@ -26,9 +26,9 @@ from typing import Any, Iterable
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..runlog import fmt_num
-from .figures import message_figure, number, style, valid_mask
-from .runs import RunData, RunSummary
+from genenv_lab.rundir.write import fmt_num
+from genenv_lab.lab.figures import message_figure, number, style, valid_mask
+from genenv_lab.lab.runs import RunData, RunSummary
 
 STATUS_BADGE = {"running": "● running", "finished": "✔ finished", "killed": "✖ killed",
                 "interrupted": "‖ interrupted", "failed": "✖ failed", "starting": "… starting",

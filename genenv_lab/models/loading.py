@@ -48,14 +48,14 @@ def resolve_model_dir(name_or_path: str, *, seed: int = 0, format_corpus: Sequen
 
     ``world`` (a :class:`~genenv_lab.models.world.WorldModelSpec`) is required for ``tiny-world``."""
     if name_or_path == WORLD_MODEL:
-        from .world import build_world_model, shipped_world_model
+        from genenv_lab.models.world import build_world_model, shipped_world_model
 
         if world is None:
             raise ValueError("model 'tiny-world' needs a WorldModelSpec (the domain's world, seed, size, steps)")
         shipped = shipped_world_model(world)
         return str(shipped or build_world_model(cache_dir() / world.cache_name(), world))
     if name_or_path == "tiny":
-        from .tiny import build_tiny_model, tiny_cache_key
+        from genenv_lab.models.tiny import build_tiny_model, tiny_cache_key
 
         key = tiny_cache_key(seed, format_corpus, tiny_warmup_steps)
         return str(build_tiny_model(cache_dir() / key, seed=seed, corpus=format_corpus,
@@ -156,7 +156,7 @@ def prepare_tokenizer(tokenizer):
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     if getattr(tokenizer, "chat_template", None) is None:
-        from .tiny import CHATML_TEMPLATE
+        from genenv_lab.models.tiny import CHATML_TEMPLATE
 
         tokenizer.chat_template = CHATML_TEMPLATE
     return tokenizer

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from .tiny import build_tokenizer, chatml, new_model, save_model
+from genenv_lab.models.tiny import build_tokenizer, chatml, new_model, save_model
 
 WORLDS_VERSION = 8
 """Bump when a world's corpus changes meaning, so cached models are rebuilt. 7: the simulator's instruction and the
@@ -91,7 +91,7 @@ def world_spec(cfg) -> WorldModelSpec | None:
 def world_class(domain_name: str):
     """The class of the domain's world (``Domain.world``, whose instances offer ``agent_example``/
     ``env_example(rng)``); one registry, the domains'."""
-    from ..domains import DOMAINS, domain_class
+    from genenv_lab.domains import DOMAINS, domain_class
 
     world = domain_class(domain_name).world
     if world is None:

@@ -8,16 +8,16 @@
 
 from __future__ import annotations
 
-from .callback import GenEnvCurriculum
-from .engine import ENV
+from genenv_lab.trl.callback import GenEnvCurriculum
+from genenv_lab.trl.engine import ENV
 
 
 def tiny_model(domain: str = "arith") -> str:
     """The folder of the project's tiny test model warmed up on ``domain``'s format (built once, cached): a model
     to try the curriculum with on a CPU in seconds. Its numbers mean nothing."""
-    from ..backends.factory import prepare_base
-    from ..config import preset
-    from ..domains import get_domain
+    from genenv_lab.backends.factory import prepare_base
+    from genenv_lab.config import preset
+    from genenv_lab.domains import get_domain
 
     return prepare_base(preset("tiny").replace(loop={"domain": domain}), get_domain(domain))
 

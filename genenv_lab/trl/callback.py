@@ -6,8 +6,9 @@ current tasks, read when the trainer's data loader asks for them), its ``reward_
 (:meth:`GenEnvCurriculum.reward_funcs`: the domain's verifier, or the user's functions, wrapped so that every
 rollout's reward is kept under its task's id) and its ``callbacks`` (the curriculum itself). One curriculum epoch is
 one pass of the trainer over the task batch; at its end the curriculum runs the loop's own
-:func:`~genenv_lab.loop.finish_epoch` (p̂, the α-Curriculum Reward, the band, the RWR batch and the ``env``
-adapter's update with its KL anchor and cap), then the loop's :func:`~genenv_lab.loop.plan_epoch` writes the next
+:func:`~genenv_lab.coevolution.loop.finish_epoch` (p̂, the α-Curriculum Reward, the band, the RWR batch and the ``env``
+adapter's update with its KL anchor and cap), then the loop's :func:`~genenv_lab.coevolution.loop.plan_epoch` writes
+the next
 tasks. docs/trl.md says why these mechanics and not ``rollout_func`` or ``environment_factory``.
 """
 
@@ -23,19 +24,21 @@ from typing import Any, Callable, Sequence
 import torch
 from transformers import TrainerCallback
 
-from ..backends.base import AgentUpdate
-from ..backends.hf import grpo_metrics
-from ..backends.prefix import FULL
-from ..config import RunConfig, preset
-from ..domains import Domain, get_domain
-from ..heldout import evaluate_epoch
-from ..loop import EpochPlan, finish_epoch, plan_epoch, with_frontier
-from ..runlog import BASELINE, RunDirError, RunWriter, adapter_dir, read_state
-from ..state import restore_state
-from ..types import LoopState
-from . import resume as rs
-from .engine import ModelEngine, agent_adapter_of, attach_env, curriculum_config, render_tokenizer
-from .engine import steps_per_epoch as _steps_per_epoch
+from genenv_lab.backends.base import AgentUpdate
+from genenv_lab.backends.hf import grpo_metrics
+from genenv_lab.backends.prefix import FULL
+from genenv_lab.config import RunConfig, preset
+from genenv_lab.domains import Domain, get_domain
+from genenv_lab.coevolution.heldout import evaluate_epoch
+from genenv_lab.coevolution.loop import EpochPlan, finish_epoch, plan_epoch, with_frontier
+from genenv_lab.rundir.layout import BASELINE, RunDirError, adapter_dir
+from genenv_lab.rundir.write import RunWriter
+from genenv_lab.rundir.read import read_state
+from genenv_lab.coevolution.state import restore_state
+from genenv_lab.core.types import LoopState
+from genenv_lab.trl import resume as rs
+from genenv_lab.trl.engine import ModelEngine, agent_adapter_of, attach_env, curriculum_config, render_tokenizer
+from genenv_lab.trl.engine import steps_per_epoch as _steps_per_epoch
 
 
 class GenEnvCurriculum(TrainerCallback):

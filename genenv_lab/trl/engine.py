@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
-from ..backends.hf import OPTIMIZER_FILE, HFBackend, read_adapter, thinking_off
-from ..config import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, REWARD_SCALINGS, ConfigError, RunConfig
-from ..distributed import processes
-from ..models.loading import ADAPTERS, prepare_tokenizer
+from genenv_lab.backends.hf import OPTIMIZER_FILE, HFBackend, read_adapter, thinking_off
+from genenv_lab.config import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, REWARD_SCALINGS, ConfigError, RunConfig
+from genenv_lab.backends.distributed import processes
+from genenv_lab.models.loading import ADAPTERS, prepare_tokenizer
 
 ENV = "env"
 """The simulator's adapter on the user's model."""

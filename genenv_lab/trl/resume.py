@@ -5,7 +5,7 @@ At the end of a curriculum epoch (the trainer's ``on_epoch_end``) the finished e
 directory (``trl_pending/``: its record, table rows and adapters, with the trainer's global step), and the trainer
 is asked to save a checkpoint. When the checkpoint is written (``on_save``) the curriculum adds its own file to it
 (``genenv_curriculum.json``: the epochs it holds and the rollouts of the epoch in flight) and commits the staged
-epoch with the loop's :meth:`~genenv_lab.runlog.RunWriter.commit_epoch`. A kill
+epoch with the loop's :meth:`~genenv_lab.rundir.write.RunWriter.commit_epoch`. A kill
 
 - before the checkpoint exists: the resumed trainer starts from an earlier step and the staged epoch is discarded
   (it was never committed; the trainer trains it again);
@@ -23,8 +23,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
-from ..runlog import RunWriter, read_epochs
-from ..types import Attempt, EpochRecord, EpochResult, GeneratedTask
+from genenv_lab.rundir.write import RunWriter
+from genenv_lab.rundir.read import read_epochs
+from genenv_lab.core.types import Attempt, EpochRecord, EpochResult, GeneratedTask
 
 STAGED = "trl_pending"
 """The run directory's folder of a finished epoch waiting for the trainer's checkpoint."""

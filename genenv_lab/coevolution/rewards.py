@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from . import curriculum as cur
-from .domains import Domain
-from .dryrun import TrainedGroup
-from .types import Attempt, BatchTask
+from genenv_lab.core import curriculum as cur
+from genenv_lab.domains import Domain
+from genenv_lab.core.dryrun import TrainedGroup
+from genenv_lab.core.types import Attempt, BatchTask
 
 
 class RewardLog:
@@ -26,7 +26,8 @@ class RewardLog:
         self.order: list[str] = []
         """Task ids in the order their first completion was scored: the order the trainer drew them in (TRL shuffles
         the batch; it asks for the rewards of one optimiser step's tasks at a time). Under N processes this
-        process's share comes first and the others' after (:class:`~genenv_lab.distributed.DataParallelBackend`)."""
+        process's share comes first and the others' after
+        (:class:`~genenv_lab.backends.distributed.DataParallelBackend`)."""
 
     def __call__(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[float]:
         rewards = []
@@ -53,7 +54,7 @@ class RewardLog:
 
     def trained_groups(self) -> list[TrainedGroup]:
         """Every task of the batch as its GRPO group (task features, G rewards), in the order they were trained
-        (:attr:`order`): what the dry-run instrument reads (:func:`genenv_lab.dryrun.dry_metrics`)."""
+        (:attr:`order`): what the dry-run instrument reads (:func:`genenv_lab.core.dryrun.dry_metrics`)."""
         return [TrainedGroup(dict(self.specs[t].features), tuple(self.rewards(t))) for t in self.order]
 
     def attempts(self, epoch: int, threshold: float) -> list[Attempt]:

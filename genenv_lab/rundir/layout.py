@@ -1,5 +1,6 @@
-"""The run directory's file names and its atomic writes (the layout and the commit protocol: :mod:`genenv_lab.runlog`'s
-docstring), shared by its writer (:mod:`genenv_lab.runlog`) and its readers (:mod:`genenv_lab.runread`)."""
+"""The run directory's file names and its atomic writes (the layout and the commit protocol:
+:mod:`genenv_lab.rundir.write`'s
+docstring), shared by its writer (:mod:`genenv_lab.rundir.write`) and its readers (:mod:`genenv_lab.rundir.read`)."""
 
 from __future__ import annotations
 

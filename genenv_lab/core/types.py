@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .efficiency import Consumption
+from genenv_lab.core.efficiency import Consumption
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class Attempt:
 class EpochRecord:
     """One line of ``epochs.jsonl``; every key is documented in ``docs/run_directory.md``. The updates' own figures
     are namespaced in ``extra`` (``rwr/*`` of the env update, ``grpo/*`` of the agent's): one name per metric
-    (:mod:`genenv_lab.metric_names` lists the names runs wrote before 2026-12)."""
+    (:mod:`genenv_lab.rundir.metrics` lists the names runs wrote before 2026-12)."""
 
     epoch: int
     n_generated: int
@@ -171,7 +171,8 @@ class LoopState:
     """What the agent's training has consumed so far (agent rollouts, tokens, distinct tasks): ``cumulative/*``."""
     frontier: float | None = None
     """The held-out frontier of the latest evaluation (the lowest level the agent did not solve,
-    :func:`genenv_lab.dryrun.frontier_level`); None without one. The next epoch's ``dry/frontier_*`` count at it."""
+    :func:`genenv_lab.core.dryrun.frontier_level`); None without one. The next epoch's ``dry/frontier_*`` count at
+    it."""
 
 
 @dataclass(frozen=True)

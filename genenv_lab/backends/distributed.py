@@ -192,11 +192,6 @@ def adapter_hash(backend: Any, adapters: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-GRPO_STEP_DEPRECATED = ("grpo_step is deprecated; use genenv_lab.agent_trainers.update_agent(backend, cfg, prompts, "
-                        "reward_fn) or backend.train_agent(trainer, prompts, reward_fn)")
-"""The one notice of the engines' deprecated ``grpo_step`` (theirs and :class:`DataParallelBackend`'s)."""
-
-
 _PROCESSES: Processes | None = None
 
 
@@ -232,18 +227,6 @@ class DataParallelBackend:
 
     def train_agent(self, trainer, prompts, reward_fn):
         return self._gathering(reward_fn, lambda recorded: self.inner.train_agent(trainer, prompts, recorded))
-
-    def grpo_step(self, prompts, reward_fn):
-        """Deprecated (kept for one release, as the engines' own): ``train_agent`` with the configured trainer. Says
-        so itself, so that the warning names the caller's line (the engine's would name this module, and Python's
-        default filters hide a DeprecationWarning that does not point at ``__main__``)."""
-        import warnings
-
-        warnings.warn(GRPO_STEP_DEPRECATED, DeprecationWarning,
-                      stacklevel=2)
-        with warnings.catch_warnings():  # said above, for the caller
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return self._gathering(reward_fn, lambda recorded: self.inner.grpo_step(prompts, recorded))
 
     def _gathering(self, reward_fn, update_with):
         """``update_with(recorded)``'s update, every other process's completions then scored into ``reward_fn``."""

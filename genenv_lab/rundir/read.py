@@ -1,5 +1,5 @@
 """Reading a run directory back, bounded and typed: its state, config, epoch records, baseline and tables (each
-table file within a row and decoded-size budget). Every reader raises :class:`~genenv_lab.runfiles.RunDirError` in
+table file within a row and decoded-size budget). Every reader raises :class:`~genenv_lab.rundir.layout.RunDirError` in
 one sentence for what it cannot read."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any, Collection, Sequence
 
 import pandas as pd
 
-from .config import RunConfig, load_config
-from .metric_names import current_names
-from .runfiles import (BASELINE, CONFIG, EPOCHS, STATE, TABLES, RunDirError, legacy_table,
-                       state_count, table_files)
-from .safe_io import MB, loads_json, read_regular, read_text
+from genenv_lab.config import RunConfig, load_config
+from genenv_lab.rundir.metrics import current_names
+from genenv_lab.rundir.layout import (BASELINE, CONFIG, EPOCHS, STATE, TABLES, RunDirError, legacy_table, state_count,
+    table_files)
+from genenv_lab.safe_io import MB, loads_json, read_regular, read_text
 
 BASELINE_PREFIXES = ("eval/", "heldout/")
 """The keys ``baseline.json`` holds: held-out scores (``eval/*``) and what the same evaluation read off them
@@ -96,7 +96,7 @@ def parse_epoch_lines(lines: Sequence[str], path: Path, first_line: int = 1,
     """The epoch records of ``lines`` of ``path`` (line numbers from ``first_line``, for the messages): blank lines
     skipped; with ``last_may_be_torn`` an unparsable last line is skipped (a run killed mid-write), any other bad
     line a :class:`RunDirError`. Keys of runs written before 2026-12 come back under their current names
-    (:func:`genenv_lab.metric_names.current_names`)."""
+    (:func:`genenv_lab.rundir.metrics.current_names`)."""
     out = []
     for i, line in enumerate(lines):
         if not line.strip():

@@ -48,26 +48,29 @@ from typing import Any, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
-from . import curriculum as cur
-from .agent_trainers import update_agent
-from .backends.base import AgentPrompt, AgentUpdate, Backend
-from .backends.factory import check_engine, make_backend
-from .config import ConfigError, RunConfig
-from .seeds import epoch_seed
-from .domains import Domain, SeedTask, domain_of
-from .trackers import check_tracker, open_tracker, scalars
-from .dryrun import FRONTIER_KEY
-from .efficiency import Consumption
-from .epoch_stats import PhaseTimer, epoch_record
-from .heldout import check_eval_data, evaluate_epoch
-from .distributed import ADAPTER_HASHES, Processes, processes
-from .runlog import BASELINE, BASELINE_PREFIXES, adapter_dir, open_run, read_baseline, read_state
-from .rewards import RewardLog
-from .screening import Screening, screen
-from .simulator import contexts_by_id, env_update_batch, generate_reference, generate_tasks, seed_torch
-from .state import next_pool, restore_state
-from .types import (Attempt, BatchTask, EpochRecord, EpochResult, GeneratedTask, LoopState, Measured, PoolTask,
-                    TaskSpec)
+from genenv_lab.core import curriculum as cur
+from genenv_lab.trainers.agent import update_agent
+from genenv_lab.backends.base import AgentPrompt, AgentUpdate, Backend
+from genenv_lab.backends.factory import check_engine, make_backend
+from genenv_lab.config import ConfigError, RunConfig
+from genenv_lab.core.seeds import epoch_seed
+from genenv_lab.domains import Domain, SeedTask, domain_of
+from genenv_lab.rundir.trackers import check_tracker, open_tracker, scalars
+from genenv_lab.core.dryrun import FRONTIER_KEY
+from genenv_lab.core.efficiency import Consumption
+from genenv_lab.coevolution.epoch_stats import PhaseTimer, epoch_record
+from genenv_lab.coevolution.heldout import check_eval_data, evaluate_epoch
+from genenv_lab.backends.distributed import ADAPTER_HASHES, Processes, processes
+from genenv_lab.rundir.layout import BASELINE, adapter_dir
+from genenv_lab.rundir.read import BASELINE_PREFIXES, read_baseline, read_state
+from genenv_lab.rundir.write import open_run
+from genenv_lab.coevolution.rewards import RewardLog
+from genenv_lab.core.screening import Screening, screen
+from genenv_lab.coevolution.simulator import (contexts_by_id, env_update_batch, generate_reference, generate_tasks,
+    seed_torch)
+from genenv_lab.coevolution.state import next_pool, restore_state
+from genenv_lab.core.types import (Attempt, BatchTask, EpochRecord, EpochResult, GeneratedTask, LoopState, Measured,
+    PoolTask, TaskSpec)
 
 
 # ------------------------------------------------------------------------------------------------ Algorithm 1
@@ -361,7 +364,7 @@ def preflight(cfg: RunConfig, *, models: bool = True) -> None:
     the models' sources and the LoRA targets (``models``: unless a backend is given), the held-out data, the
     tracker's package."""
     if models:
-        from .models.loading import check_model_source, check_target_modules  # torch: only when a model loads
+        from genenv_lab.models.loading import check_model_source, check_target_modules  # torch: only when a model loads
 
         check_engine(cfg)
         check_model_source(cfg.model.name_or_path)

@@ -16,15 +16,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import curriculum as cur
-from .backends.base import Backend
-from .config import RunConfig
-from .domains import Domain, domain_of
-from .dryrun import FRONTIER_KEY, frontier_level, level_of
-from .evaluation import bfcl_multi_turn as mt
-from .evaluation.common import resolve_data_dir
-from .evaluation.runner import chosen_categories, get_benchmark, load_items, prompt_messages, score_predictions
-from .types import TaskSpec
+from genenv_lab.core import curriculum as cur
+from genenv_lab.backends.base import Backend
+from genenv_lab.config import RunConfig
+from genenv_lab.domains import Domain, domain_of
+from genenv_lab.core.dryrun import FRONTIER_KEY, frontier_level, level_of
+from genenv_lab.evaluation import bfcl_multi_turn as mt
+from genenv_lab.evaluation.common import resolve_data_dir
+from genenv_lab.evaluation.runner import (chosen_categories, get_benchmark, load_items, prompt_messages,
+    score_predictions)
+from genenv_lab.core.types import TaskSpec
 
 
 def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int | None = None,
@@ -119,9 +120,10 @@ def evaluate_backend(backend, benchmark: str, *, out_dir: str | Path, data_dir=N
 
 def backend_for(model: str, *, preset_name: str | None = None):
     """A backend for ``model``: a run directory (its config and last epoch's adapters) or a model id/directory."""
-    from .config import preset
-    from .backends.factory import make_backend
-    from .runlog import adapter_dir, read_config, read_state
+    from genenv_lab.config import preset
+    from genenv_lab.backends.factory import make_backend
+    from genenv_lab.rundir.layout import adapter_dir
+    from genenv_lab.rundir.read import read_config, read_state
 
     path = Path(model)
     if (path / "config.json").is_file() and (path / "state.json").is_file():
@@ -179,7 +181,7 @@ def heldout_score(backend: Backend, domain: Domain, cfg: RunConfig) -> float:
 def domain_scores(results: list[tuple[TaskSpec, float]], threshold: float) -> dict[str, float]:
     """``eval/domain`` (the mean greedy reward over the held-out items) and, where the items have levels, the
     held-out frontier ``heldout/frontier_level``: the lowest level with an item whose reward is below ``threshold``
-    (:func:`genenv_lab.dryrun.frontier_level`), which the next epoch's dry-run counts are read at."""
+    (:func:`genenv_lab.core.dryrun.frontier_level`), which the next epoch's dry-run counts are read at."""
     out = {"eval/domain": cur.mean_or_nan(r for _, r in results)}
     frontier = frontier_level((level_of(spec.features), r >= threshold) for spec, r in results)
     if frontier is not None:

@@ -34,8 +34,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .domains.base import HELDOUT_REASON, reply_prefill
-from .runlog import adapter_dir, committed_epochs, read_config, read_epochs
+from genenv_lab.domains.base import HELDOUT_REASON, reply_prefill
+from genenv_lab.rundir.layout import adapter_dir
+from genenv_lab.rundir.read import committed_epochs, read_config, read_epochs
 
 METHOD = "https://arxiv.org/abs/2512.19682"
 HUB_IDS = {"smollm2-135m": "HuggingFaceTB/SmolLM2-135M-Instruct"}
@@ -58,10 +59,10 @@ def _agent_backend(cfg, run_dir: Path, epoch: int):
     Always the ``hf`` engine (transformers + peft): every engine writes the same peft adapter folders, and answering
     or exporting needs no trainer, so a run trained with ``unsloth`` on a Colab GPU (or ``vllm``) loads anywhere,
     CPU included. A 4-bit Unsloth base is loaded in the run's 16-bit dtype here (outputs shift slightly)."""
-    from .backends.factory import make_backend
-    from .domains import domain_of
+    from genenv_lab.backends.factory import make_backend
+    from genenv_lab.domains import domain_of
 
-    from .models.loading import check_model_source
+    from genenv_lab.models.loading import check_model_source
 
     domain = domain_of(cfg)
     if cfg.model.engine != "hf":

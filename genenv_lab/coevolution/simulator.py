@@ -1,7 +1,8 @@
 """The simulator's side of an epoch (Algorithm 1, phases 1 and 2 for π_env): each parent's context (seed task and
 lineage statistics), the variations the simulator writes, their parsing into tasks, the counterfactual set the
 untrained simulator writes once, and the weighted batch of in-band generations for the RWR update.
-:func:`genenv_lab.loop.plan_epoch` and :func:`~genenv_lab.loop.finish_epoch` call these steps by name (the loop's
+:func:`genenv_lab.coevolution.loop.plan_epoch` and :func:`~genenv_lab.coevolution.loop.finish_epoch` call these steps
+by name (the loop's
 epoch and :class:`genenv_lab.trl.GenEnvCurriculum` both run those two); notebook 03 walks through them one by one.
 """
 
@@ -13,13 +14,13 @@ import math
 import random
 from typing import Sequence
 
-from .backends.base import Backend, EnvExample
-from .config import RunConfig
-from .seeds import epoch_seed
-from .distributed import processes
-from .domains import Domain, LineageStats, SeedTask
-from .domains.base import reply_prefill
-from .types import GeneratedTask, LoopState, Parent
+from genenv_lab.backends.base import Backend, EnvExample
+from genenv_lab.config import RunConfig
+from genenv_lab.core.seeds import epoch_seed
+from genenv_lab.backends.distributed import processes
+from genenv_lab.domains import Domain, LineageStats, SeedTask
+from genenv_lab.domains.base import reply_prefill
+from genenv_lab.core.types import GeneratedTask, LoopState, Parent
 
 
 def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,

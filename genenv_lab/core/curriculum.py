@@ -11,7 +11,7 @@ arXiv 2512.19682.
   update. p̂ has resolution 1/G, so ``band_values`` tells which values can pass at all.
 - ``in_band_probability``: P(p̂ in band) for a task of true success probability p (binomial sampling of G
   rollouts): what the band filter can keep at best, used to explain a run's in-band fraction
-  (:mod:`genenv_lab.diagnostics`).
+  (:mod:`genenv_lab.rundir.band_ceiling`).
 - ``rwr_weights``: reward-weighted regression weights ∝ exp(λ · R_env), normalised to mean 1 over the batch.
 - ``group_advantages``: GRPO's group-relative advantage (r - mean_group) / (std_group + eps), as TRL computes it
   with ``scale_rewards="group"``; recorded for inspection (TRL computes its own for the update).

@@ -10,8 +10,8 @@ from typing import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import curriculum as cur
-from .style import ALPHA_COLOUR, BAND_FILL
+from genenv_lab.core import curriculum as cur
+from genenv_lab.style import ALPHA_COLOUR, BAND_FILL
 
 
 def _grid(n: int = 201) -> list[float]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .backends.base import AgentPrompt, AgentTrainer, AgentUpdate, Backend, RewardFn, TrainerKit
+from genenv_lab.backends.base import AgentPrompt, AgentTrainer, AgentUpdate, Backend, RewardFn, TrainerKit
 
 DEFAULT_TRAINER = "grpo"
 
@@ -49,7 +49,7 @@ class TRLGRPO:
     """GRPOConfig settings beyond the configured ones (none may be a method field); checked as built."""
 
     def build(self, kit: TrainerKit) -> Any:
-        from .backends.agent_trainer import build_grpo_trainer  # torch and TRL load when an update is built
+        from genenv_lab.backends.agent_trainer import build_grpo_trainer  # torch and TRL load when an update is built
 
         return build_grpo_trainer(**kit.kwargs(), trainer_args=dict(self.args))
 
@@ -66,7 +66,7 @@ def trainer_named(name: str) -> AgentTrainer:
     try:
         return TRAINERS[name]
     except KeyError:
-        raise ValueError(f"agent trainer {name!r} is not in genenv_lab.agent_trainers.TRAINERS "
+        raise ValueError(f"agent trainer {name!r} is not in genenv_lab.trainers.agent.TRAINERS "
                          f"({', '.join(TRAINERS)}): choose one of those, or add it there") from None
 
 

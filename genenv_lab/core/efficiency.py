@@ -29,7 +29,7 @@ KEYS = ("cumulative/agent_rollouts", "cumulative/agent_tokens", "cumulative/dist
 @dataclass(frozen=True)
 class Consumption:
     """What the agent's training has consumed from epoch 1 to now; carried by the loop state and rebuilt on
-    ``--resume`` (:func:`genenv_lab.state.restore_state`)."""
+    ``--resume`` (:func:`genenv_lab.coevolution.state.restore_state`)."""
 
     rollouts: int = 0
     """Agent completions sampled for training (GRPO rollouts, ``online_filter``'s screening rollouts)."""

@@ -1,7 +1,7 @@
 """The simulator's update (reward-weighted regression) as one pure function of log-probabilities: no model, no I/O.
 
 Given the policy's and the reference's log-probabilities at the N positions that predict a target token, the
-target tokens, which example each position belongs to, and the examples' RWR weights (:func:`genenv_lab.curriculum.
+target tokens, which example each position belongs to, and the examples' RWR weights (:func:`genenv_lab.core.curriculum.
 rwr_weights`), it returns the two terms of the env loss::
 
     L = mean_i w_i · NLL_i  +  kl_coef · mean_t KL(π_env(·|t) ‖ π_ref(·|t))

@@ -34,14 +34,13 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from .config import RunConfig
-from .types import Attempt, EpochRecord, GeneratedTask
-from .runfiles import (ADAPTERS, ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, LOCK, REFERENCE, STATE,  # noqa: F401
-                       TABLES, TASKS, RunDirError, adapter_dir, atomic_write_bytes, atomic_write_json,
-                       atomic_write_parquet, legacy_table, overwrite_in_place, state_count, table_files)
-from .runread import (BASELINE_PREFIXES, EPOCHS_LIMIT, TABLE_FILE_DECODED, TABLE_FILE_ROWS,  # noqa: F401
-                      WHOLE_TABLE_SCALE, committed_epochs, parse_epoch_lines, read_baseline, read_budgeted,
-                      read_config, read_epochs, read_state, read_table)
+from genenv_lab.config import RunConfig
+from genenv_lab.core.types import Attempt, EpochRecord, GeneratedTask
+from genenv_lab.rundir.layout import (ADAPTERS, ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, LOCK, REFERENCE, STATE,
+    TABLES, TASKS, RunDirError, adapter_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, legacy_table,
+    overwrite_in_place, state_count, table_files)
+from genenv_lab.rundir.read import (BASELINE_PREFIXES, read_epochs,
+    read_state)
 
 def commit_problem(row: dict) -> str | None:
     """What stops a tasks-table row (``GeneratedTask.to_row()``) from being committed as an epoch commits it (its
@@ -368,7 +367,7 @@ class FollowerWriter:
 
 
 def open_run(out: str | Path, cfg: RunConfig, resume: bool, procs) -> RunWriter | FollowerWriter:
-    """The main process (of ``procs``, a :class:`genenv_lab.distributed.Processes`) creates or resumes the run
+    """The main process (of ``procs``, a :class:`genenv_lab.backends.distributed.Processes`) creates or resumes the run
     directory (:class:`RunWriter`); the others follow it (read it, write nothing) once it is ready, with the same
     last epoch, or stop with the main process's error."""
     if procs.world_size == 1:

@@ -8,12 +8,11 @@ import sys
 import time
 from pathlib import Path
 
-from .config import MAX_SEED, PRESETS, VARIANTS, ConfigError
-from .domains import known_domains
-from .flags import (FIELD_DEST, apply_settings, boolean_type, config_arguments, count_type,  # noqa: F401
-                    nonempty_type, parse_setting, run_config_from)
-from .run_summary import consumption_line, run_summary  # noqa: F401 - re-exported
-from .safe_io import read_text, short_repr
+from genenv_lab.config import MAX_SEED, PRESETS, VARIANTS, ConfigError
+from genenv_lab.domains import known_domains
+from genenv_lab.cli.flags import config_arguments, count_type, nonempty_type, run_config_from
+from genenv_lab.cli.run_summary import run_summary
+from genenv_lab.safe_io import read_text, short_repr
 
 MAX_GRID_SEEDS = 10_000  # seeds per configuration of one comparison
 
@@ -28,13 +27,13 @@ def _console(quiet: bool = False):
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from . import distributed
+    from genenv_lab.backends import distributed
 
     procs = distributed.processes()
     console = _console(quiet=not procs.is_main)  # several processes: the main one speaks
     try:
         cfg = run_config_from(args)  # validated before any model loads
-        from .domains import domain_of
+        from genenv_lab.domains import domain_of
 
         domain = domain_of(cfg)  # the domain's seed and held-out files parse, before any folder or model
         if not domain.seed_tasks():
@@ -47,8 +46,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         out = Path(args.out)
     else:  # every process of a job must name the same folder: the main process's clock decides
         out = Path(procs.broadcast(str(Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}")))
-    from .loop import run
-    from .runlog import LOCK, RunDirError, fmt_num
+    from genenv_lab.coevolution.loop import run
+    from genenv_lab.rundir.layout import LOCK, RunDirError
+    from genenv_lab.rundir.write import fmt_num
 
     had_lock = os.path.lexists(out / LOCK)
     _interruptible()
@@ -103,7 +103,7 @@ def _resume_where(cfg, out: Path) -> str:
 def _drop_stray_lock(out: Path) -> None:
     """A run refused in a folder that is no run (``--resume`` of a user's folder) leaves no ``.writer.lock`` there."""
     import fcntl  # (only a lock that no process holds is removed)
-    from .runlog import CONFIG, LOCK
+    from genenv_lab.rundir.layout import CONFIG, LOCK
 
     if not os.path.lexists(out / CONFIG) and (out / LOCK).is_file() and not (out / LOCK).is_symlink():
         with open(out / LOCK, "rb") as held:
@@ -117,7 +117,7 @@ def _drop_stray_lock(out: Path) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     import json
 
-    from .evaluation import BenchmarkDataMissing, gold_predictions, score_predictions
+    from genenv_lab.evaluation import BenchmarkDataMissing, gold_predictions, score_predictions
 
     console = _console()
     if not _one_process(console, "eval"):
@@ -134,7 +134,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                         limit=args.limit, out_dir=out, scoring=args.scoring,
                                         protocol=args.protocol)
         elif args.model:
-            from .heldout import backend_for, evaluate_backend
+            from genenv_lab.coevolution.heldout import backend_for, evaluate_backend
 
             summary = evaluate_backend(backend_for(args.model), args.benchmark, out_dir=out, data_dir=args.data_dir,
                                        category=category, limit=args.limit, max_new_tokens=args.max_new_tokens,
@@ -163,7 +163,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """``genenv-lab generate --run DIR "Task: ..."``: the agent's answer and the domain's verdict."""
     from rich.markup import escape
 
-    from .export import generate
+    from genenv_lab.coevolution.export import generate
 
     console = _console()
     task = args.task if args.prompt_file is None else \
@@ -182,7 +182,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``genenv-lab export --run DIR --out DIR [--merge]``."""
-    from .export import check_repo_id, export_agent, push_to_hub
+    from genenv_lab.coevolution.export import check_repo_id, export_agent, push_to_hub
 
     if args.push_to_hub:
         check_repo_id(args.push_to_hub)  # before the model loads
@@ -197,8 +197,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_check_domain(args: argparse.Namespace) -> int:
     """``genenv-lab check-domain NAME``: :func:`genenv_lab.domains.check.check_domain`, one line per problem."""
     from rich.markup import escape
-    from .domains import get_domain
-    from .domains.check import check_domain
+    from genenv_lab.domains import get_domain
+    from genenv_lab.domains.check import check_domain
 
     console = _console()
     try:
@@ -222,10 +222,11 @@ def cmd_check_domain(args: argparse.Namespace) -> int:
 
 
 def _commit_problem(task) -> str | None:
-    """Whether a task of the domain can be committed as a run commits it (:func:`genenv_lab.runlog.commit_problem`),
+    """Whether a task of the domain can be committed as a run commits it
+    (:func:`genenv_lab.rundir.write.commit_problem`),
     tried on a seed task dressed as a generated one."""
-    from .runlog import commit_problem
-    from .types import GeneratedTask
+    from genenv_lab.rundir.write import commit_problem
+    from genenv_lab.core.types import GeneratedTask
 
     spec = task.spec
     row = GeneratedTask(task_id="check", epoch=1, env_version=0, parent_id=task.seed_id, root_id=task.seed_id,
@@ -238,9 +239,9 @@ def _commit_problem(task) -> str | None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import (band_residence, bands_of, check_jobs, compare_grid, glance, read_study,
-                          rollouts_to_reach_table, spread_lines, summarise, sweep_entries, variant_entries, verdict)
-    from .runfiles import atomic_write_bytes
+    from genenv_lab.compare import (band_residence, bands_of, check_jobs, compare_grid, glance, read_study,
+        rollouts_to_reach_table, spread_lines, summarise, sweep_entries, variant_entries, verdict)
+    from genenv_lab.rundir.layout import atomic_write_bytes
 
     console = _console()
     if not _one_process(console, args.command):
@@ -266,7 +267,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except ValueError as exc:
             console.print(f"[red]--spread-from:[/red] {exc}")
             return 2
-    from .evaluation.common import BenchmarkDataMissing
+    from genenv_lab.evaluation.common import BenchmarkDataMissing
 
     out = Path(args.out)
     if (out / "config.json").is_file() or (out / "state.json").is_file():
@@ -315,7 +316,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def _one_process(console, command: str) -> bool:
     """Whether this is a one-process job; otherwise says that ``command`` runs in one process (only ``run`` is
     data-parallel: every process of an ``eval`` or ``compare`` job would write the same files)."""
-    from .distributed import launched_world_size
+    from genenv_lab.backends.distributed import launched_world_size
 
     if launched_world_size() == 1:
         return True
@@ -325,9 +326,10 @@ def _one_process(console, command: str) -> bool:
 
 
 def _interruptible() -> None:
-    """Ctrl-C, SIGTERM and SIGHUP end a run as ``interrupted`` (:func:`genenv_lab.loop.stop_on_signals`, imported
+    """Ctrl-C, SIGTERM and SIGHUP end a run as ``interrupted`` (:func:`genenv_lab.coevolution.loop.stop_on_signals`,
+    imported
     when a command starts work, not when the parser is built)."""
-    from .loop import stop_on_signals
+    from genenv_lab.coevolution.loop import stop_on_signals
 
     stop_on_signals()
 
@@ -368,7 +370,7 @@ def _add_run(sub) -> None:
 
 def _add_eval(sub) -> None:
     """``genenv-lab eval``."""
-    from .evaluation.runner import BENCHMARKS
+    from genenv_lab.evaluation.runner import BENCHMARKS
 
     e = sub.add_parser("eval", help="score a model or a predictions file on a benchmark (official metric)")
     e.add_argument("--benchmark", required=True, choices=sorted(BENCHMARKS) + ["api_bank"])
@@ -495,6 +497,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {type(exc).__name__}: {exc} (genenv-lab --debug ... shows the traceback)", file=sys.stderr)
         return 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

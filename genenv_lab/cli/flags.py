@@ -10,7 +10,7 @@ import functools
 import typing
 from pathlib import Path
 
-from .config import ConfigError, RunConfig, for_domain, load_config, preset
+from genenv_lab.config import ConfigError, RunConfig, for_domain, load_config, preset
 
 def run_config_from(args: argparse.Namespace) -> RunConfig:
     """The run's configuration: the preset, then every field the command line sets. A field may be written three
@@ -20,7 +20,7 @@ def run_config_from(args: argparse.Namespace) -> RunConfig:
     instead of one spelling silently winning. A domain, however it is written, brings its recommended settings
     (:func:`for_domain`). Naming a held-out benchmark, category or protocol without ``eval.every`` evaluates every
     epoch where the preset evaluates never (:data:`~genenv_lab.config.ASK_FOR_EVAL`)."""
-    from .config import ASK_FOR_EVAL
+    from genenv_lab.config import ASK_FOR_EVAL
 
     given: dict[str, list[tuple[str, object]]] = {}
     for key, value in vars(args).items():  # the short flags and --section.field VALUE (config_arguments)
@@ -50,7 +50,7 @@ def run_config_from(args: argparse.Namespace) -> RunConfig:
 def field_of(spelling: str) -> str:
     """The field (``section.field``) a command-line spelling sets: a short alias (``--epochs``), ``--section.field``,
     or an old name (``--loop.eval_every``, then with a notice)."""
-    from .config import ALIASES, current_name
+    from genenv_lab.config import ALIASES, current_name
 
     return ALIASES.get(spelling) or current_name(spelling[2:], flag=True)
 
@@ -99,7 +99,7 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
     docstring and range, the choices its constants, the type its type (a text field whose default is not empty
     cannot be emptied); values are validated by the config itself, after the preset and before any model loads. The
     old names of moved fields (:data:`~genenv_lab.config.MOVED`) are accepted, unlisted."""
-    from .config import ALIASES, MOVED, config_fields
+    from genenv_lab.config import ALIASES, MOVED, config_fields
 
     fields = {f"{section}.{name}": (section, name, kind, doc) for section, name, kind, doc in config_fields()}
     short = parser.add_argument_group("common settings", "short for the field named in each help")
@@ -118,8 +118,8 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_field(group, flag: str, section: str, name: str, kind: type, doc: str, *, help_prefix: str = "",
                hidden: bool = False) -> None:
     """One option setting field ``section.name`` (see :func:`config_arguments`)."""
-    from .config import bounds_of
-    from .config.fields import FIELD_METAVARS
+    from genenv_lab.config import bounds_of
+    from genenv_lab.config.fields import FIELD_METAVARS
 
     cls = _section_class(section)
     bounds = bounds_of(cls, name)
@@ -137,7 +137,7 @@ def _add_field(group, flag: str, section: str, name: str, kind: type, doc: str, 
 @functools.cache
 def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
     """The fields' fixed choices (:func:`~genenv_lab.config.field_choices`), read once."""
-    from .config import field_choices
+    from genenv_lab.config import field_choices
 
     return field_choices()
 
@@ -145,7 +145,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
 @functools.cache
 def _section_classes() -> dict[str, type]:
     """Each section's dataclass, by name (read once: the parser asks for one per flag)."""
-    from .config import RunConfig
+    from genenv_lab.config import RunConfig
 
     return typing.get_type_hints(RunConfig)
 
@@ -171,7 +171,7 @@ def parse_setting(item: str) -> tuple[str, str, object]:
     """
     import json
 
-    from .config import SECTIONS, config_fields, current_name
+    from genenv_lab.config import SECTIONS, config_fields, current_name
 
     key, sep, raw = item.partition("=")
     section, dot, field = key.strip().partition(".")

@@ -1,7 +1,7 @@
-"""The statistics of one epoch: its :class:`~genenv_lab.types.EpochRecord` (one line of ``epochs.jsonl``, every
+"""The statistics of one epoch: its :class:`~genenv_lab.core.types.EpochRecord` (one line of ``epochs.jsonl``, every
 key documented in docs/run_directory.md), the env update's ``rwr/*``, the tasks' ``features/*`` means, what the
 agent has consumed so far (``cumulative/*``), ``online_filter``'s screening (``screen/*``), the dry-run instrument
-(``dry/*``, ``levels/*``: :mod:`genenv_lab.dryrun`), and the per-phase timer. Pure: no model, no I/O."""
+(``dry/*``, ``levels/*``: :mod:`genenv_lab.core.dryrun`), and the per-phase timer. Pure: no model, no I/O."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import time
 from contextlib import contextmanager
 from typing import Sequence
 
-from . import curriculum as cur
-from .dryrun import dry_metrics
-from .config import RunConfig
-from .rewards import RewardLog
-from .screening import USED_UP, Screening
-from .types import EpochRecord, GeneratedTask, LoopState, Measured
+from genenv_lab.core import curriculum as cur
+from genenv_lab.core.dryrun import dry_metrics
+from genenv_lab.config import RunConfig
+from genenv_lab.coevolution.rewards import RewardLog
+from genenv_lab.core.screening import USED_UP, Screening
+from genenv_lab.core.types import EpochRecord, GeneratedTask, LoopState, Measured
 
 
 class PhaseTimer:

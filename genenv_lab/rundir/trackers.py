@@ -24,7 +24,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-TRACKERS = ("none", "tensorboard", "wandb", "trackio")
+from genenv_lab.config.schema import TRACKERS
 PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}
 
 

@@ -1,7 +1,7 @@
 """Why a run's in-band fraction is what it is: measured, expected from where the simulator put its tasks, and the
 ceiling had it put them all at the best difficulty.
 
-    python -m genenv_lab.diagnostics RUN_DIR [--feature level]
+    python -m genenv_lab.rundir.band_ceiling RUN_DIR [--feature level]
 
 For each epoch, the agent's success probability at each value of a difficulty feature (``level`` for ``times``) is
 estimated by pooling the p̂ of that epoch's valid tasks with that value. Then:
@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from .curriculum import in_band_probability
+from genenv_lab.core.curriculum import in_band_probability
 
 COLUMNS = ("epoch", "n", "measured", "expected", "best", "near_alpha", "spread")
 
@@ -68,8 +68,9 @@ def band_ceiling(tasks: pd.DataFrame, *, num_generations: int, alpha: float, k_m
 
 def run_band_ceiling(run_dir: str | Path, feature: str = "level") -> pd.DataFrame:
     """:func:`band_ceiling` of a run directory, with the run's own G, α and k_min (from ``config.json``)."""
-    from .config import RunConfig
-    from .runlog import CONFIG, read_table
+    from genenv_lab.config import RunConfig
+    from genenv_lab.rundir.layout import CONFIG
+    from genenv_lab.rundir.read import read_table
 
     run_dir = Path(run_dir)
     tasks = read_table(run_dir, "tasks")

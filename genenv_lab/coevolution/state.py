@@ -1,6 +1,6 @@
 """D_train across epochs: how an epoch's tasks extend the pool (:func:`next_pool`, by the variant's rules) and
 how the loop state is rebuilt from a run directory on ``--resume`` (:func:`restore_state`, the same pool
-:func:`next_pool` built, replayed epoch by epoch, the same :class:`~genenv_lab.efficiency.Consumption`, and the
+:func:`next_pool` built, replayed epoch by epoch, the same :class:`~genenv_lab.core.efficiency.Consumption`, and the
 held-out frontier of the latest evaluation)."""
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ from typing import Collection, Mapping
 
 import pandas as pd
 
-from . import curriculum as cur
-from .config import RunConfig
-from .dryrun import FRONTIER_KEY
-from .efficiency import KEYS, Consumption
-from .runlog import BASELINE_PREFIXES, read_baseline, read_epochs, read_table
-from .screening import USED_UP
-from .types import LoopState, PoolTask, TaskSpec
+from genenv_lab.core import curriculum as cur
+from genenv_lab.config import RunConfig
+from genenv_lab.core.dryrun import FRONTIER_KEY
+from genenv_lab.core.efficiency import KEYS, Consumption
+from genenv_lab.rundir.read import BASELINE_PREFIXES, read_baseline, read_epochs, read_table
+from genenv_lab.core.screening import USED_UP
+from genenv_lab.core.types import LoopState, PoolTask, TaskSpec
 
 def next_pool(pool: list[PoolTask], measured: list[PoolTask], new: list[PoolTask], cfg: RunConfig,
               used_up: Collection[str] = ()) -> list[PoolTask]:
     """D_train after an epoch: the old pool and the new valid tasks, or (``rank_trim`` variants) the epoch's
-    measured tasks without the ends of their p̂ ranking (:func:`~genenv_lab.curriculum.trim_by_rank`); less the
+    measured tasks without the ends of their p̂ ranking (:func:`~genenv_lab.core.curriculum.trim_by_rank`); less the
     tasks ``online_filter`` used up this epoch (``used_up``), so that no later epoch draws them again."""
     v = cfg.variant
     kept = cur.trim_by_rank(measured, lambda t: t.p_hat, v.rank_trim) if v.rank_trim else new

@@ -9,7 +9,8 @@ from pathlib import Path
 def run_summary(out: Path, cfg) -> list[str]:
     """Where p̂ went: first and last epoch on the simulator's tasks, on the untrained simulator's tasks, and the
     held-out score from epoch 0, against the run's band."""
-    from .runlog import fmt_num, read_baseline, read_epochs  # pandas: only when a run has ended
+    from genenv_lab.rundir.write import fmt_num
+    from genenv_lab.rundir.read import read_baseline, read_epochs  # pandas: only when a run has ended
 
     records = read_epochs(out)
     if not records:
@@ -57,7 +58,7 @@ def consumption_line(extra: dict) -> str:
 def curriculum_verdict(records: list[dict], alpha: float, k_min: float) -> str:
     """One sentence on what happened: p̂ over the last third of the epochs against α and against epoch 1, and in
     how many epochs the simulator was updated (RWR ran on in-band tasks)."""
-    from .curriculum import in_band
+    from genenv_lab.core.curriculum import in_band
 
     n = len(records)
     late = [r["p_hat_mean"] for r in records[n - max(1, n // 3):] if r.get("p_hat_mean") is not None

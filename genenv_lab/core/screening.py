@@ -6,7 +6,7 @@ tasks the agent solves sometimes but not always (0 < p̂ < 1), the only ones who
 advantage. It is the natural rival of GenEnv's claim: both aim the agent's batch at tasks of intermediate
 difficulty, one by filtering what exists, the other by writing new tasks.
 
-The loop (:func:`genenv_lab.loop.screen_fresh`) shuffles the fixed set, hands the order and a ``measure``
+The loop (:func:`genenv_lab.coevolution.loop.screen_fresh`) shuffles the fixed set, hands the order and a ``measure``
 callback (G rollouts per task, no update) to :func:`screen`, and trains on :attr:`Screening.batch`. Rules:
 
 - Rounds draw the next candidates in order, each round only as many as the batch still lacks
@@ -27,7 +27,8 @@ from typing import Callable, Sequence
 
 USED_UP = "screen/used_up"
 """Key of an ``online_filter`` epoch record's ``extra``: the ids of the tasks its screening found at p̂ = 1. It is
-the run directory's record of them: ``genenv_lab.state.restore_state`` removes them from the rebuilt pool epoch by
+the run directory's record of them: ``genenv_lab.coevolution.state.restore_state`` removes them from the rebuilt pool
+epoch by
 epoch, so a resumed run draws from the same pool as an uninterrupted one."""
 
 
