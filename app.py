@@ -3,9 +3,11 @@
     python app.py [--runs DIR] [--host 127.0.0.1] [--port 7860] [--share]
 
 It reads run directories (``docs/run_directory.md``) under ``--runs`` (default ``runs/`` beside this file) and
-nothing else. This file only lays out components and wires events; everything it shows comes from the pure view
-functions of ``genenv_lab.lab.views`` (tested without Gradio), runs are read by ``genenv_lab.lab.runs`` and started
-by ``genenv_lab.lab.launcher``.
+nothing else. This file only lays out components and wires events: the callbacks are
+``genenv_lab.lab.callbacks.Lab`` (over ``genenv_lab.lab.folder.RunsFolder``, which reads the runs folder without
+Gradio), everything they show comes from the pure view functions of ``genenv_lab.lab.views`` and the figures of
+``genenv_lab.lab.figures`` (tested without Gradio), runs are read by ``genenv_lab.lab.runs`` and started by
+``genenv_lab.lab.launcher``, and ``genenv_lab.lab.serving`` launches the page.
 
 Per-user state lives in ``gr.State`` (the loaded runs and their fingerprints, the processes this user started);
 nothing mutable is kept at module level. A ``gr.Timer`` polls every 2 s and redraws a view only when its run
@@ -23,290 +25,27 @@ Markdown card of one run) and ``/list_comparisons`` (the names of the comparison
 from __future__ import annotations
 
 import argparse
-import functools
 import signal
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
-import pandas as pd
 
-from genenv_lab.lab import comparisons, figures, launcher, views
-from genenv_lab.lab.glance import glance_figure
-from genenv_lab.lab.origin import SameOriginWrites
+from genenv_lab.lab import comparisons, launcher, views
+from genenv_lab.lab.callbacks import Lab, pick_first_cell
+from genenv_lab.lab.comparisons import ComparisonData
+from genenv_lab.lab.folder import NONE
+from genenv_lab.lab.names import LabError
+from genenv_lab.lab.runs import RunData
+from genenv_lab.lab.serving import exposed, launch, served_url
 from genenv_lab.lab.widgets import Table
-from genenv_lab.lab.comparisons import (ComparisonData, comparison_dirs, comparison_fingerprint,
-                                        comparisons_fingerprint, load_comparison, resolve_comparison)
-from genenv_lab.lab.names import LabError, resolve_run, shown_name
-from genenv_lab.lab.runs import RunData, discover_runs, folder_fingerprint, is_comparison, load_run, with_attempts
-from genenv_lab.lab.status import fingerprint
-from genenv_lab.lab.story import FIXED_SET_VARIANT, pair_caption, pair_numbers, partner_name, story_figure
+
+__all__ = ["Lab", "build_app", "exposed", "launch", "main", "served_url"]
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_RUNS = ROOT / "runs"
-NONE = "(none)"
 REFRESH_S = 2.0
-HIDDEN_STORY = (gr.update(visible=False), gr.update(visible=False))
-"""The story figure and its caption, hidden (no run, or a run that could not be drawn)."""
-
-CSS = """
-.lab-header h1 {margin-bottom: 0; font-size: 1.7rem;}
-.lab-header p {margin-top: 2px; color: var(--body-text-color-subdued);}
-.run-card {padding: 4px 14px !important; background: var(--background-fill-secondary) !important;
-           border-radius: 8px !important;}
-.run-card blockquote {margin: 4px 0; color: #c92a2a;}
-.story-caption {padding: 0 14px; color: var(--body-text-color-subdued);}
-"""
-
-
-def theme() -> gr.themes.Base:
-    local = ["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "sans-serif"]
-    return gr.themes.Soft(primary_hue="indigo", secondary_hue="teal", neutral_hue="slate", font=local,
-                          font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"])
-
-
-class Lab:
-    """What the lab reads and computes over one runs folder, without any Gradio component: loading runs and
-    comparisons by name, and the callbacks :func:`build_app` wires to its components (each returns the values of
-    the components it updates)."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        # empty tables carry their own column names from the first render (never gradio's placeholder "1 2 3")
-        self.no_run = RunData(name="", path=root, status="empty")
-        self.no_cmp = ComparisonData(name="", path=root, status="empty")
-        # a run's attempts are read when a task of it is picked, once per loaded run (a few kept, by identity)
-        self.with_attempts = functools.lru_cache(maxsize=4)(with_attempts)
-
-    # ------------------------------------------------------------------------------------------ data access
-    def load(self, name: Any) -> RunData | None:
-        """The run called ``name``, or None; a refused name becomes a run that shows why."""
-        if name in (None, "", NONE):
-            return None
-        try:
-            path = resolve_run(self.root, name)
-        except LabError as exc:  # the card's heading shows the name escaped (no newline, no bidi override)
-            return RunData(name=shown_name(name), path=self.root, status="missing", problems=(str(exc),))
-        if is_comparison(path):
-            return RunData(name=str(name), path=path, status="missing", problems=(
-                f"{name!r} is a comparison, not a run: open it in the “Comparisons” tab.",))
-        return load_run(path, str(name), attempts=False)  # read when a task is picked (with_attempts)
-
-    def load_cmp(self, name: Any) -> ComparisonData | None:
-        """The comparison called ``name``, or None; a refused name becomes a comparison that shows why."""
-        if name in (None, "", NONE):
-            return None
-        try:
-            path = resolve_comparison(self.root, name)
-        except LabError as exc:
-            return ComparisonData(name=shown_name(name), path=self.root, status="missing", problems=(str(exc),))
-        return load_comparison(path, str(name))
-
-    def cmp_key_of(self, name: Any) -> tuple:
-        try:
-            return (name, comparison_fingerprint(resolve_comparison(self.root, name))
-                    if name not in (None, "", NONE) else None)
-        except LabError:
-            return (name, None)
-
-    def key_of(self, run: Any, compare: Any) -> tuple:
-        parts: list[Any] = [run, compare]
-        for name in (run, compare):
-            try:
-                parts.append(fingerprint(resolve_run(self.root, name)) if name not in (None, "", NONE) else None)
-            except LabError:
-                parts.append(None)
-        return tuple(parts)
-
-    def first_view(self, run: str | None) -> dict[str, Any]:
-        """What the page shows on its first render: the runs, the run shown (``run``, else the newest; a
-        :class:`LabError` when ``run`` is not there), its card, histogram and curves."""
-        summaries = discover_runs(self.root)
-        names = [summary.name for summary in summaries]
-        if run is not None and run not in names:
-            raise LabError(f"--run {run!r}: no such run in {self.root} (runs: {', '.join(names) or 'none yet'})")
-        paired = [n for n in names if partner_name(n) in names and partner_name(n) != n]
-        first = run or (paired[0] if paired else names[0] if names else None)  # a run beside its fixed set first
-        view = {"summaries": summaries, "names": names, "run": first, "card": "_No run selected._", "glance": None,
-                "hist": None, "curves": None, "story": None, "story_caption": ""}
-        if first is not None:
-            try:
-                shown = self.load(first)
-                story, story_caption = self.story_of(shown)
-                view.update(card=views.run_card(shown), glance=glance_figure(shown),
-                            hist=figures.difficulty_figure(shown), curves=figures.curves_figure([shown]),
-                            story=story, story_caption=story_caption)
-            except Exception:  # noqa: BLE001 - the timer's first refresh draws it, or shows why it cannot
-                pass
-        return view
-
-    def story_of(self, run: RunData) -> tuple[Any, str]:
-        """The story figure of ``run`` beside its fixed set's run (same preset and seed, arm ``static``) and its
-        caption, or (None, "") when the run is the fixed set's or has no such partner in the runs folder."""
-        partner = partner_name(run.name)
-        if run.variant == FIXED_SET_VARIANT or partner is None or partner == run.name:
-            return None, ""
-        try:
-            fixed = self.load(partner)
-        except LabError:
-            return None, ""
-        if fixed is None or not fixed.records or not run.records:
-            return None, ""
-        return story_figure(run, fixed), pair_caption(pair_numbers(run, fixed))
-
-    # ------------------------------------------------------------------------------------- runs and tasks
-    def refresh_runs(self, run: Any, compare: Any, last_key: Any, force: bool = False):
-        key = folder_fingerprint(self.root)
-        if key == last_key and not force:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        summaries = discover_runs(self.root)
-        names = [s.name for s in summaries]
-        frame = views.runs_frame(summaries)
-        run = run if run in names else (names[0] if names else None)
-        compare = compare if compare in names and compare != run else NONE
-        return (frame, gr.update(choices=names, value=run), gr.update(choices=[NONE] + names, value=compare), key)
-
-    def render(self, run_name: Any, compare_name: Any, epoch: str, band: str, validity: str, reason: str,
-               search: str, task: Any, state: Any, force: bool):
-        key = self.key_of(run_name, compare_name)
-        if not force and state is not None and state[0] == key:
-            return (gr.skip(),) * 18
-        a, b = self.load(run_name), self.load(compare_name if compare_name != run_name else None)
-        if a is None:
-            empty = figures.message_figure(f"No run in {self.root} yet: start one in the “Start a run” tab, or run "
-                                         f"`genenv-lab run --preset tiny --out {self.root}/tiny`.")
-            return (*HIDDEN_STORY, "_No run selected._", gr.update(visible=False), empty, empty, empty, None,
-                    gr.update(),
-                    gr.update(), gr.update(choices=[], value=None), *self.detail(None, None), "", (key, None, None))
-        try:
-            return self.draw(a, b, epoch, band, validity, reason, search, task, key)
-        except Exception as exc:  # noqa: BLE001 - a run no view foresaw must not take the lab down
-            oops = figures.message_figure(f"{a.name}: could not draw this run ({type(exc).__name__}: {exc}).")
-            return (*HIDDEN_STORY, f"### {a.name}\n\n> ⚠ Could not draw this run: `{type(exc).__name__}: {exc}`",
-                    gr.update(visible=False), oops, oops, oops, None, gr.update(), gr.update(),
-                    gr.update(choices=[], value=None), *self.detail(None, None), a.events, (key, None, None))
-
-    def draw(self, a: RunData, b: RunData | None, epoch: str, band: str, validity: str, reason: str, search: str,
-             task: Any, key: tuple):
-        choices = views.task_filter_choices(a)
-        epoch = epoch if epoch in choices["epochs"] else "all"
-        reason = reason if reason in choices["reasons"] else "all"
-        table = views.tasks_frame(a, epoch=epoch, band=band, validity=validity, reason=reason, search=search)
-        ids = list(table["task_id"])  # the tasks the table shows (at most views.TASK_ROWS)
-        task = task if task in ids else None
-        shown = [r for r in (a, b) if r is not None]
-        story, story_caption = self.story_of(a)
-        return (gr.update(value=story, visible=story is not None),
-                gr.update(value=story_caption, visible=story is not None), views.run_card(a),
-                gr.update(value=views.run_card(b), visible=True) if b is not None else gr.update(visible=False),
-                glance_figure(shown), figures.difficulty_figure(shown), figures.curves_figure(shown), table,
-                gr.update(choices=choices["epochs"], value=epoch),
-                gr.update(choices=choices["reasons"], value=reason),
-                gr.update(choices=ids, value=task), *self.detail(a, task), a.events, (key, a, b))
-
-    def detail(self, run: RunData | None, task: Any):
-        if run is not None and task:
-            run = self.with_attempts(run)
-        if run is None or not task:
-            return (views.lineage_figure(run, "") if run else figures.message_figure("No run selected."),
-                    pd.DataFrame(columns=views.LINEAGE_COLUMNS),
-                    "_Pick a generated task (click a row of the table) to see the env context it came from._",
-                    "", pd.DataFrame(columns=views.ATTEMPTS_COLUMNS))
-        return (views.lineage_figure(run, task), views.lineage_frame(run, task),
-                views.context_markdown(run, task), views.attempts_markdown(run, task),
-                views.attempts_frame(run, task))
-
-    def show_task(self, state: Any, task: Any):
-        return self.detail(state[1] if state else None, task)
-
-    @staticmethod
-    def filter_tasks(state: Any, epoch: str, band: str, validity: str, reason: str, search: str):
-        run = state[1] if state else None
-        if run is None:
-            return None
-        return views.tasks_frame(run, epoch=epoch, band=band, validity=validity, reason=reason, search=search)
-
-    # ---------------------------------------------------------------------------------------- comparisons
-    def refresh_comparisons(self, current: Any, last_key: Any, force: bool = False):
-        key = comparisons_fingerprint(self.root)
-        if key == last_key and not force:
-            return gr.skip(), gr.skip()
-        names = [name for name, _ in comparison_dirs(self.root)]
-        current = current if current in names else (names[0] if names else None)
-        return gr.update(choices=names, value=current), key
-
-    def empty_cmp_tables(self):
-        """The three comparison tables with their column names and no rows."""
-        return (comparisons.comparison_summary_frame(self.no_cmp), comparisons.band_residence_frame(self.no_cmp),
-                comparisons.comparison_runs_frame(self.no_cmp))
-
-    def render_comparison(self, name: Any, state: Any, force: bool):
-        key = self.cmp_key_of(name)
-        if not force and state is not None and state[0] == key:
-            return (gr.skip(),) * 6
-        cmp = self.load_cmp(name)
-        if cmp is None:
-            empty = figures.message_figure(f"No comparison in {self.root} yet: run `genenv-lab compare --presets tiny "
-                                         f"--variants genenv random_env static --out {self.root}/cmp1`.")
-            return ("_No comparison selected._", empty, *self.empty_cmp_tables(), (key, None))
-        try:
-            return (comparisons.comparison_card(cmp), comparisons.comparison_figure(cmp),
-                    comparisons.comparison_summary_frame(cmp), comparisons.band_residence_frame(cmp),
-                    comparisons.comparison_runs_frame(cmp), (key, cmp))
-        except Exception as exc:  # noqa: BLE001 - a comparison no view foresaw must not take the lab down
-            oops = figures.message_figure(f"{cmp.name}: could not draw this comparison "
-                                        f"({type(exc).__name__}: {exc}).")
-            return (f"### {cmp.name}\n\n> ⚠ Could not draw this comparison: `{type(exc).__name__}: {exc}`",
-                    oops, *self.empty_cmp_tables(), (key, None))
-
-    # ------------------------------------------------------------------------------------- starting runs
-    def start(self, preset: str, domain: str, name: str, mine: dict):
-        try:
-            run = launcher.start_run(self.root, preset, domain, name)
-        except LabError as exc:
-            return (mine, f"⚠ {exc}", launcher.launched_frame(mine), gr.skip(), gr.skip(), gr.skip())
-        mine = dict(mine, **{run.name: run})
-        names = [s.name for s in discover_runs(self.root)]
-        return (mine, f"Started **{run.name}** (pid {run.pid}): `{run.shown_command}`",
-                launcher.launched_frame(mine), gr.update(choices=list(mine), value=run.name),
-                gr.update(choices=names, value=run.name), launcher.log_tail(run))
-
-    @staticmethod
-    def stop(name: Any, mine: dict):
-        run = mine.get(name) if name else None
-        if run is None:
-            return "⚠ Pick a run this session started.", launcher.launched_frame(mine), gr.skip()
-        code = launcher.stop_run(run)
-        return f"Stopped **{run.name}** (exit code {code}).", launcher.launched_frame(mine), launcher.log_tail(run)
-
-    @staticmethod
-    def poll_started(name: Any, mine: dict):
-        if not mine:
-            return gr.skip(), gr.skip()
-        run = mine.get(name)
-        return launcher.launched_frame(mine), launcher.log_tail(run) if run else ""
-
-    # ---------------------------------------------------------------------------------- API endpoints
-    def list_runs(self) -> list[dict]:
-        """Every run under the runs folder: name, status, preset, model, domain, epochs done / planned."""
-        frame = views.runs_frame(discover_runs(self.root)).astype(object)
-        return frame.where(frame.notna(), None).to_dict("records")
-
-    def run_summary(self, name: str) -> str:
-        """The Markdown card of run ``name`` (status, settings, last epoch, problems found)."""
-        run = self.load(name)
-        return views.run_card(run) if run is not None else "_No run selected._"
-
-    def list_comparisons(self) -> list[str]:
-        """The names of the comparison folders (``manifest.json``) under the runs folder."""
-        return [name for name, _ in comparison_dirs(self.root)]
-
-
-def pick_first_cell(evt: gr.SelectData):
-    """The first cell (the name or id) of the table row the user clicked."""
-    row = getattr(evt, "row_value", None)
-    return gr.update(value=str(row[0])) if row else gr.skip()
 
 
 def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> gr.Blocks:
@@ -439,8 +178,6 @@ def start_tab(ui: SimpleNamespace) -> None:
 # ---------------------------------------------------------------------------------------------------- wiring
 QUIET = dict(show_progress="hidden", api_visibility="private")
 VIEW_SLOTS = 4
-MAX_UPLOAD = "1mb"
-"""The most Gradio's upload route takes (the lab itself uploads nothing)."""
 """Views of runs (and of comparisons) drawn at once, across every user of the lab: one slow view (a huge or
 hostile run) holds one slot, the others go on (with one slot, every user's view waited behind it). The callbacks
 only read the runs folder, so they may run side by side."""
@@ -502,39 +239,6 @@ def wire_launcher(ui: SimpleNamespace, lab: Lab) -> None:
     ui.stop_btn.click(lab.stop, mine, [ui.launch_msg, ui.started_df, ui.launch_log], api_visibility="private")
     ui.l_preset.change(launcher.preset_domain, ui.l_preset, ui.l_domain, **QUIET)  # the chosen preset's own domain
     ui.stop_dd.change(lab.poll_started, mine, [ui.started_df, ui.launch_log], **QUIET)
-
-
-def launch(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int | None = 7860, share: bool = False,
-           **kwargs: Any):
-    """Launch ``demo`` with the lab's theme and CSS (Gradio 6 takes them at launch), refusing cross-site writes
-    (:mod:`genenv_lab.lab.origin`: a page on another site could otherwise start runs through a visitor's browser)."""
-    from starlette.middleware import Middleware
-
-    guard = Middleware(SameOriginWrites, share=share, loopback_only=not exposed(host))
-    app_kwargs = {"middleware": [guard], **kwargs.pop("app_kwargs", {})}
-    # the lab has no upload component: Gradio's upload route still takes files, so bound it (round 4, failure 16)
-    return demo.launch(server_name=host, server_port=port, share=share, theme=theme(), css=CSS,
-                       ssr_mode=False, footer_links=["api"], max_file_size=MAX_UPLOAD, app_kwargs=app_kwargs,
-                       **kwargs)
-
-
-def exposed(host: str) -> bool:
-    """Whether binding ``host`` lets other machines reach the lab (anything but a loopback address)."""
-    import ipaddress
-
-    if host == "localhost":
-        return False
-    try:
-        return not ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a host name: whatever it resolves to, nothing says it is this machine only
-        return True
-
-
-def served_url(local_url: str, host: str) -> str:
-    """The address to print: Gradio says ``localhost`` whatever was bound."""
-    if host in ("0.0.0.0", "::"):
-        return f"{local_url} (bound on every interface: {host})"
-    return local_url.replace("localhost", host) if exposed(host) else local_url
 
 
 def main(argv: list[str] | None = None) -> None:

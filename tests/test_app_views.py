@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 import pytest
 
 from genenv_lab.config import preset
-from genenv_lab.lab import figures, launcher, views
+from genenv_lab.lab import figures, launcher, panels, views
 from genenv_lab.lab.glance import glance_figure, level_label, story_frame, story_numbers
 from genenv_lab.lab.names import LabError, resolve_run, validate_run_name
 from genenv_lab.lab.runs import discover_runs, load_run
@@ -310,7 +310,8 @@ def test_curves_figure_overlays_runs_and_shows_eval_scores(tmp_path, run_dir):
     names = {t.name for t in fig.data}
     assert {"syn", "other", "syn eval/arith_test"} <= names
     per_run = [t for t in fig.data if t.name == "syn"]
-    assert len(per_run) == len(figures.CURVES) and list(per_run[0].x) == [1, 2, 3]
+    one_line = [p for p in panels.PANELS if p.draw is panels.one_line]
+    assert len(per_run) == len(one_line) == 7 and list(per_run[0].x) == [1, 2, 3]
     assert any(s.type == "rect" for s in fig.layout.shapes)  # the band on the p̂ panel
     frame = figures.curves_frame(load_run(run_dir))
     assert list(frame["epoch"]) == [0, 1, 2, 3]  # epoch 0: the untrained agent's baseline
@@ -338,7 +339,7 @@ def test_curves_figure_shows_the_methods_signals_in_a_third_row(run_dir):
     assert {[x for x in t.text if x][0] for t in features} == {"n_operands", "max_digits"}
     assert all(list(t.text).count("") == len(t.text) - 1 for t in features)
     y_titles = [getattr(fig.layout, f"yaxis{i if i > 1 else ''}").title.text for i in range(1, 17)]
-    assert y_titles == list(figures.Y_TITLES)
+    assert y_titles == [p.y_title for p in panels.PANELS]
 
 
 def test_curves_figure_draws_the_dry_run_instrument_in_a_fourth_row(tmp_path):

@@ -18,49 +18,12 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from genenv_lab.core import curriculum as cur
+from genenv_lab.lab.panels import COLS, EMPTY, LINE_KEYS, PANELS, Draw, cell
 from genenv_lab.lab.runs import RunData
-
 from genenv_lab.style import ALPHA_COLOUR, BAND_FILL, BAND_LINE, RUN_COLORS, TEMPLATE
 
 
 FONT = dict(family="Inter, system-ui, -apple-system, Segoe UI, sans-serif", size=13, color="#343a40")
-
-
-CURVES = (
-    ("p_hat_mean", "p̂ mean of generated tasks", None),
-    ("in_band_frac", "in-band fraction", (0, 1)),
-    ("valid_frac", "valid fraction", (0, 1)),
-    ("env_reward_mean", "env reward R_env (mean)", (0, 1)),
-    ("agent_reward_mean", "agent reward (mean)", (0, 1)),
-    ("frac_zero_std", "zero-std GRPO groups", (0, 1)),
-    ("rwr/kl", "env KL to initial simulator", None),
-)
-"""(key of an epoch record, at its top level or in its ``extra``; panel title; fixed y range) of the per-epoch
-curves, in panel order."""
-
-
-Y_TITLES = ("p̂", "share of tasks", "share of generations", "R_env", "mean reward", "share of groups", "KL (nats)",
-            "score", "p̂", "|p̂ − α|", "level / feature", "value", "share of steps", "level", "level", "groups")
-"""The y-axis title of each panel of :func:`curves_figure`, in panel order (rows of four)."""
-
-
-SIGNALS = (
-    ("p̂ on the untrained simulator's tasks", ("reference/p_hat",), (0, 1)),
-    ("|p̂ − α|: generated (solid) · untrained (dot)", ("fresh/p_hat_gap", "reference/p_hat_gap"), (0, 1)),
-    ("mean difficulty of valid tasks (features/*)", ("features/",), None),
-    ("GRPO (TRL): reward_std · kl (dot)", ("grpo/reward_std", "grpo/kl"), None),
-    ("dry run: GRPO steps with no informative group", ("dry/step_frac",), (0, 1)),
-    ("held-out frontier level · the one trained against (dot)", ("heldout/frontier_level", "dry/frontier_level"),
-     None),
-    ("simulator's highest level (levels/max)", ("levels/max",), None),
-    ("groups at the frontier: informative · all (dot)", ("dry/frontier_informative", "dry/frontier_groups"), None),
-)
-"""The third and fourth rows of the curves: (panel title, keys of a record's ``extra``, fixed y range). A key ending in
-``/`` takes every numeric key with that prefix. The first key of a panel is drawn solid, the others dotted. These
-are the signals the method depends on: the counterfactual (the same agent on the untrained simulator's tasks), the
-distance of each from α, the difficulty the simulator writes, and GRPO's own health (docs/run_directory.md); the
-fourth row is the dry-run instrument (genenv_lab/core/dryrun.py): whether the agent's update had anything to learn from,
-where the held-out frontier is, how high the simulator writes, and the training at the frontier."""
 
 
 def number(value: Any) -> float:
@@ -223,115 +186,81 @@ def difficulty_figure(runs: RunData | Sequence[RunData], *, height: int = 440) -
 
 
 def curves_frame(run: RunData) -> pd.DataFrame:
-    """The per-epoch curves of one run as a table: one row per epoch, the plotted keys and ``eval/*`` scores;
-    epoch 0 carries the untrained agent's ``eval/*`` scores when the run has a baseline."""
+    """The per-epoch curves of one run as a table: one row per epoch, the keys :func:`~.panels.one_line` draws and
+    every numeric key of ``extra``; epoch 0 carries the untrained agent's ``eval/*`` scores when the run has a
+    baseline."""
     rows = []
     if run.baseline and run.records:  # epoch 0: the untrained agent's held-out scores, nothing else yet
-        rows.append({"epoch": 0} | {key: float("nan") for key, _, _ in CURVES}
+        rows.append({"epoch": 0} | {key: float("nan") for key in LINE_KEYS}
                     | {k: number(v) for k, v in run.baseline.items()})
     for r in run.records:
-        row = {"epoch": r["epoch"]} | {key: number(r.get(key)) for key, _, _ in CURVES}
-        extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
+        row = {"epoch": r["epoch"]} | {key: number(r.get(key)) for key in LINE_KEYS}
+        extra = r.extra
         row |= {k: number(v) for k, v in extra.items() if isinstance(k, str) and isinstance(v, (int, float))
                 and not isinstance(v, bool)}
         rows.append(row)
-    return pd.DataFrame(rows, columns=None if rows else ["epoch"] + [k for k, _, _ in CURVES])
-
-
-def _signal_keys(frame: pd.DataFrame, keys: Sequence[str]) -> list[str]:
-    """The frame's columns named by a :data:`SIGNALS` panel (a key ending in ``/``: every column with that
-    prefix), those with at least one number."""
-    cols = [c for k in keys for c in (sorted(c for c in frame.columns if c.startswith(k)) if k.endswith("/")
-                                      else [k] if k in frame.columns else [])]
-    return [c for c in cols if frame[c].notna().any()]
-
-
-LINE_LABEL = dict(textposition="top left", textfont=dict(size=10), cliponaxis=False)
-"""Where a panel with several lines names each one: beside its last point."""
-
-
-def _end_label(values: pd.Series, label: str) -> list[str]:
-    """``label`` at the last number of ``values`` and nothing elsewhere: a line names itself where it ends."""
-    last = values.last_valid_index()
-    return [label if i == last else "" for i in values.index]
+    return pd.DataFrame(rows, columns=None if rows else ["epoch", *LINE_KEYS])
 
 
 def curves_figure(runs: Sequence[RunData], *, height: int = 1060) -> go.Figure:
-    """The per-epoch curves of one or more runs, overlaid (one color per run) in a grid of panels: p̂ mean with
-    the α band, in-band, valid and zero-std fractions, env and agent reward, env KL, and validation scores
-    (``eval/*`` keys of a record's ``extra``) when a run has them; a third row holds the method's signals
-    (:data:`SIGNALS`: the counterfactual p̂, |p̂ − α|, task difficulty, GRPO metrics) where the records have
-    them."""
+    """The per-epoch curves of one or more runs, overlaid (one color per run), one panel per entry of the panel
+    table (:data:`~genenv_lab.lab.panels.PANELS`: p̂ with the α band, in-band, valid and zero-std fractions, env and
+    agent reward, env KL, held-out scores, the method's signals); a panel no run has numbers for says so."""
     runs = [r for r in runs if r is not None]
     frames = [curves_frame(r) for r in runs]
     if not any(len(f) for f in frames):
         names = ", ".join(r.name for r in runs) or "no run selected"
         return message_figure(f"No committed epoch yet ({names}): the curves appear after the first epoch.",
                               height=height)
-    titles = [t for _, t, _ in CURVES] + ["validation (extra eval/*)"] + [t for t, _, _ in SIGNALS]
-    signal_rows = -(-len(SIGNALS) // 4)
-    fig = make_subplots(rows=2 + signal_rows, cols=4, subplot_titles=titles, horizontal_spacing=0.06,
+    rows = -(-len(PANELS) // COLS)
+    fig = make_subplots(rows=rows, cols=COLS, subplot_titles=[p.title for p in PANELS], horizontal_spacing=0.06,
                         vertical_spacing=0.08)
-    has_eval = False
-    drawn_signals: set[int] = set()
+    drawn: set[str] = set()
     for i, (run, frame) in enumerate(zip(runs, frames)):
-        color = RUN_COLORS[i % len(RUN_COLORS)]
         if not len(frame):
             continue
-        trained = frame[frame["epoch"] > 0]
-        for j, (key, _, _) in enumerate(CURVES):
-            fig.add_scatter(x=trained["epoch"], y=trained[key], mode="lines+markers", name=run.name,
-                            legendgroup=run.name, showlegend=(j == 0), line=dict(color=color, width=2.2),
-                            marker=dict(size=7), row=j // 4 + 1, col=j % 4 + 1,
-                            hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
-        eval_keys = [c for c in frame.columns if c.startswith("eval/")]
-        symbols = ("circle", "square", "diamond", "triangle-up", "x", "star")
-        for k, key in enumerate(eval_keys):
-            has_eval = True
-            fig.add_scatter(x=frame["epoch"], y=frame[key], mode="lines+markers+text", name=f"{run.name} {key}",
-                            legendgroup=run.name, showlegend=False, line=dict(color=color, width=2, dash="dot"),
-                            marker=dict(size=8, symbol=symbols[k % len(symbols)]), row=2, col=4,
-                            text=_end_label(frame[key], key[len("eval/"):]), **LINE_LABEL,
-                            hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
-        for panel, (_, keys, _) in enumerate(SIGNALS):
-            for k, key in enumerate(_signal_keys(trained, keys)):
-                drawn_signals.add(panel)
-                fig.add_scatter(x=trained["epoch"], y=trained[key], mode="lines+markers+text",
-                                name=f"{run.name} {key}", legendgroup=run.name, showlegend=False, marker=dict(size=5),
-                                line=dict(color=color, width=2, dash="solid" if k == 0 else "dot"),
-                                row=3 + panel // 4, col=panel % 4 + 1,
-                                text=_end_label(trained[key], key.rsplit("/", 1)[-1]), **LINE_LABEL,
-                                hovertemplate=f"{run.name}<br>epoch %{{x}}<br>{key} = %{{y:.4g}}<extra></extra>")
-    bands = {(r.alpha, r.k_min) for r in runs if r.alpha is not None and r.k_min is not None}
-    for alpha, k_min in sorted(bands):
-        band = cur.band_edges(alpha, k_min)
-        fig.add_hrect(*band, fillcolor=BAND_FILL, line_width=0, layer="below", row=1, col=1)
-        fig.add_hline(y=alpha, line=dict(color=ALPHA_COLOUR, width=1.5, dash="dash"), row=1, col=1)
-        fig.add_hrect(*band, fillcolor=BAND_FILL, line_width=0, layer="below", row=3, col=1)
-    empty = [(2, 4, "no eval/* scores<br>in the records' extra")] if not has_eval else []
-    empty += [(3 + panel // 4, panel % 4 + 1, "not in these records<br>(all null or absent)")
-              for panel in range(len(SIGNALS)) if panel not in drawn_signals]
-    for row, col, note in empty:  # an empty trace anchors the panel's axes, so that the note lands in it
-        fig.add_scatter(x=[None], y=[None], showlegend=False, hoverinfo="skip", row=row, col=col)
-        fig.add_annotation(text=note, xref="x domain", yref="y domain", x=0.5, y=0.5, showarrow=False,
-                           font=dict(color="#adb5bd", size=12), row=row, col=col)
-        fig.update_xaxes(showticklabels=False, showgrid=False, row=row, col=col)
-        fig.update_yaxes(showticklabels=False, showgrid=False, row=row, col=col)
-    for panel, title in enumerate(Y_TITLES):
-        fig.update_yaxes(title_text=title, title_standoff=4, title_font=dict(size=11), row=panel // 4 + 1,
-                         col=panel % 4 + 1)
-    fig.update_yaxes(range=[-0.03, 1.03], row=1, col=1)
-    for j, (_, _, fixed) in enumerate(CURVES):
-        if fixed:
-            fig.update_yaxes(range=[fixed[0] - 0.03, fixed[1] + 0.03], row=j // 4 + 1, col=j % 4 + 1)
-    for panel, (_, _, fixed) in enumerate(SIGNALS):
-        if fixed:
-            fig.update_yaxes(range=[fixed[0] - 0.03, fixed[1] + 0.03], row=3 + panel // 4, col=panel % 4 + 1)
-    few = max(len(f) for f in frames) <= 12
-    fig.update_xaxes(dtick=1 if few else None, tick0=1)
-    fig.update_xaxes(title_text="epoch", row=2 + signal_rows)
+        for j, p in enumerate(PANELS):
+            at = Draw(fig, *cell(j), run=run.name, color=RUN_COLORS[i % len(RUN_COLORS)], first=j == 0)
+            if p.draw(at, frame, p.keys):
+                drawn.add(p.name)
+    _bands(fig, runs)
+    _dress_panels(fig, drawn)
+    fig.update_xaxes(dtick=1 if max(len(f) for f in frames) <= 12 else None, tick0=1)
+    fig.update_xaxes(title_text="epoch", row=rows)
     fig.update_annotations(font_size=12)
     fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=1.09, yanchor="bottom"),
                       hovermode="closest")
     title = "Per-epoch curves · " + " vs ".join(r.name for r in runs)
     return style(fig, height=height, title=title).update_layout(margin=dict(t=110))
+
+
+def _bands(fig: go.Figure, runs: Sequence[RunData]) -> None:
+    """The α band of every (α, k_min) of ``runs`` on the panels that carry one (``Panel.band``)."""
+    bands = {(r.alpha, r.k_min) for r in runs if r.alpha is not None and r.k_min is not None}
+    for alpha, k_min in sorted(bands):
+        for j, p in enumerate(PANELS):
+            if p.band is None:
+                continue
+            row, col = cell(j)
+            fig.add_hrect(*cur.band_edges(alpha, k_min), fillcolor=BAND_FILL, line_width=0, layer="below", row=row,
+                          col=col)
+            if p.band == "line":
+                fig.add_hline(y=alpha, line=dict(color=ALPHA_COLOUR, width=1.5, dash="dash"), row=row, col=col)
+
+
+def _dress_panels(fig: go.Figure, drawn: set[str]) -> None:
+    """Each panel's y title and fixed range, and a note in each panel no run drew a line into."""
+    for j, p in enumerate(PANELS):
+        row, col = cell(j)
+        note = EMPTY.get(p.draw)
+        if note and p.name not in drawn:  # an empty trace anchors the panel's axes, so that the note lands in it
+            fig.add_scatter(x=[None], y=[None], showlegend=False, hoverinfo="skip", row=row, col=col)
+            fig.add_annotation(text=note, xref="x domain", yref="y domain", x=0.5, y=0.5, showarrow=False,
+                               font=dict(color="#adb5bd", size=12), row=row, col=col)
+            fig.update_xaxes(showticklabels=False, showgrid=False, row=row, col=col)
+            fig.update_yaxes(showticklabels=False, showgrid=False, row=row, col=col)
+    for j, p in enumerate(PANELS):
+        row, col = cell(j)
+        fig.update_yaxes(title_text=p.y_title, title_standoff=4, title_font=dict(size=11), row=row, col=col)
+        if p.y_range:
+            fig.update_yaxes(range=[p.y_range[0] - 0.03, p.y_range[1] + 0.03], row=row, col=col)
