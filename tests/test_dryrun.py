@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genenv_lab.core import curriculum as cur
-from genenv_lab.config import for_domain
-from genenv_lab.core.dryrun import (FRONTIER_KEY, dry_step_frac, frontier_counts, frontier_level, informative,
+from genenv_lab.coevolution.resolve import for_domain
+from genenv_lab.core.metrics import HELDOUT_FRONTIER_LEVEL as FRONTIER_KEY
+from genenv_lab.core.dryrun import (dry_step_frac, frontier_counts, frontier_level, informative,
     level_counts, ran_dry)
 from genenv_lab.coevolution.loop import run
 from genenv_lab.rundir.read import read_epochs, read_table

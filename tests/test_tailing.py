@@ -1,4 +1,5 @@
-"""The lab's incremental reader of a live run's epochs.jsonl (genenv_lab.lab.tailing)."""
+"""Reading a live run's epochs.jsonl from a cursor (genenv_lab.rundir.read.read_epochs with ``since``, as the lab's
+genenv_lab.lab.tailing keeps the cursors) equals reading it whole."""
 
 from __future__ import annotations
 
@@ -8,14 +9,22 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from genenv_lab.core.types import EpochRecord
 from genenv_lab.lab import tailing
 from genenv_lab.rundir.layout import EPOCHS, RunDirError
 from genenv_lab.rundir.read import read_epochs
 
 
+def _line(epoch: int, wall_s: float = 0.0, p_hat_mean: float = 0.5, pad: str = "") -> str:
+    """One epoch record's line (a pad makes it longer)."""
+    record = EpochRecord(epoch, 1, 1, 1.0, p_hat_mean, 0.5, 0.5, 0.0, 0.5, wall_s,
+                         reject_reasons={pad: 1} if pad else {})
+    return json.dumps(record.to_dict()) + "\n"
+
+
 def _both(run):
     try:
-        want = read_epochs(run)
+        want = tuple(read_epochs(run))
     except RunDirError:
         want = "error"
     try:
@@ -56,10 +65,10 @@ def _run_ops(run, ops):
             with path.open("a") as f:
                 for _ in range(n):
                     epoch += 1
-                    f.write(json.dumps({"epoch": epoch, "wall_s": epoch * 0.5}) + "\n")
+                    f.write(_line(epoch, wall_s=epoch * 0.5))
         elif op == "torn":
             epoch += 1
-            pending = json.dumps({"epoch": epoch, "note": "x" * n}) + "\n"
+            pending = _line(epoch, pad="x" * n)
             cut = len(pending) // 2
             with path.open("a") as f:
                 f.write(pending[:cut])
@@ -82,7 +91,7 @@ def _run_ops(run, ops):
             cut = text.rstrip("\n").rfind("\n") + 1
             os.truncate(path, len(text[:cut].encode()))
             with path.open("a") as f:
-                f.write(json.dumps({"epoch": max(epoch, 1), "wall_s": n + 0.25}) + "\n")
+                f.write(_line(max(epoch, 1), wall_s=n + 0.25))
         elif op == "poke":
             data = bytearray(path.read_bytes())
             digits = [i for i, b in enumerate(data) if chr(b).isdigit()]
@@ -109,18 +118,18 @@ def test_a_live_runs_long_epochs_file_is_parsed_only_where_it_grew(tmp_path, mon
     (run / "state.json").write_text(json.dumps({"status": "running", "last_complete_epoch": 20000, "pid": 0}))
     with (run / EPOCHS).open("w") as f:
         for epoch in range(1, 20001):
-            f.write(json.dumps({"epoch": epoch, "p_hat_mean": 0.5}) + "\n")
+            f.write(_line(epoch, p_hat_mean=0.5))
     assert discover_runs(tmp_path / "runs")[0].epochs_done == 20000
     parsed = []
     real = runread.loads_json
     monkeypatch.setattr(runread, "loads_json",  # the epoch lines parsed (state.json goes through it too)
                         lambda text: (parsed.append(text) if str(text).startswith('{"epoch"') else None, real(text))[1])
     with (run / EPOCHS).open("a") as f:
-        f.write(json.dumps({"epoch": 20001, "p_hat_mean": 0.6}) + "\n")
+        f.write(_line(20001, p_hat_mean=0.6))
     (run / "state.json").write_text(json.dumps({"status": "running", "last_complete_epoch": 20001, "pid": 0}))
     assert discover_runs(tmp_path / "runs")[0].epochs_done == 20001
     assert len(parsed) == 1
-    assert load_run(run).records[-1] == {"epoch": 20001, "p_hat_mean": 0.6} and len(parsed) == 1
+    assert load_run(run).records[-1].p_hat_mean == 0.6 and len(parsed) == 1
 
 
 def test_many_live_runs_read_in_turn_stay_kept_within_the_budget(tmp_path, monkeypatch):
@@ -135,7 +144,7 @@ def test_many_live_runs_read_in_turn_stay_kept_within_the_budget(tmp_path, monke
         run.mkdir()
         with (run / EPOCHS).open("w") as f:
             for epoch in range(1, 201):
-                f.write(json.dumps({"epoch": epoch}) + "\n")
+                f.write(_line(epoch))
         runs.append(run)
     size = (runs[0] / EPOCHS).stat().st_size
     monkeypatch.setattr(tailing, "KEPT_BYTES", size * 12 + 100)  # room for 12 of the 20
@@ -148,6 +157,6 @@ def test_many_live_runs_read_in_turn_stay_kept_within_the_budget(tmp_path, monke
     monkeypatch.setattr(runread, "loads_json", lambda text: (parsed.append(text), real(text))[1])
     for run in runs:  # a refresh after each run's next epoch
         with (run / EPOCHS).open("a") as f:
-            f.write(json.dumps({"epoch": 201}) + "\n")
+            f.write(_line(201))
         assert len(tailing.read_epochs_appended(run)) == 201
     assert len(parsed) == 12 * 1 + 8 * 201  # the kept twelve parse one line each; the others their whole file

@@ -14,8 +14,12 @@ from genenv_lab.core import curriculum as cur
 from genenv_lab.core.dryrun import dry_metrics
 from genenv_lab.config import RunConfig
 from genenv_lab.coevolution.rewards import RewardLog
-from genenv_lab.core.screening import USED_UP, Screening
+from genenv_lab.core.screening import Screening
 from genenv_lab.core.types import EpochRecord, GeneratedTask, LoopState, Measured
+from genenv_lab.core.metrics import (AGENT_SCORE_ERRORS, FRESH_P_HAT_GAP, FRESH_TASKS, GRPO, GRPO_LOSS,
+    REFERENCE_IN_BAND_FRAC, REFERENCE_P_HAT, REFERENCE_P_HAT_GAP, RWR_KL, RWR_KL_CAPPED, RWR_LOSS, RWR_RAN, RWR_STEPS,
+    SCREEN_FILL, SCREEN_KEPT, SCREEN_P_HAT_MEAN, SCREEN_ROLLOUTS, SCREEN_SCREENED, SCREEN_SOLVED, SCREEN_UNSOLVED,
+    SCREEN_USED_UP)
 
 
 class PhaseTimer:
@@ -37,16 +41,16 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
     valid = [t for t in tasks if t.valid]
     scored = list(measured.values())
     c = cfg.curriculum
-    extra: dict = {"fresh/tasks": len(measured), "fresh/p_hat_gap": cur.mean_or_nan(abs(m.p_hat - c.alpha)
+    extra: dict = {FRESH_TASKS: len(measured), FRESH_P_HAT_GAP: cur.mean_or_nan(abs(m.p_hat - c.alpha)
                                                                                   for m in scored),
-                   "agent/score_errors": rewards.score_errors}
+                   AGENT_SCORE_ERRORS: rewards.score_errors}
     if reference_p_hats:
-        extra["reference/p_hat"] = cur.mean_or_nan(reference_p_hats)
-        extra["reference/in_band_frac"] = cur.mean_or_nan(1.0 if cur.in_band(p, c.alpha, c.k_min) else 0.0
+        extra[REFERENCE_P_HAT] = cur.mean_or_nan(reference_p_hats)
+        extra[REFERENCE_IN_BAND_FRAC] = cur.mean_or_nan(1.0 if cur.in_band(p, c.alpha, c.k_min) else 0.0
                                                           for p in reference_p_hats)
-        extra["reference/p_hat_gap"] = cur.mean_or_nan(abs(p - c.alpha) for p in reference_p_hats)
-    extra["grpo/loss"] = agent_update.loss  # the trainer's own log replaces it where it has one
-    extra.update({k: v for k, v in agent_update.metrics.items() if k.startswith(("grpo/", "agent/"))})
+        extra[REFERENCE_P_HAT_GAP] = cur.mean_or_nan(abs(p - c.alpha) for p in reference_p_hats)
+    extra[GRPO_LOSS] = agent_update.loss  # the trainer's own log replaces it where it has one
+    extra.update({k: v for k, v in agent_update.metrics.items() if k.startswith((GRPO, "agent/"))})
     extra.update(rwr_metrics(env_update))
     extra.update(feature_means(valid))
     extra.update(state.consumed.metrics())
@@ -81,21 +85,21 @@ def rwr_metrics(update) -> dict[str, float]:
     """``rwr/*``: the env update's loss, KL to the initial simulator, steps and whether the KL cap stopped it
     (``rwr/ran`` 0 when no generation was in band, the other keys then NaN)."""
     if update is None:
-        return {"rwr/ran": 0.0, "rwr/loss": math.nan, "rwr/kl": math.nan, "rwr/steps": 0.0,
-                "rwr/kl_capped": math.nan}
-    return {"rwr/ran": 1.0, "rwr/loss": update.loss, "rwr/kl": update.kl, "rwr/steps": float(update.steps),
-            "rwr/kl_capped": 1.0 if update.stopped_by_kl_cap else 0.0}
+        return {RWR_RAN: 0.0, RWR_LOSS: math.nan, RWR_KL: math.nan, RWR_STEPS: 0.0,
+                RWR_KL_CAPPED: math.nan}
+    return {RWR_RAN: 1.0, RWR_LOSS: update.loss, RWR_KL: update.kl, RWR_STEPS: float(update.steps),
+            RWR_KL_CAPPED: 1.0 if update.stopped_by_kl_cap else 0.0}
 
 
 def screen_metrics(screening: Screening, rollouts: int) -> dict:
     """``screen/*``: how many candidates ``online_filter`` screened with how many agent ``rollouts``, how many it
     kept (0 < p̂ < 1) and added as fill-up, how many it found at p̂ = 0 and at p̂ = 1, their mean screened p̂, and
     the ids of the p̂ = 1 ones (``screen/used_up``: the run directory's record of the tasks that leave the pool)."""
-    return {"screen/screened": len(screening.screened), "screen/rollouts": rollouts,
-            "screen/kept": len(screening.kept), "screen/fill": len(screening.fill),
-            "screen/unsolved": len(screening.unsolved), "screen/solved": len(screening.used_up),
-            "screen/p_hat_mean": cur.mean_or_nan(s.p_hat for s in screening.screened),
-            USED_UP: list(screening.used_up)}
+    return {SCREEN_SCREENED: len(screening.screened), SCREEN_ROLLOUTS: rollouts,
+            SCREEN_KEPT: len(screening.kept), SCREEN_FILL: len(screening.fill),
+            SCREEN_UNSOLVED: len(screening.unsolved), SCREEN_SOLVED: len(screening.used_up),
+            SCREEN_P_HAT_MEAN: cur.mean_or_nan(s.p_hat for s in screening.screened),
+            SCREEN_USED_UP: list(screening.used_up)}
 
 
 def feature_means(valid: Sequence[GeneratedTask]) -> dict[str, float]:

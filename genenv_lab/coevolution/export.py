@@ -37,6 +37,7 @@ from typing import Any
 from genenv_lab.domains.base import HELDOUT_REASON, reply_prefill
 from genenv_lab.rundir.layout import adapter_dir
 from genenv_lab.rundir.read import committed_epochs, read_config, read_epochs
+from genenv_lab.core.metrics import EVAL
 
 METHOD = "https://arxiv.org/abs/2512.19682"
 HUB_IDS = {"smollm2-135m": "HuggingFaceTB/SmolLM2-135M-Instruct"}
@@ -105,7 +106,7 @@ def model_card(cfg, records: list[dict], epoch: int, origin: str, base_path: str
     merged = base_path is None
     c = cfg.curriculum
     record = next((r for r in records if r.get("epoch") == epoch), {})
-    scores = {k: v for k, v in (record.get("extra") or {}).items() if k.startswith("eval/") and v is not None}
+    scores = {k: v for k, v in record.extra.items() if k.startswith(EVAL) and v is not None}
     score_text = ", ".join(f"{k[5:]} {v:.3f}" for k, v in scores.items()) or "not measured in this run"
     load = ('model = AutoModelForCausalLM.from_pretrained("OUT")' if merged else
             f'base = AutoModelForCausalLM.from_pretrained("{base_path}")\n'

@@ -20,12 +20,13 @@ from genenv_lab.core import curriculum as cur
 from genenv_lab.backends.base import Backend
 from genenv_lab.config import RunConfig
 from genenv_lab.domains import Domain, domain_of
-from genenv_lab.core.dryrun import FRONTIER_KEY, frontier_level, level_of
+from genenv_lab.core.dryrun import frontier_level, level_of
 from genenv_lab.evaluation import bfcl_multi_turn as mt
 from genenv_lab.evaluation.common import resolve_data_dir
 from genenv_lab.evaluation.runner import (chosen_categories, get_benchmark, load_items, prompt_messages,
     score_predictions)
 from genenv_lab.core.types import TaskSpec
+from genenv_lab.core.metrics import EVAL_DOMAIN, HELDOUT_FRONTIER_LEVEL
 
 
 def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int | None = None,
@@ -182,10 +183,10 @@ def domain_scores(results: list[tuple[TaskSpec, float]], threshold: float) -> di
     """``eval/domain`` (the mean greedy reward over the held-out items) and, where the items have levels, the
     held-out frontier ``heldout/frontier_level``: the lowest level with an item whose reward is below ``threshold``
     (:func:`genenv_lab.core.dryrun.frontier_level`), which the next epoch's dry-run counts are read at."""
-    out = {"eval/domain": cur.mean_or_nan(r for _, r in results)}
+    out = {EVAL_DOMAIN: cur.mean_or_nan(r for _, r in results)}
     frontier = frontier_level((level_of(spec.features), r >= threshold) for spec, r in results)
     if frontier is not None:
-        out[FRONTIER_KEY] = frontier
+        out[HELDOUT_FRONTIER_LEVEL] = frontier
     return out
 
 

@@ -13,11 +13,10 @@ import pandas as pd
 
 from genenv_lab.core import curriculum as cur
 from genenv_lab.config import RunConfig
-from genenv_lab.core.dryrun import FRONTIER_KEY
+from genenv_lab.core.metrics import HELDOUT_FRONTIER_LEVEL, SCREEN_USED_UP
 from genenv_lab.core.efficiency import KEYS, Consumption
 from genenv_lab.rundir.read import BASELINE_PREFIXES, read_baseline, read_epochs, read_table
-from genenv_lab.core.screening import USED_UP
-from genenv_lab.core.types import LoopState, PoolTask, TaskSpec
+from genenv_lab.core.types import EpochRecord, LoopState, PoolTask, TaskSpec
 
 def next_pool(pool: list[PoolTask], measured: list[PoolTask], new: list[PoolTask], cfg: RunConfig,
               used_up: Collection[str] = ()) -> list[PoolTask]:
@@ -45,12 +44,12 @@ def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConf
 
     tasks = read_table(run_dir, "tasks")
     tasks = tasks[tasks["epoch"] <= last_epoch] if len(tasks) else tasks
-    records = {r["epoch"]: r for r in read_epochs(run_dir) if r.get("epoch", 0) <= last_epoch}
+    records = {r.epoch: r for r in read_epochs(run_dir) if r.epoch <= last_epoch}
     pool: list[PoolTask] = []
     for epoch in range(1, last_epoch + 1):  # replayed epoch by epoch, as aggregate() built it
         new = pool_tasks(tasks[tasks["epoch"] == epoch]) if len(tasks) else []
         pool = next_pool(pool, [t for t in new if not math.isnan(t.p_hat)], new, cfg,
-                         used_up=_extra(records.get(epoch)).get(USED_UP) or ())
+                         used_up=_extra(records.get(epoch)).get(SCREEN_USED_UP) or ())
     attempts = read_table(run_dir, "attempts")
     attempts = attempts[attempts["epoch"] <= last_epoch] if len(attempts) else attempts
     return LoopState(epoch=last_epoch, env_version=env_version, pool=pool,
@@ -69,8 +68,8 @@ def restore_frontier(extras: list[Mapping], baseline: Mapping) -> float | None:
     >>> restore_frontier([{}], {"heldout/frontier_level": 4.0}), restore_frontier([], {})
     (4.0, None)
     """
-    found = next((x[FRONTIER_KEY] for x in reversed(extras) if x.get(FRONTIER_KEY) is not None),
-                 baseline.get(FRONTIER_KEY))
+    found = next((x[HELDOUT_FRONTIER_LEVEL] for x in reversed(extras) if x.get(HELDOUT_FRONTIER_LEVEL) is not None),
+                 baseline.get(HELDOUT_FRONTIER_LEVEL))
     return None if found is None else float(found)
 
 
@@ -89,6 +88,5 @@ def restore_consumption(last_extra: Mapping, attempts: pd.DataFrame) -> Consumpt
                        task_ids=frozenset(t for t, _ in pairs), questions=frozenset(q for _, q in pairs))
 
 
-def _extra(record: Mapping | None) -> Mapping:
-    extra = (record or {}).get("extra")
-    return extra if isinstance(extra, dict) else {}
+def _extra(record: EpochRecord | None) -> Mapping:
+    return record.extra if record is not None else {}

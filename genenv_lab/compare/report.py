@@ -17,14 +17,15 @@ from genenv_lab.style import BAND_FILL
 from genenv_lab.compare.stats import (dry_run_table, efficiency_table, paired_row_text, rollouts_to_reach_table,
     seed_differences)
 from genenv_lab.compare.table import REFERENCE_VARIANT, arm_of, band_residence, summarise
+from genenv_lab.core.metrics import P_HAT_MEAN, VALID_FRAC
 
 REPORT_PANELS = (  # (y metric, x column, title, row, col)
     ("heldout", "epoch", "held-out score", 1, 1),
     ("tasks_consumed", "epoch", "training tasks consumed", 1, 2),
     ("heldout", "tasks_consumed", "held-out score per training tasks consumed", 1, 3),
-    ("p_hat_mean", "epoch", "p̂ on the simulator's tasks (band shaded)", 2, 1),
+    (P_HAT_MEAN, "epoch", "p̂ on the simulator's tasks (band shaded)", 2, 1),
     ("p_hat_reference", "epoch", "p̂ on the untrained simulator's tasks (counterfactual)", 2, 2),
-    ("valid_frac", "epoch", "valid fraction of the generations", 2, 3),
+    (VALID_FRAC, "epoch", "valid fraction of the generations", 2, 3),
     ("heldout", "agent_rollouts", "held-out score per agent rollouts (screening included)", 3, 1),
     ("heldout", "agent_tokens", "held-out score per agent completion tokens", 3, 2),
     ("dry_step_frac", "epoch", f"share of GRPO steps without an informative group<br>(an epoch ran dry at ≥ "

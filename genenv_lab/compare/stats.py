@@ -15,6 +15,7 @@ from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC, ran_dry
 from genenv_lab.core.efficiency import Point, common_range, normalised_auc, reach_text, rollouts_to_reach
 from genenv_lab.core.paired import Paired, paired
 from genenv_lab.compare.table import REACH_COLUMNS, REFERENCE_VARIANT, summarise
+from genenv_lab.core.metrics import IN_BAND_FRAC, P_HAT_MEAN
 
 def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT) -> pd.DataFrame:
     """For each baseline label, the agent rollouts the reference arm (the same preset's ``genenv`` label, the part
@@ -214,7 +215,7 @@ def late_averages(table: pd.DataFrame) -> pd.DataFrame:
     last = trained.groupby(keys)["epoch"].transform("max")
     half = trained[trained["epoch"] > last // 2].groupby(keys)
     third = trained[trained["epoch"] > last - (last // 3).clip(lower=1)].groupby(keys)
-    return pd.DataFrame({LATE_COLUMNS[0]: half["in_band_frac"].mean(), LATE_COLUMNS[1]: third["p_hat_mean"].mean(),
+    return pd.DataFrame({LATE_COLUMNS[0]: half[IN_BAND_FRAC].mean(), LATE_COLUMNS[1]: third[P_HAT_MEAN].mean(),
                          LATE_COLUMNS[2]: third["p_hat_reference"].mean()}, columns=list(LATE_COLUMNS)).reset_index()
 
 

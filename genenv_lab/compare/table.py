@@ -12,13 +12,16 @@ import pandas as pd
 
 from genenv_lab.core import curriculum as cur
 from genenv_lab.config import RunConfig
+from genenv_lab.core.metrics import (AGENT_REWARD_MEAN, CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS,
+    DRY_FRONTIER_INFORMATIVE, DRY_STEP_FRAC, EVAL, EVAL_DOMAIN, FEATURES_LEVEL, FRAC_ZERO_STD, IN_BAND_FRAC,
+    LEVELS_MAX, N_AGENT_PROMPTS, P_HAT_MEAN, REFERENCE_P_HAT, VALID_FRAC, WALL_S)
 
-COLUMNS = ("label", "variant", "seed", "epoch", "heldout", "p_hat_mean", "in_band_frac", "p_hat_reference",
-           "valid_frac", "agent_reward_mean", "tasks_consumed", "agent_rollouts", "agent_tokens", "wall_s",
+COLUMNS = ("label", "variant", "seed", "epoch", "heldout", P_HAT_MEAN, IN_BAND_FRAC, "p_hat_reference",
+           VALID_FRAC, AGENT_REWARD_MEAN, "tasks_consumed", "agent_rollouts", "agent_tokens", WALL_S,
            "informative_frac", "informative_groups", "dry_step_frac", "frontier_informative", "level_mean",
            "level_max")
-METRICS = ("heldout", "p_hat_mean", "p_hat_reference", "in_band_frac", "tasks_consumed", "agent_rollouts",
-           "agent_tokens", "valid_frac", "informative_frac", "informative_groups", "dry_step_frac",
+METRICS = ("heldout", P_HAT_MEAN, "p_hat_reference", IN_BAND_FRAC, "tasks_consumed", "agent_rollouts",
+           "agent_tokens", VALID_FRAC, "informative_frac", "informative_groups", "dry_step_frac",
            "frontier_informative", "level_mean")
 RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_epoch", "stayed", "epochs_in_band")
 REACH_COLUMNS = ("label", "reference", "target_heldout", "baseline_epoch", "baseline_rollouts", "reached_at_epoch",
@@ -45,9 +48,9 @@ def collect(out: str | Path) -> pd.DataFrame:
 
 def heldout_of(scores: Mapping) -> float | None:
     """The held-out score among ``eval/*`` keys: ``eval/domain``, else the first benchmark's main metric."""
-    held = scores.get("eval/domain")
+    held = scores.get(EVAL_DOMAIN)
     if held is None:
-        held = next((v for k, v in scores.items() if str(k).startswith("eval/") and not str(k).endswith("_f1")),
+        held = next((v for k, v in scores.items() if str(k).startswith(EVAL) and not str(k).endswith("_f1")),
                     None)
     return held
 
@@ -64,14 +67,14 @@ def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], 
         rows.append({"label": label, "variant": variant, "seed": seed, "epoch": 0, "heldout": start,
                      "tasks_consumed": 0, "agent_rollouts": 0, "agent_tokens": 0})
     for r in records:
-        extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
-        done = extra.get("cumulative/agent_rollouts", (rollouts or {}).get(r["epoch"]))
-        rows.append({"label": label, "variant": variant, "seed": seed, "epoch": r["epoch"],
-                     "heldout": heldout_of(extra), "p_hat_mean": r.get("p_hat_mean"),
-                     "in_band_frac": r.get("in_band_frac"), "p_hat_reference": extra.get("reference/p_hat"),
-                     "valid_frac": r.get("valid_frac"), "agent_reward_mean": r.get("agent_reward_mean"),
-                     "tasks_consumed": consumed.get(r["epoch"], 0), "agent_rollouts": done,
-                     "agent_tokens": extra.get("cumulative/agent_tokens"), "wall_s": r.get("wall_s"),
+        extra = r.extra
+        done = extra.get(CUMULATIVE_AGENT_ROLLOUTS, (rollouts or {}).get(r.epoch))
+        rows.append({"label": label, "variant": variant, "seed": seed, "epoch": r.epoch,
+                     "heldout": heldout_of(extra), P_HAT_MEAN: r.get(P_HAT_MEAN),
+                     IN_BAND_FRAC: r.get(IN_BAND_FRAC), "p_hat_reference": extra.get(REFERENCE_P_HAT),
+                     VALID_FRAC: r.get(VALID_FRAC), AGENT_REWARD_MEAN: r.get(AGENT_REWARD_MEAN),
+                     "tasks_consumed": consumed.get(r.epoch, 0), "agent_rollouts": done,
+                     "agent_tokens": extra.get(CUMULATIVE_AGENT_TOKENS), WALL_S: r.get(WALL_S),
                      **dry_columns(r, extra)})
     return rows
 
@@ -83,12 +86,12 @@ def dry_columns(record: Mapping, extra: Mapping) -> dict:
     without one (``dry/step_frac``), the informative groups at the held-out frontier, and the mean and highest
     level of the simulator's valid tasks (``features/level``, ``levels/max``); None where the record has no such
     key (a run written before it, a domain without levels)."""
-    zero, groups = record.get("frac_zero_std"), record.get("n_agent_prompts")
+    zero, groups = record.get(FRAC_ZERO_STD), record.get(N_AGENT_PROMPTS)
     share = None if not isinstance(zero, (int, float)) else 1.0 - zero
     return {"informative_frac": share,
             "informative_groups": share * groups if share is not None and isinstance(groups, (int, float)) else None,
-            "dry_step_frac": extra.get("dry/step_frac"), "frontier_informative": extra.get("dry/frontier_informative"),
-            "level_mean": extra.get("features/level"), "level_max": extra.get("levels/max")}
+            "dry_step_frac": extra.get(DRY_STEP_FRAC), "frontier_informative": extra.get(DRY_FRONTIER_INFORMATIVE),
+            "level_mean": extra.get(FEATURES_LEVEL), "level_max": extra.get(LEVELS_MAX)}
 
 
 def tasks_consumed_by_epoch(attempts: pd.DataFrame) -> dict[int, int]:
@@ -142,7 +145,7 @@ def band_residence(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.
             continue
         a, k = (bands or {}).get(label, (alpha, k_min))
         part = part.sort_values("epoch")
-        inside = [cur.in_band(p, a, k) if p == p else False for p in part["p_hat_mean"]]
+        inside = [cur.in_band(p, a, k) if p == p else False for p in part[P_HAT_MEAN]]
         first = next((e for e, ok in zip(part["epoch"], inside) if ok), None)
         stays = first is not None and all(inside[list(part["epoch"]).index(first):])
         rows.append({"label": label, "seed": seed, "alpha": a, "k_min": k, "epochs": len(part),

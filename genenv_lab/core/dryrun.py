@@ -24,6 +24,8 @@ no level distribution: those keys are absent from its records, and ``dry/step_fr
 """
 
 from __future__ import annotations
+from genenv_lab.core.metrics import (DRY_FRONTIER_GROUPS, DRY_FRONTIER_INFORMATIVE, DRY_FRONTIER_LEVEL, DRY_STEP_FRAC,
+    LEVELS_COUNTS, LEVELS_MAX)
 
 import math
 from dataclasses import dataclass
@@ -31,8 +33,6 @@ from typing import Any, Iterable, Mapping, Sequence
 
 LEVEL = "level"
 """The difficulty feature read as a task's level (an unbounded, compositional knob: level d needs level d − 1)."""
-FRONTIER_KEY = "heldout/frontier_level"
-"""The key under which a held-out evaluation reports its frontier (``extra`` of a record, and ``baseline.json``)."""
 RAN_DRY_STEP_FRAC = 0.5
 """An epoch *ran dry* when at least this share of its GRPO optimiser steps had no informative group
 (:func:`ran_dry`): most of its updates carried no signal."""
@@ -145,13 +145,13 @@ def dry_metrics(trained: Sequence[TrainedGroup], prompts_per_step: int, frontier
     >>> dry_metrics([TrainedGroup({"n_operands": 2}, (1, 0))], 1, None, [{"n_operands": 2}])
     {'dry/step_frac': 0.0}
     """
-    out: dict[str, Any] = {"dry/step_frac": dry_step_frac([g.rewards for g in trained], prompts_per_step)}
+    out: dict[str, Any] = {DRY_STEP_FRAC: dry_step_frac([g.rewards for g in trained], prompts_per_step)}
     if frontier is not None:
         at, useful = frontier_counts(((level_of(g.features), g.rewards) for g in trained), frontier)
-        out.update({"dry/frontier_level": frontier, "dry/frontier_groups": at, "dry/frontier_informative": useful})
+        out.update({DRY_FRONTIER_LEVEL: frontier, DRY_FRONTIER_GROUPS: at, DRY_FRONTIER_INFORMATIVE: useful})
     counts = level_counts(level_of(f) for f in valid_features)
     if counts:
-        out.update({"levels/counts": counts, "levels/max": max(counts)})
+        out.update({LEVELS_COUNTS: counts, LEVELS_MAX: max(counts)})
     return out
 
 

@@ -16,13 +16,15 @@ evaluation, which measure and never train.
 """
 
 from __future__ import annotations
+from genenv_lab.core.metrics import (CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS,
+    CUMULATIVE_DISTINCT_QUESTIONS, CUMULATIVE_DISTINCT_TASKS)
 
 import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-KEYS = ("cumulative/agent_rollouts", "cumulative/agent_tokens", "cumulative/distinct_tasks",
-        "cumulative/distinct_questions")
+KEYS = (CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS, CUMULATIVE_DISTINCT_TASKS,
+        CUMULATIVE_DISTINCT_QUESTIONS)
 """The record keys of :meth:`Consumption.metrics` (``extra`` of ``epochs.jsonl``)."""
 
 

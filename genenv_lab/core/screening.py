@@ -25,11 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-USED_UP = "screen/used_up"
-"""Key of an ``online_filter`` epoch record's ``extra``: the ids of the tasks its screening found at p̂ = 1. It is
-the run directory's record of them: ``genenv_lab.coevolution.state.restore_state`` removes them from the rebuilt pool
-epoch by
-epoch, so a resumed run draws from the same pool as an uninterrupted one."""
 
 
 @dataclass(frozen=True)

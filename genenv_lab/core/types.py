@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from genenv_lab.core.efficiency import Consumption
+from genenv_lab.core.metrics import metric
 
 
 @dataclass(frozen=True)
@@ -103,11 +105,16 @@ class Attempt:
         return dataclasses.asdict(self)
 
 
-@dataclass
+@dataclass(frozen=True)
 class EpochRecord:
-    """One line of ``epochs.jsonl``; every key is documented in ``docs/run_directory.md``. The updates' own figures
-    are namespaced in ``extra`` (``rwr/*`` of the env update, ``grpo/*`` of the agent's): one name per metric
-    (:mod:`genenv_lab.rundir.metrics` lists the names runs wrote before 2026-12)."""
+    """One line of ``epochs.jsonl``, built once an epoch is evaluated and in sync, and read back by
+    :meth:`from_dict`. Every key is registered in :mod:`genenv_lab.core.metrics` (one line each: its meaning, kind and
+    lab panel); the updates' own figures are namespaced in ``extra`` (``rwr/*``, ``grpo/*``, ...). Frozen, its maps
+    read-only: what is added after construction (the held-out scores, the processes' adapter hashes, the commit's
+    seconds) makes a new record (:meth:`with_extra`, :meth:`with_phase`).
+
+    ``record[key]`` and ``record.get(key)`` read any registered key, top-level or in ``extra``; a key the registry
+    does not hold is a KeyError (a typo fails, it does not read as "absent")."""
 
     epoch: int
     n_generated: int
@@ -122,12 +129,82 @@ class EpochRecord:
     n_agent_prompts: int = 0
     pool_size: int = 0
     env_version: int = 0
-    reject_reasons: dict[str, int] = field(default_factory=dict)
-    phase_s: dict[str, float] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    reject_reasons: Mapping[str, int] = field(default_factory=dict)
+    phase_s: Mapping[str, float] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in _MAPS:
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    def __getstate__(self):  # a mappingproxy does not pickle: the record does, as plain dicts
+        return self.to_dict()
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            object.__setattr__(self, name, MappingProxyType(dict(value)) if name in _MAPS else value)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: jsonable(v) for k, v in dataclasses.asdict(self).items()}
+        return {f.name: jsonable(dict(v) if isinstance(v, Mapping) else v)
+                for f in dataclasses.fields(self) for v in [getattr(self, f.name)]}
+
+    def __getitem__(self, key: str) -> Any:
+        if metric(key).top:
+            return getattr(self, key)
+        return self.extra[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        metric(key)  # an unregistered key is an error, not a default
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: str) -> bool:
+        return metric(key).top or key in self.extra
+
+    def with_extra(self, more: Mapping[str, Any]) -> "EpochRecord":
+        """This record with ``more`` added to (or replacing keys of) ``extra``; every key must be registered."""
+        for key in more:
+            metric(key)
+        return dataclasses.replace(self, extra={**self.extra, **more})
+
+    def with_phase(self, phase: str, seconds: float) -> "EpochRecord":
+        return dataclasses.replace(self, phase_s={**self.phase_s, phase: seconds})
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "EpochRecord":
+        """The record of one parsed ``epochs.jsonl`` line, or a ValueError in one phrase: a key the registry does not
+        hold (a run written by another version: ``genenv-lab upgrade RUN_DIR`` reads an older one), a value of the
+        wrong kind or out of its range, a field missing."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a JSON {type(data).__name__}, not an epoch record")
+        extra = data.get("extra", {})
+        if not isinstance(extra, Mapping):
+            raise ValueError("'extra' is not a JSON object")
+        for key, value, top in [*((k, v, True) for k, v in data.items() if k != "extra"),
+                                *((k, v, False) for k, v in extra.items())]:
+            try:
+                found = metric(key)
+            except KeyError:
+                raise ValueError(f"key {key!r} is not one this version writes (a run of an older genenv_lab: "
+                                 "genenv-lab upgrade RUN_DIR)") from None
+            if found.top != top:
+                raise ValueError(f"key {key!r} belongs {'at the top level' if found.top else 'in extra'}")
+            why = found.problem(value)
+            if why:
+                raise ValueError(f"{key!r}: {why}")
+        missing = [f.name for f in dataclasses.fields(cls)
+                   if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+                   and f.name not in data]
+        if missing:
+            raise ValueError(f"no {', '.join(missing)}")
+        floats = {f.name for f in dataclasses.fields(cls) if f.type in ("float", float)}
+        values = {k: (math.nan if v is None and k in floats else v) for k, v in data.items()}
+        return cls(**values)
+
+
+_MAPS = ("reject_reasons", "phase_s", "extra")
 
 
 def jsonable(value: Any) -> Any:

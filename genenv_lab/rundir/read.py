@@ -4,24 +4,27 @@ one sentence for what it cannot read."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Sequence
+from typing import Any, Collection, Iterator, Sequence
 
 import pandas as pd
 
 from genenv_lab.config import RunConfig, load_config
-from genenv_lab.rundir.metrics import current_names
 from genenv_lab.rundir.layout import (BASELINE, CONFIG, EPOCHS, STATE, TABLES, RunDirError, legacy_table, state_count,
     table_files)
-from genenv_lab.safe_io import MB, loads_json, read_regular, read_text
+from genenv_lab.core.types import EpochRecord
+from genenv_lab.safe_io import MB, UnsafeFile, loads_json, read_regular, read_regular_with_stat
+from genenv_lab.core.metrics import EVAL
 
-BASELINE_PREFIXES = ("eval/", "heldout/")
+BASELINE_PREFIXES = (EVAL, "heldout/")
 """The keys ``baseline.json`` holds: held-out scores (``eval/*``) and what the same evaluation read off them
 (``heldout/frontier_level``)."""
 
 
-def read_baseline(run_dir: str | Path, prefixes: tuple[str, ...] = ("eval/",)) -> dict[str, float]:
+def read_baseline(run_dir: str | Path, prefixes: tuple[str, ...] = (EVAL,)) -> dict[str, float]:
     """The ``eval/*`` scores of ``baseline.json`` (the keys starting with one of ``prefixes``), or {} when the run
     has none (evaluation off, or an older run)."""
     path = Path(run_dir) / BASELINE
@@ -64,56 +67,141 @@ def read_config(run_dir: str | Path) -> RunConfig:
     return load_config(Path(run_dir) / CONFIG)
 
 
-def read_epochs(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Records of ``epochs.jsonl``; a torn last line (a run killed mid-write) is skipped, any other bad line raises."""
-    path = Path(run_dir) / EPOCHS
-    if not path.is_file():
-        return []
-    try:
-        text = read_text(path, EPOCHS, EPOCHS_LIMIT)
-        lines = text.split("\n")  # JSON Lines ends a line at \n only (a JSON string may hold U+2028 raw)
-    except ValueError as exc:  # not UTF-8, not a regular file, too large
-        raise RunDirError(f"{path} cannot be read ({exc}); the run directory is corrupt") from None
-    return consecutive(parse_epoch_lines(lines[:-1] if lines[-1] == "" else lines, path), path)
-
-
-def consecutive(records: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
-    """``records`` if their epochs run 1, 2, 3, … (the writer appends one record per epoch, in order); else a
-    :class:`RunDirError` naming the first out of place (a duplicated or missing epoch is a damaged file)."""
-    for i, record in enumerate(records, 1):
-        if record["epoch"] != i:
-            raise RunDirError(f"{path}: record {i} is epoch {record['epoch']}, not {i} (epochs run 1, 2, 3, ... "
-                              "once each); the run directory is corrupt")
-    return records
-
-
 EPOCHS_LIMIT = 256 * MB
 """The most ``epochs.jsonl`` may hold for any reader (about a million epochs)."""
 
 
-def parse_epoch_lines(lines: Sequence[str], path: Path, first_line: int = 1,
-                      last_may_be_torn: bool = True) -> list[dict[str, Any]]:
-    """The epoch records of ``lines`` of ``path`` (line numbers from ``first_line``, for the messages): blank lines
-    skipped; with ``last_may_be_torn`` an unparsable last line is skipped (a run killed mid-write), any other bad
-    line a :class:`RunDirError`. Keys of runs written before 2026-12 come back under their current names
-    (:func:`genenv_lab.rundir.metrics.current_names`)."""
-    out = []
+@dataclass(frozen=True)
+class EpochCursor:
+    """Where a read of ``epochs.jsonl`` ended: the file (device, inode), the bytes of whole lines parsed, their BLAKE2b
+    digest, how many lines they hold, and their records. A later read from it parses only what was appended, as long
+    as the file is the same file and its first ``offset`` bytes have ``digest`` (else it reads the file afresh)."""
+
+    device: int
+    inode: int
+    offset: int
+    digest: bytes
+    lines: int
+    records: tuple[EpochRecord, ...]
+
+
+@dataclass(frozen=True)
+class Epochs:
+    """The records of ``epochs.jsonl`` (iterate, index and count it as their tuple), the cursor a later read may
+    continue from, and, read leniently, what was skipped (one line each)."""
+
+    records: tuple[EpochRecord, ...] = ()
+    cursor: EpochCursor | None = None
+    problems: tuple[str, ...] = ()
+
+    def __iter__(self) -> Iterator[EpochRecord]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, i):
+        return self.records[i]
+
+
+def read_epochs(run_dir: str | Path, *, lenient: bool = False, since: EpochCursor | None = None) -> Epochs:
+    """The one reader of ``epochs.jsonl`` (``Epochs()`` when absent), each line checked as an
+    :class:`~genenv_lab.core.types.EpochRecord` (:meth:`~genenv_lab.core.types.EpochRecord.from_dict`).
+
+    - strict (the default): a torn last line (a run killed mid-write) is skipped; any other bad line, and epochs not
+      running 1, 2, 3, ..., raise :class:`RunDirError` in one line;
+    - ``lenient``: what cannot be read is skipped and said in ``problems`` (the lab shows a damaged run);
+    - ``since``: a cursor of an earlier read of the same file; only the bytes appended after it are parsed (a live
+      run's file re-read at every epoch). The result equals a read from scratch.
+
+    Standard library only: no library keeps parsed state across appends to a JSON Lines file."""
+    path = Path(run_dir) / EPOCHS
+    if not path.is_file():
+        return Epochs()
+    try:
+        info, data = read_regular_with_stat(path, EPOCHS_LIMIT, EPOCHS)
+    except (UnsafeFile, OSError) as exc:
+        if not lenient:
+            raise RunDirError(f"{path} cannot be read ({exc}); the run directory is corrupt") from None
+        return Epochs(problems=(f"{exc}",))
+    hasher = hashlib.blake2b(memoryview(data)[:since.offset] if since else b"", digest_size=16)
+    if not (since and (since.device, since.inode) == (info.st_dev, info.st_ino) and len(data) >= since.offset
+            and hasher.digest() == since.digest):
+        since, hasher = None, hashlib.blake2b(b"", digest_size=16)
+    offset, first, kept = (since.offset, since.lines, since.records) if since else (0, 0, ())
+    new = data[offset:]
+    done = new.rfind(b"\n") + 1  # whole lines end here; what follows is a write in flight (or torn)
+    try:
+        whole = new[:done].decode("utf-8", errors="replace" if lenient else "strict").split("\n")[:-1]
+        rest = new[done:].decode("utf-8", errors="replace" if lenient else "strict")
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path} is not UTF-8 text ({exc.reason}); the run directory is corrupt") from None
+    problems: list[str] = []
+    lines = whole + ([rest] if rest else [])
+    parsed = _parse(lines, path, first + 1, lenient, problems)
+    torn = bool(lines) and bool(lines[-1].strip()) and (len(lines) - 1) not in parsed
+    whole_parsed = [parsed[i] for i in range(len(whole)) if i in parsed]
+    if torn and not rest:  # a torn whole last line: not kept, read again (then an error) when more follows
+        done -= len(whole[-1].encode("utf-8")) + 1
+        whole = whole[:-1]
+    records = kept + tuple(whole_parsed)
+    end = offset + done
+    hasher.update(memoryview(data)[offset:end])
+    cursor = EpochCursor(info.st_dev, info.st_ino, end, hasher.digest(), first + len(whole), records)
+    answer = records + ((parsed[len(whole)],) if rest and len(whole) in parsed else ())
+    if lenient:
+        answer = tuple(sorted({r.epoch: r for r in answer}.values(), key=lambda r: r.epoch))
+        if len(answer) != len(records) + (1 if rest and len(whole) in parsed else 0):
+            problems.append("epochs out of order or repeated in epochs.jsonl; each epoch's last record shown")
+    else:
+        _consecutive(answer, path)
+    return Epochs(answer, cursor, tuple(problems))
+
+
+def _parse(lines: Sequence[str], path: Path, first_line: int, lenient: bool,
+           problems: list[str]) -> dict[int, EpochRecord]:
+    """The records of ``lines`` by index (line numbers from ``first_line``, for the messages): blank lines skipped;
+    an unparsable last line skipped (torn); any other bad line a :class:`RunDirError`, or, ``lenient``, a problem."""
+    out: dict[int, EpochRecord] = {}
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         where = f"{path}:{first_line + i}"
         try:
-            record = loads_json(line)
+            data = loads_json(line)
         except ValueError as exc:  # bad syntax, nesting past the stack, an integer past the digit limit
-            if last_may_be_torn and i == len(lines) - 1:
+            if i == len(lines) - 1:
                 continue
-            raise RunDirError(f"{where} is not valid JSON ({exc}); the run directory is corrupt") from None
-        epoch = record.get("epoch") if isinstance(record, dict) else None
-        if not isinstance(epoch, int) or isinstance(epoch, bool) or not 1 <= epoch <= 10**9:
-            raise RunDirError(f"{where} is not an epoch record (a JSON object with a whole-number epoch); "
-                              "the run directory is corrupt")
-        out.append(current_names(record))
+            why = f"{where} is not valid JSON ({exc})"
+        else:
+            why, record = _as_record(data, where)
+            if record is not None:
+                out[i] = record
+                continue
+        if not lenient:
+            raise RunDirError(f"{why}; the run directory is corrupt")
+        problems.append(f"{why}; skipped")
     return out
+
+
+def _as_record(data: Any, where: str) -> tuple[str | None, EpochRecord | None]:
+    """``(None, record)`` of one parsed line, or ``(why, None)``."""
+    epoch = data.get("epoch") if isinstance(data, dict) else None
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or not 1 <= epoch <= 10**9:
+        return f"{where} is not an epoch record (a JSON object with a whole-number epoch)", None
+    try:
+        return None, EpochRecord.from_dict(data)
+    except ValueError as exc:
+        return f"{where}: {exc}", None
+
+
+def _consecutive(records: Sequence[EpochRecord], path: Path) -> None:
+    """Nothing if the epochs of ``records`` run 1, 2, 3, … (the writer appends one record per epoch, in order); else
+    a :class:`RunDirError` naming the first out of place (a duplicated or missing epoch is a damaged file)."""
+    for i, record in enumerate(records, 1):
+        if record.epoch != i:
+            raise RunDirError(f"{path}: record {i} is epoch {record.epoch}, not {i} (epochs run 1, 2, 3, ... "
+                              "once each); the run directory is corrupt")
 
 
 TABLE_FILE_ROWS = 100_000

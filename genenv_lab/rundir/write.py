@@ -30,7 +30,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
@@ -193,11 +193,12 @@ class RunWriter:
             self.event(f"warning: resumed with {self.world_size} process(es); epochs 1-{last} ran with {before}: the "
                        "run continues, but not as an uninterrupted run with either number would have")
         # Discard everything past the last committed epoch.
-        records = [r for r in all_records if r["epoch"] <= last]
+        records = [r for r in all_records if r.epoch <= last]
         if len(records) != last:
             raise RunDirError(f"{self.dir}: state.json says {last} epochs are complete but epochs.jsonl holds "
                               f"{len(records)} of them; the run directory is corrupt")
-        atomic_write_bytes(self.dir / EPOCHS, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records).encode())
+        atomic_write_bytes(self.dir / EPOCHS, "".join(json.dumps(r.to_dict(), allow_nan=False) + "\n"
+                                                   for r in records).encode())
         for name in TABLES:
             for epoch, path in table_files(self.dir, name):
                 if epoch > last:
@@ -220,10 +221,10 @@ class RunWriter:
         self._write_state("running", env_version=env_version, last=last)
         return last
 
-    def _last_epoch_on_disk(self, records: list[dict[str, Any]]) -> int:
+    def _last_epoch_on_disk(self, records: Sequence[EpochRecord]) -> int:
         """The highest epoch anything in the folder was written for: a record of epochs.jsonl (``records``), a table
         file, an adapters/epoch_NNN folder (0 when none)."""
-        epochs = [r["epoch"] for r in records]
+        epochs = [r.epoch for r in records]
         epochs += [epoch for name in TABLES for epoch, _ in table_files(self.dir, name)]
         folders = (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []
         epochs += [int(f.name[6:]) for f in folders if f.name[6:].isdigit()]
@@ -271,8 +272,9 @@ class RunWriter:
                               _tasks_frame(rows) if name == TASKS else pd.DataFrame(rows))
 
     def commit_epoch(self, record: EpochRecord, tasks: Iterable[GeneratedTask], attempts: Iterable[Attempt],
-                     save_adapters=None, reference: Iterable[GeneratedTask] = ()) -> None:
-        """Write one epoch's rows, adapters and record; the epoch counts as done only once state.json says so."""
+                     save_adapters=None, reference: Iterable[GeneratedTask] = ()) -> EpochRecord:
+        """Write one epoch's rows, adapters and record; the epoch counts as done only once state.json says so. The
+        record committed (``record`` with the commit's own seconds, ``phase_s.logging``) comes back."""
         if record.epoch != self.last_epoch + 1:
             raise RunDirError(f"epoch {record.epoch} committed after epoch {self.last_epoch}")
         start = time.perf_counter()
@@ -298,7 +300,7 @@ class RunWriter:
             if final.exists():
                 shutil.rmtree(final)
             os.replace(partial, final)
-        record.phase_s["logging"] = round(time.perf_counter() - start, 4)
+        record = record.with_phase("logging", round(time.perf_counter() - start, 4))
         with open(self.dir / EPOCHS, "a") as fh:
             fh.write(json.dumps(record.to_dict(), allow_nan=False) + "\n")
             fh.flush()
@@ -308,6 +310,7 @@ class RunWriter:
         self._state_before = None  # an epoch committed: from now on a failure is this run's, not the resume's
         self.event(f"epoch {record.epoch} complete: valid {record.n_valid}/{record.n_generated}, "
                    f"p̂ mean {fmt_num(record.p_hat_mean)}, in band {fmt_num(record.in_band_frac)}")
+        return record
 
     def write_baseline(self, scores: dict[str, float]) -> None:
         """The untrained agent's held-out scores (``eval/*`` keys), written once before epoch 1; a score that is
@@ -347,8 +350,9 @@ class FollowerWriter:
         self.dir = Path(run_dir)
         self.last_epoch = last_epoch
 
-    def commit_epoch(self, record: EpochRecord, *_: Any, **__: Any) -> None:
+    def commit_epoch(self, record: EpochRecord, *_: Any, **__: Any) -> EpochRecord:
         self.last_epoch = record.epoch
+        return record
 
     def event(self, line: str) -> None:
         """Events are the main process's."""

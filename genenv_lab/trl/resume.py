@@ -26,13 +26,12 @@ from typing import Any, Callable
 from genenv_lab.rundir.write import RunWriter
 from genenv_lab.rundir.read import read_epochs
 from genenv_lab.core.types import Attempt, EpochRecord, EpochResult, GeneratedTask
+from genenv_lab.core.metrics import TRL_GLOBAL_STEP
 
 STAGED = "trl_pending"
 """The run directory's folder of a finished epoch waiting for the trainer's checkpoint."""
 CHECKPOINT_FILE = "genenv_curriculum.json"
 """The curriculum's file in each of the trainer's checkpoints."""
-GLOBAL_STEP = "trl/global_step"
-"""``extra`` key of ``epochs.jsonl``: the trainer's global step at the end of the epoch."""
 
 
 def stage(run_dir: Path, result: EpochResult, global_step: int, save_adapters: Callable[[Path], None]) -> None:
@@ -92,7 +91,7 @@ def committed_step(run_dir: Path, epoch: int) -> int:
     if epoch == 0:
         return 0
     record = next((r for r in read_epochs(run_dir) if r.get("epoch") == epoch), {})
-    return int((record.get("extra") or {}).get(GLOBAL_STEP, 0))
+    return int(record.get(TRL_GLOBAL_STEP) or 0)
 
 
 def checkpoint_dir(output_dir: str | Path, global_step: int) -> Path:
