@@ -3,7 +3,8 @@
 small builder that draws one run into it), in grid order, four panels a row. Adding a panel is one entry of
 :data:`PANELS` and, where no builder here draws it, one small builder.
 
-The panel names are the ones the metric registry (``Metric.panel``) gives the keys it draws. Rows one and two hold
+A panel's keys come from the metric registry (:data:`genenv_lab.core.metrics.METRICS`): the keys whose ``panel`` is
+the panel's name (:func:`registered`), so a new metric reaches its panel by naming it there. Rows one and two hold
 the run's health (p̂ with the α band, in-band, valid and zero-std fractions, rewards, the simulator's KL, the held-out
 scores); rows three and four the signals the method depends on: the counterfactual (the same agent on the untrained
 simulator's tasks), the distance of each from α, the difficulty the simulator writes, GRPO's own health
@@ -21,6 +22,8 @@ from typing import Callable, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
+
+from genenv_lab.core.metrics import METRICS
 
 COLS = 4
 """Panels in a row of the grid."""
@@ -81,7 +84,7 @@ def expand(frame: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     with at least one number."""
     cols = [c for k in keys for c in (sorted(c for c in frame.columns if c.startswith(k)) if k.endswith("/")
                                       else [k] if k in frame.columns else [])]
-    return [c for c in cols if frame[c].notna().any()]
+    return [c for c in dict.fromkeys(cols) if frame[c].notna().any()]
 
 
 def _hover(run: str, key: str) -> str:
@@ -128,28 +131,42 @@ EMPTY = {scores: "no eval/* scores<br>in the records' extra", signals: "not in t
 """What a panel says where no run drew a line into it, by builder (:func:`one_line` always draws)."""
 UNIT = (0, 1)
 
+
+def registered(name: str) -> tuple[str, ...]:
+    """The keys the registry puts on panel ``name``, in its order; a family (``eval/``) stands for its registered
+    members (``eval/domain``).
+
+    >>> registered("validation"), registered("grpo")
+    (('eval/',), ('grpo/reward_std', 'grpo/kl'))
+    """
+    keys = [m.key for m in METRICS if m.panel == name]
+    families = tuple(k for k in keys if k.endswith("/"))
+    return tuple(k for k in keys if k in families or not k.startswith(families))
+
+
 PANELS: tuple[Panel, ...] = (
-    Panel("p_hat", "p̂ mean of generated tasks", ("p_hat_mean",), "p̂", one_line, UNIT, band="line"),
-    Panel("in_band", "in-band fraction", ("in_band_frac",), "share of tasks", one_line, UNIT),
-    Panel("valid", "valid fraction", ("valid_frac",), "share of generations", one_line, UNIT),
-    Panel("env_reward", "env reward R_env (mean)", ("env_reward_mean",), "R_env", one_line, UNIT),
-    Panel("agent_reward", "agent reward (mean)", ("agent_reward_mean",), "mean reward", one_line, UNIT),
-    Panel("zero_std", "zero-std GRPO groups", ("frac_zero_std",), "share of groups", one_line, UNIT),
-    Panel("env_kl", "env KL to initial simulator", ("rwr/kl",), "KL (nats)", one_line),
-    Panel("validation", "validation (extra eval/*)", ("eval/",), "score", scores),
-    Panel("reference", "p̂ on the untrained simulator's tasks", ("reference/p_hat",), "p̂", signals, UNIT,
+    Panel("p_hat", "p̂ mean of generated tasks", registered("p_hat"), "p̂", one_line, UNIT, band="line"),
+    Panel("in_band", "in-band fraction", registered("in_band"), "share of tasks", one_line, UNIT),
+    Panel("valid", "valid fraction", registered("valid"), "share of generations", one_line, UNIT),
+    Panel("env_reward", "env reward R_env (mean)", registered("env_reward"), "R_env", one_line, UNIT),
+    Panel("agent_reward", "agent reward (mean)", registered("agent_reward"), "mean reward", one_line, UNIT),
+    Panel("zero_std", "zero-std GRPO groups", registered("zero_std"), "share of groups", one_line, UNIT),
+    Panel("env_kl", "env KL to initial simulator", registered("env_kl"), "KL (nats)", one_line),
+    Panel("validation", "validation (extra eval/*)", registered("validation"), "score", scores),
+    Panel("reference", "p̂ on the untrained simulator's tasks", registered("reference"), "p̂", signals, UNIT,
           band="shade"),
-    Panel("p_hat_gap", "|p̂ − α|: generated (solid) · untrained (dot)", ("fresh/p_hat_gap", "reference/p_hat_gap"),
-          "|p̂ − α|", signals, UNIT),
-    Panel("difficulty", "mean difficulty of valid tasks (features/*)", ("features/",), "level / feature", signals),
-    Panel("grpo", "GRPO (TRL): reward_std · kl (dot)", ("grpo/reward_std", "grpo/kl"), "value", signals),
-    Panel("dry_run", "dry run: GRPO steps with no informative group", ("dry/step_frac",), "share of steps", signals,
+    Panel("p_hat_gap", "|p̂ − α|: generated (solid) · untrained (dot)", registered("p_hat_gap"), "|p̂ − α|", signals,
           UNIT),
-    Panel("frontier", "held-out frontier level · the one trained against (dot)",
-          ("heldout/frontier_level", "dry/frontier_level"), "level", signals),
-    Panel("levels", "simulator's highest level (levels/max)", ("levels/max",), "level", signals),
-    Panel("frontier_groups", "groups at the frontier: informative · all (dot)",
-          ("dry/frontier_informative", "dry/frontier_groups"), "groups", signals),
+    Panel("difficulty", "mean difficulty of valid tasks (features/*)", registered("difficulty"), "level / feature",
+          signals),
+    Panel("grpo", "GRPO (TRL): reward_std · kl (dot)", registered("grpo"), "value", signals),
+    Panel("dry_run", "dry run: GRPO steps with no informative group", registered("dry_run"), "share of steps",
+          signals, UNIT),
+    Panel("frontier", "held-out frontier level · the one trained against (dot)", registered("frontier"), "level",
+          signals),
+    Panel("levels", "simulator's highest level (levels/max)", registered("levels"), "level", signals),
+    Panel("frontier_groups", "groups at the frontier: all · informative (dot)", registered("frontier_groups"),
+          "groups", signals),
 )
 """The panels of the curves, in grid order (rows of :data:`COLS`)."""
 
