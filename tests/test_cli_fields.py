@@ -91,36 +91,86 @@ def test_every_short_flag_is_an_alias_of_a_field_read_by_the_same_path(capsys):
     assert f"--eval-every N = --eval.every: {field_docs(EvalConfig)['every'].replace('``', '')}" in shown
 
 
-def test_old_spellings_of_moved_fields_still_load_with_a_one_line_notice(tmp_path):
-    """``loop.eval_*`` moved to ``eval.*`` and ``model.world_*`` to ``world.*``: the old names still work for one
-    release (a flag, ``--set``, ``replace``, a config file, an old run's config.json), each with a notice naming the
-    new spelling; one field given two values under its two names is refused."""
-    from genenv_lab.config import ConfigError, RenamedField, load_config
-
-    parse = build_parser().parse_args
-    with pytest.warns(RenamedField, match=r"--loop.eval_every is now --eval.every"):
-        cfg = run_config_from(parse(["run", "--loop.eval_every", "2"]))
-    assert cfg.eval.every == 2 and cfg == run_config_from(parse(["run", "--eval.every", "2"]))
-    with pytest.warns(RenamedField, match=r"model.world_anchor is now world.anchor"):
-        assert run_config_from(parse(["run", "--set", "model.world_anchor=seed"])).world.anchor == "seed"
-    with pytest.warns(RenamedField, match=r"loop.eval_limit → eval.limit"):
-        assert preset("tiny").replace(loop={"eval_limit": 3}).eval.limit == 3
-    with pytest.raises(ConfigError, match="eval.every is given different values"):  # its notice was said above
-        run_config_from(parse(["run", "--loop.eval_every", "2", "--eval-every", "3"]))
-    old = json.loads(preset("cpu-demo").to_json())  # the layout before the move
+def _old_layout(cfg) -> dict:
+    """``cfg``'s config.json in 0.1.0's layout before fields moved section (``loop.eval_*``, ``model.world_*``)."""
+    old = json.loads(cfg.to_json())
     old["loop"].update({f"eval_{k}": v for k, v in old.pop("eval").items()})
     old["model"].update({f"world_{k}": v for k, v in old.pop("world").items()})
-    (tmp_path / "config.json").write_text(json.dumps(old))
-    with pytest.warns(RenamedField, match=r"loop.eval_\* → eval.\*, model.world_\* → world.\*") as said:
-        assert load_config(tmp_path / "config.json") == preset("cpu-demo")
-    assert len(said) == 1 and "\n" not in str(said[0].message)
-    import warnings
-    with warnings.catch_warnings(record=True) as again:  # said once a process, whatever filters a library changes
-        warnings.simplefilter("always")
-        warnings.filterwarnings("ignore", category=FutureWarning)
-        assert load_config(tmp_path / "config.json") == preset("cpu-demo")
-    assert not [w for w in again if issubclass(w.category, RenamedField)]
-    old["eval"] = {"every": 3}
-    (tmp_path / "config.json").write_text(json.dumps(old))
+    return old
+
+
+def test_old_spellings_of_moved_fields_are_not_a_second_dialect(tmp_path, capsys):
+    """``loop.eval_*`` moved to ``eval.*`` and ``model.world_*`` to ``world.*`` (0.1.0, never released): no read
+    path translates the old names any more. A flag, ``--set`` or ``replace`` under an old name is an unknown field;
+    a stored config in the old layout fails in one line that says to run ``genenv-lab upgrade RUN_DIR``."""
+    from genenv_lab.cli.commands import main
+    from genenv_lab.config import ConfigError, RunConfig, load_config
+
+    parse = build_parser().parse_args
+    with pytest.raises(SystemExit):
+        parse(["run", "--loop.eval_every", "2"])
+    with pytest.raises(ConfigError, match="loop has no field 'eval_every'"):
+        run_config_from(parse(["run", "--set", "loop.eval_every=2"]))
+    with pytest.raises(ConfigError, match=r"LoopConfig has no field\(s\) \['eval_limit'\]"):
+        preset("tiny").replace(loop={"eval_limit": 3})
+    old = _old_layout(preset("cpu-demo"))
+    run = tmp_path / "old_run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(old))
+    for read in (lambda: load_config(run / "config.json"), lambda: RunConfig.from_dict(old),
+                 lambda: run_config_from(parse(["run", "--config", str(run / "config.json")]))):
+        with pytest.raises(ConfigError, match=r"loop.eval_every.*run `genenv-lab upgrade RUN_DIR`") as refused:
+            read()
+        assert "\n" not in str(refused.value)
+    (tmp_path / "partial.json").write_text('{"preset": "tiny", "loop": {"eval_every": 1}}')
+    with pytest.raises(ConfigError, match="genenv-lab upgrade RUN_DIR"):
+        load_config(tmp_path / "partial.json")
+    assert main(["run", "--out", str(run), "--resume"]) == 2  # a resumed old run: the same line, nothing written
+    said = " ".join(capsys.readouterr().out.split())
+    assert "genenv-lab upgrade RUN_DIR" in said and sorted(p.name for p in run.iterdir()) == ["config.json"]
+
+
+def test_upgrade_config_dict_rewrites_the_old_layout_and_only_the_upgrade_command_calls_it():
+    """The old layout's rewrite is one pure function, :func:`genenv_lab.config.spellings.upgrade_config_dict`, and
+    the ``upgrade`` verb (genenv_lab/cli/run_tools.py) is the only code that calls it."""
+    from pathlib import Path
+
+    from genenv_lab.config import ConfigError, RunConfig
+    from genenv_lab.config.spellings import upgrade_config_dict
+
+    old = _old_layout(preset("cpu-demo"))
+    kept = json.dumps(old, sort_keys=True)
+    assert RunConfig.from_dict(upgrade_config_dict(old)) == preset("cpu-demo")
+    assert json.dumps(old, sort_keys=True) == kept  # pure: its argument is left as it was
+    current = json.loads(preset("tiny").to_json())
+    assert upgrade_config_dict(current) == current
     with pytest.raises(ConfigError, match="loop.eval_every .* and its new name eval.every"):
-        load_config(tmp_path / "config.json")
+        upgrade_config_dict({**old, "eval": {"every": 3}})
+    package = Path(__file__).resolve().parent.parent / "genenv_lab"
+    callers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                     if "upgrade_config_dict(" in p.read_text() and p.name != "spellings.py")
+    assert set(callers) <= {"cli/run_tools.py", "rundir/upgrade.py"}, callers  # the verb, or upgrade_run under it
+
+
+def test_upgrade_verb_takes_run_folders(tmp_path):
+    """``genenv-lab upgrade RUN_DIR [RUN_DIR ...]`` parses one or more folders (and needs one)."""
+    parse = build_parser().parse_args
+    args = parse(["upgrade", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert args.command == "upgrade" and args.run_dirs == [str(tmp_path / "a"), str(tmp_path / "b")]
+    with pytest.raises(SystemExit):
+        parse(["upgrade"])
+
+
+def test_upgrade_verb_rewrites_an_old_run_folder_which_then_reads(tmp_path, capsys):
+    """``genenv-lab upgrade RUN_DIR`` prints upgrade_run's one line per folder; the folder then reads and resumes."""
+    from genenv_lab.cli.commands import main
+    from genenv_lab.config import load_config
+
+    run = tmp_path / "old_run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(_old_layout(preset("cpu-demo"))))
+    (run / "epochs.jsonl").write_text("")
+    assert main(["upgrade", str(run)]) == 0
+    assert "upgraded" in capsys.readouterr().out
+    assert load_config(run / "config.json") == preset("cpu-demo")
+    assert main(["upgrade", str(tmp_path / "missing")]) == 1

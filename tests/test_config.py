@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from genenv_lab.coevolution.resolve import for_domain, load_run_config, resolve
 from genenv_lab.config import (PRESETS, AgentConfig, ConfigError, CurriculumConfig, EnvConfig, RunConfig, load_config,
                                preset)
 
@@ -43,8 +44,9 @@ def test_replace_validates_and_rejects_unknown_fields():
     assert cfg.loop.epochs == 5 and cfg.agent == preset("tiny").agent
     with pytest.raises(ConfigError, match="epochz"):
         preset("tiny").replace(loop={"epochz": 5})
-    with pytest.raises(ConfigError, match="domain"):
-        preset("tiny").replace(loop={"domain": "chess"})
+    unknown = preset("tiny").replace(loop={"domain": "chess"})  # the config checks its own fields only
+    with pytest.raises(ConfigError, match=r"LoopConfig.domain='chess' is invalid"):
+        resolve(unknown)  # the registry's names are checked at the edge (run, preflight, the CLI, compare)
 
 
 def test_cli_bad_value_fails_before_any_model_loads(tmp_path):
@@ -90,8 +92,6 @@ def test_a_gpu_engine_run_resumed_without_a_gpu_is_told_where_it_resumes(tmp_pat
 
 
 def test_for_domain_applies_recommendations_without_shrinking():
-    from genenv_lab.config import for_domain
-
     tools = for_domain(preset("cpu-smollm2"), "tools")
     assert tools.loop.domain == "tools" and tools.env.max_new_tokens == 512
     # cpu-smollm2 scores the domain's own held-out set every epoch: tools ships none, so that is turned off
@@ -244,6 +244,11 @@ def test_a_config_files_preset_is_applied_under_its_values_and_named_exactly(tmp
     assert load_config(path) == preset("cpu-demo").replace(env={"lr": 0.001}, agent={"max_completion_length": 9})
     path.write_text('{"preset": "tiny", "loop": {"domain": "count"}, "agent": {"max_completion_length": 7}}')
     assert load_config(path) == preset("tiny").replace(loop={"domain": "count"}, agent={"max_completion_length": 7})
+    path.write_text('{"preset": "tiny", "loop": {"domain": "tools"}, "agent": {"max_completion_length": 7}}')
+    assert load_config(path).env == preset("tiny").env  # the file as written: load_config imports no domain
+    given = {"agent": {"max_completion_length": 7}}
+    assert load_run_config(path) == for_domain(preset("tiny").replace(**given), "tools", given=given)
+    assert load_run_config(path).env.max_new_tokens == 512  # run --config: the new domain's settings, but the file's
     for name in PRESETS:  # a run's own config.json gives every field: it reads as it was written
         written = preset(name).replace(loop={"epochs": 3}, curriculum={"alpha": 0.3})
         path.write_text(written.to_json())
@@ -276,8 +281,9 @@ def test_yaml_config_reads_numbers_as_json_does_and_refuses_aliases(tmp_path):
     cfg = load_config(path)
     assert cfg.loop.seed == 10 and cfg.agent.lr == 5e-5
     path.write_text("preset: tiny\nloop:\n  domain: 1:20\n")
-    with pytest.raises(ConfigError, match="domain"):
-        load_config(path)
+    assert load_config(path).loop.domain == "1:20"  # a string, not 80
+    with pytest.raises(ConfigError, match="domain='1:20' is invalid"):
+        load_run_config(path)
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
     path.write_text("\n".join(lines) + "\n")
@@ -285,16 +291,52 @@ def test_yaml_config_reads_numbers_as_json_does_and_refuses_aliases(tmp_path):
         load_config(path)
 
 
-def test_a_domain_brings_its_recommended_settings_however_it_is_set():
-    """``cfg.replace(loop={"domain": ...})`` bypassed the domain's recommended settings that every CLI spelling and
-    ``for_domain`` applied (issue 40); now every way of setting the domain applies them, and a field set in the same
-    call keeps the value given."""
-    from genenv_lab.config import for_domain
-
+def test_a_domain_brings_its_recommended_settings_at_the_edge_and_replace_changes_only_what_it_names():
+    """A domain's recommended settings are resolved at the edge (:func:`for_domain`: the CLI, ``run --config``,
+    compare, the lab, the TRL integration), with the fields given in the same change kept; ``replace`` is the
+    config's own and changes only the fields it names."""
     tiny = preset("tiny")
-    via_replace = tiny.replace(loop={"domain": "tools"})
-    assert via_replace == for_domain(tiny, "tools")
-    assert via_replace.env.max_new_tokens == 512 and via_replace.agent.max_completion_length == 128
-    told = tiny.replace(loop={"domain": "tools"}, env={"max_new_tokens": 300})
+    assert tiny.replace(loop={"domain": "tools"}).env == tiny.env
+    switched = for_domain(tiny, "tools")
+    assert switched.env.max_new_tokens == 512 and switched.agent.max_completion_length == 128
+    told = for_domain(tiny.replace(env={"max_new_tokens": 300}), "tools", given={"env": {"max_new_tokens": 300}})
     assert told.env.max_new_tokens == 300 and told.agent.max_completion_length == 128
     assert tiny.replace(loop={"epochs": 2}).env == tiny.env  # no domain change: nothing else moves
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_are_resolved_as_they_are(name):
+    """``run(preset(name))`` runs the preset as it is: resolving a preset changes nothing."""
+    assert resolve(preset(name)) == preset(name)
+
+
+def test_names_against_registries_are_checked_at_the_edge_in_one_line(tmp_path):
+    """A bad domain, world, benchmark or task file is a config the dataclasses accept (they check their own fields)
+    and :func:`resolve` refuses in one line naming the field, before any model loads."""
+    tiny = preset("tiny")
+    for cfg, message in (
+            (tiny.replace(model={"name_or_path": "tiny-world"}, loop={"domain": "tools"}),
+             "ModelConfig.name_or_path='tiny-world' is invalid here: .*'tools' has none"),
+            (tiny.replace(eval={"every": 1, "benchmark": "nope"}), "EvalConfig.benchmark='nope' is invalid"),
+            (tiny.replace(loop={"seeds": str(tmp_path / "none.jsonl")}), "LoopConfig.seeds=.* is invalid")):
+        with pytest.raises(ConfigError, match=message) as refused:
+            resolve(cfg)
+        assert "\n" not in str(refused.value)
+    assert resolve(tiny.replace(eval={"every": 0, "benchmark": "nope"}))  # not evaluated: not looked up
+
+
+def test_the_config_package_imports_no_domain_model_or_engine():
+    """genenv_lab/config/ holds fields, bounds and the checks between its own fields (as TRL's GRPOConfig does): no
+    module of it imports genenv_lab.domains, .models or .backends, at the top or inside a function."""
+    import ast
+    from pathlib import Path
+
+    found = []
+    for path in sorted((Path(__file__).resolve().parent.parent / "genenv_lab" / "config").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.name}: {n}" for n in names
+                      if n.split(".")[:2] in (["genenv_lab", "domains"], ["genenv_lab", "models"],
+                                              ["genenv_lab", "backends"])]
+    assert not found, found

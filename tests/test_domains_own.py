@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from genenv_lab.coevolution.resolve import resolve
 from genenv_lab.config import ConfigError, preset
 from genenv_lab.domains import domain_class, get_domain
 from genenv_lab.domains.base import HELDOUT_REASON
@@ -66,9 +67,9 @@ def test_a_domain_is_named_by_registry_name_class_path_or_refused_in_one_line(ad
         with pytest.raises(ValueError, match=message):
             domain_class(bad)
         with pytest.raises(ConfigError, match="LoopConfig.domain"):
-            preset("tiny").replace(loop={"domain": bad})
+            resolve(preset("tiny").replace(loop={"domain": bad}))  # names are checked at the edge
     with pytest.raises(ConfigError, match="loop.seeds|seeds"):
-        preset("tiny").replace(loop={"seeds": str(add_domain / "missing.jsonl")})
+        resolve(preset("tiny").replace(loop={"seeds": str(add_domain / "missing.jsonl")}))
 
 
 @pytest.mark.parametrize("body, shown", [("1 / 0", "ZeroDivisionError"), ("import sys\nsys.exit(0)", "SystemExit"),

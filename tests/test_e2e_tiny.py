@@ -123,7 +123,7 @@ def test_sighup_ends_the_run_as_interrupted(tmp_path):
 
 @pytest.mark.parametrize("domain", ["tools", "qa"])
 def test_other_domains_run_end_to_end(domain, tiny_cfg, tmp_path):
-    from genenv_lab.config import for_domain
+    from genenv_lab.coevolution.resolve import for_domain
     from genenv_lab.coevolution.loop import run
 
     cfg = for_domain(tiny_cfg, domain).replace(loop={"epochs": 1})

@@ -172,7 +172,8 @@ def test_world_model_builds_loads_and_writes_tasks(tmp_path):
 
 
 def test_world_model_needs_a_domain_with_a_world():
-    from genenv_lab.config import ConfigError, for_domain, preset
+    from genenv_lab.coevolution.resolve import for_domain
+    from genenv_lab.config import ConfigError, preset
 
     with pytest.raises(ConfigError, match="tiny-world"):
         for_domain(preset("cpu-times"), "arith")

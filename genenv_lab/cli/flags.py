@@ -1,7 +1,17 @@
 """The command line's configuration surface: a run's config from the parsed arguments (the preset, the short flags,
-the generated ``--section.field`` flags, ``--set SECTION.FIELD=VALUE`` and ``--config FILE``), and the argparse
-types the commands share. Only :mod:`genenv_lab.cli` parses arguments; this module turns them into a
-:class:`~genenv_lab.config.RunConfig`."""
+the generated ``--section.field`` flags, ``--set SECTION.FIELD=VALUE`` and ``--config FILE``), resolved at the edge
+(:mod:`genenv_lab.coevolution.resolve`), and the argparse types the commands share. Only :mod:`genenv_lab.cli`
+parses arguments; this module turns them into a :class:`~genenv_lab.config.RunConfig`.
+
+The ``--section.field`` flags are generated from the config dataclasses: the field list and types from
+``dataclasses``/``typing``, the help from each field's attribute docstring as ``docstring_parser`` reads it (the
+library tyro reads them with; :func:`genenv_lab.config.field_docs`), the ranges and choices from the fields'
+declarations. The parser is argparse's, not tyro's nor transformers' ``HfArgumentParser``: tyro builds nested
+``--agent.lr`` flags from the same docstrings, but parses booleans as ``True``/``False`` only, lists as
+space-separated words, prints its own help and errors and cannot say which fields a user gave (what the short
+aliases, ``--set``, the one-value-per-field check and a domain's settings need), so the flags users type would
+change; ``HfArgumentParser`` makes flat names (``--lr`` is in two sections) with help from field metadata, not
+docstrings (docs/usage.md)."""
 
 from __future__ import annotations
 
@@ -10,16 +20,19 @@ import functools
 import typing
 from pathlib import Path
 
-from genenv_lab.config import ConfigError, RunConfig, for_domain, load_config, preset
+from genenv_lab.config import ConfigError, RunConfig, load_config, preset
+
 
 def run_config_from(args: argparse.Namespace) -> RunConfig:
     """The run's configuration: the preset, then every field the command line sets. A field may be written three
     ways, all read by one path (:func:`field_of`, converted by the field's type): its short alias (``--epochs 5``,
-    :data:`~genenv_lab.config.ALIASES`), ``--loop.epochs 5`` and ``--set loop.epochs=5``; an old name of a moved field
-    (``--loop.eval_every``) is read with a notice. Giving one field two different values is refused in one line
-    instead of one spelling silently winning. A domain, however it is written, brings its recommended settings
-    (:func:`for_domain`). Naming a held-out benchmark, category or protocol without ``eval.every`` evaluates every
-    epoch where the preset evaluates never (:data:`~genenv_lab.config.ASK_FOR_EVAL`)."""
+    :data:`~genenv_lab.config.ALIASES`), ``--loop.epochs 5`` and ``--set loop.epochs=5``. Giving one field two
+    different values is refused in one line instead of one spelling silently winning. A domain, however it is
+    written, brings its recommended settings (:func:`~genenv_lab.coevolution.resolve.for_domain`). Naming a held-out
+    benchmark, category or protocol without ``eval.every`` evaluates every epoch where the preset evaluates never
+    (:data:`~genenv_lab.config.ASK_FOR_EVAL`). The result is resolved (:func:`~genenv_lab.coevolution.resolve.resolve`:
+    a bad domain, benchmark or file fails here, in one line, before any model loads)."""
+    from genenv_lab.coevolution.resolve import for_domain, resolve
     from genenv_lab.config import ASK_FOR_EVAL
 
     given: dict[str, list[tuple[str, object]]] = {}
@@ -44,15 +57,15 @@ def run_config_from(args: argparse.Namespace) -> RunConfig:
     if "eval.every" not in given and cfg.eval.every == 0 and any(path in given for path in ASK_FOR_EVAL):
         changes.setdefault("eval", {})["every"] = 1  # naming what to evaluate on asks for it: every epoch
     changes = {section: fields for section, fields in changes.items() if fields}
-    return cfg.replace(**changes) if changes else cfg
+    return resolve(cfg.replace(**changes) if changes else cfg)
 
 
 def field_of(spelling: str) -> str:
-    """The field (``section.field``) a command-line spelling sets: a short alias (``--epochs``), ``--section.field``,
-    or an old name (``--loop.eval_every``, then with a notice)."""
-    from genenv_lab.config import ALIASES, current_name
+    """The field (``section.field``) a command-line spelling sets: a short alias (``--epochs``) or
+    ``--section.field``."""
+    from genenv_lab.config import ALIASES
 
-    return ALIASES.get(spelling) or current_name(spelling[2:], flag=True)
+    return ALIASES.get(spelling) or spelling[2:]
 
 
 def _base_config(args: argparse.Namespace) -> RunConfig:
@@ -61,7 +74,9 @@ def _base_config(args: argparse.Namespace) -> RunConfig:
     if getattr(args, "config", None) and getattr(args, "preset", None):
         raise ConfigError("give --config FILE or --preset NAME, not both")
     if getattr(args, "config", None):
-        return load_config(args.config)
+        from genenv_lab.coevolution.resolve import load_run_config
+
+        return load_run_config(args.config)
     if getattr(args, "preset", None):
         return preset(args.preset)
     if getattr(args, "resume", False) and args.out and (Path(args.out) / "config.json").is_file():
@@ -97,9 +112,8 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
     """``--section.field VALUE`` for every field of the run configuration, generated from the config dataclasses,
     and the short flags declared as aliases of fields (:data:`~genenv_lab.config.ALIASES`): the help is the field's
     docstring and range, the choices its constants, the type its type (a text field whose default is not empty
-    cannot be emptied); values are validated by the config itself, after the preset and before any model loads. The
-    old names of moved fields (:data:`~genenv_lab.config.MOVED`) are accepted, unlisted."""
-    from genenv_lab.config import ALIASES, MOVED, config_fields
+    cannot be emptied); values are validated by the config itself, after the preset and before any model loads."""
+    from genenv_lab.config import ALIASES, config_fields
 
     fields = {f"{section}.{name}": (section, name, kind, doc) for section, name, kind, doc in config_fields()}
     short = parser.add_argument_group("common settings", "short for the field named in each help")
@@ -111,12 +125,9 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
             groups[section] = parser.add_argument_group(
                 f"{section} settings", f"every field of config.json's {section!r} section (default: the preset's)")
         _add_field(groups[section], f"--{path}", section, name, kind, doc)
-    for old, new in MOVED.items():
-        _add_field(parser, f"--{old}", *fields[new], hidden=True)
 
 
-def _add_field(group, flag: str, section: str, name: str, kind: type, doc: str, *, help_prefix: str = "",
-               hidden: bool = False) -> None:
+def _add_field(group, flag: str, section: str, name: str, kind: type, doc: str, *, help_prefix: str = "") -> None:
     """One option setting field ``section.name`` (see :func:`config_arguments`)."""
     from genenv_lab.config import bounds_of
     from genenv_lab.config.fields import FIELD_METAVARS
@@ -131,7 +142,7 @@ def _add_field(group, flag: str, section: str, name: str, kind: type, doc: str, 
     text = (help_prefix + doc).replace("``", "").replace("%", "%%")
     group.add_argument(flag, dest=f"{FIELD_DEST}{flag}", type=_parser_for(kind, _default_of(cls, name)),
                        choices=options, metavar=None if options else metavar,
-                       help=argparse.SUPPRESS if hidden else text or None)
+                       help=text or None)
 
 
 @functools.cache
@@ -161,17 +172,17 @@ def _default_of(cls: type, name: str):
 
 
 def parse_setting(item: str) -> tuple[str, str, object]:
-    """``SECTION.FIELD=VALUE`` of ``--set`` → (section, field, value): the field found as the flags find it (an old
-    name of a moved field gives its new place, with a notice) and the value converted by the field's converter, as
-    ``--SECTION.FIELD VALUE`` converts it (``false`` is a boolean, ``3`` an int, ``a,b`` a list); an unknown section
-    or field, or a value of the wrong type, is a :class:`ConfigError` in one line. Ranges are checked by the config.
+    """``SECTION.FIELD=VALUE`` of ``--set`` → (section, field, value): the field found as the flags find it and the
+    value converted by the field's converter, as ``--SECTION.FIELD VALUE`` converts it (``false`` is a boolean,
+    ``3`` an int, ``a,b`` a list); an unknown section or field, or a value of the wrong type, is a
+    :class:`ConfigError` in one line. Ranges are checked by the config.
 
     >>> parse_setting("curriculum.alpha=0.3"), parse_setting("model.separate_adapters=False")
     (('curriculum', 'alpha', 0.3), ('model', 'separate_adapters', False))
     """
     import json
 
-    from genenv_lab.config import SECTIONS, config_fields, current_name
+    from genenv_lab.config import SECTIONS, config_fields
 
     key, sep, raw = item.partition("=")
     section, dot, field = key.strip().partition(".")
@@ -179,7 +190,6 @@ def parse_setting(item: str) -> tuple[str, str, object]:
     if not sep or not dot or not section or not field:
         raise ConfigError(f"--set {item!r}: write SECTION.FIELD=VALUE, e.g. --set curriculum.alpha=0.3 or --set "
                           f"env.kl_coef=1.0 (sections: {', '.join(SECTIONS)})")
-    section, _, field = current_name(f"{section}.{field}").partition(".")
     kinds = {(s, f): kind for s, f, kind, _ in config_fields()}
     if section not in SECTIONS:
         raise ConfigError(f"--set {item!r}: no config section {section!r}; sections: {', '.join(SECTIONS)}")
@@ -203,13 +213,20 @@ def parse_setting(item: str) -> tuple[str, str, object]:
 
 
 def apply_settings(cfg: RunConfig, items) -> RunConfig:
-    """``cfg`` with each ``SECTION.FIELD=VALUE`` of ``items`` applied (:func:`parse_setting`), validated again: the
-    ``--set`` of the benchmark scripts."""
+    """``cfg`` with each ``SECTION.FIELD=VALUE`` of ``items`` applied (:func:`parse_setting`; a ``loop.domain``
+    brings its recommended settings, except the fields also set), validated and resolved again: the ``--set`` of
+    the benchmark scripts."""
+    from genenv_lab.coevolution.resolve import for_domain, resolve
+
     changes: dict[str, dict] = {}
     for item in items:
         section, field, value = parse_setting(item)
         changes.setdefault(section, {})[field] = value
-    return cfg.replace(**changes) if changes else cfg
+    domain = changes.get("loop", {}).pop("domain", None)
+    if domain is not None:
+        cfg = for_domain(cfg, domain, given=changes)
+    changes = {section: fields for section, fields in changes.items() if fields}
+    return resolve(cfg.replace(**changes) if changes else cfg)
 
 
 def count_type(minimum: int, maximum: int | None = None):

@@ -13,7 +13,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from genenv_lab.config import RunConfig, for_domain, preset
+from genenv_lab.coevolution.resolve import for_domain, resolve
+from genenv_lab.config import RunConfig, preset
 from genenv_lab.rundir.layout import RunDirError, atomic_write_json
 from genenv_lab.compare.report import write_report
 from genenv_lab.compare.table import bands_of, collect, run_dir_for
@@ -40,10 +41,10 @@ def variant_entries(presets: Sequence[str], variants: Sequence[str], *, epochs: 
             if not teacher:
                 raise ValueError("the offline_teacher variant needs a teacher model (--teacher ID or directory)")
             for m in teacher_multipliers:
-                cfg = base.replace(**measured, env={"teacher_model": teacher, "teacher_data_multiplier": m})
+                cfg = resolve(base.replace(**measured, env={"teacher_model": teacher, "teacher_data_multiplier": m}))
                 out.append((f"{name}:offline_teacher_x{m:g}", cfg))
         else:
-            out.append((f"{name}:{variant}", base.replace(**measured)))
+            out.append((f"{name}:{variant}", resolve(base.replace(**measured))))
     return out
 
 
@@ -57,7 +58,7 @@ def sweep_entries(preset_name: str, *, alphas: Sequence[float] = (0.5,), shapes:
     measured = _measurement(base, reference_tasks, eval_limit, data_dir)
     if epochs:
         measured["loop"]["epochs"] = epochs
-    return [(f"{preset_name}:alpha={a:g}:{s}", base.replace(**measured, curriculum={"alpha": a, "shape": s}))
+    return [(f"{preset_name}:alpha={a:g}:{s}", resolve(base.replace(**measured, curriculum={"alpha": a, "shape": s})))
             for a, s in itertools.product(alphas, shapes)]
 
 

@@ -6,8 +6,10 @@ before any model is loaded.
 
 The package's modules: :mod:`.checks` (the one mechanism every value passes), :mod:`.variants` (the baselines
 as a table), :mod:`.schema` (the dataclasses), :mod:`.fields` (the fields the command line lists), :mod:`.presets`
-(presets by name, a domain's recommended settings), :mod:`.spellings` (the short flags as aliases of fields, and the
-old names of moved fields) and :mod:`.files` (a config from a JSON or YAML file).
+(presets by name), :mod:`.spellings` (the short flags as aliases of fields, and the old layout that ``genenv-lab
+upgrade`` rewrites) and :mod:`.files` (a config from a JSON or YAML file). The package imports no domain, model or
+engine: names checked against their registries and a domain's recommended settings are
+:mod:`genenv_lab.coevolution.resolve`'s.
 Everything public is importable from here.
 """
 
@@ -16,18 +18,19 @@ from __future__ import annotations
 from genenv_lab.config.checks import (bounded, bounds_of, Bounds, build, check_bounds, check_type, ConfigError,
     replace_fields, require)
 from genenv_lab.config.variants import Variant, VARIANT_TABLE, VARIANTS
-from genenv_lab.config.spellings import ALIASES, ASK_FOR_EVAL, current_name, MOVED, RenamedField, upgrade
+from genenv_lab.config.spellings import ALIASES, ASK_FOR_EVAL, MOVED, old_layout_error
 from genenv_lab.config.schema import (AgentConfig, CurriculumConfig, DTYPES, ENGINES, EnvConfig, EVAL_PROTOCOLS,
     EvalConfig, IMPORTANCE_SAMPLING_LEVELS, LoopConfig, LOSS_TYPES, MAX_SEED, ModelConfig, REWARD_SCALINGS, RunConfig,
-    WORLD_ANCHORS, WorldConfig)
+    TASK_FILE, WORLD_ANCHORS, WorldConfig)
 from genenv_lab.config.fields import config_fields, field_choices, field_docs, SECTIONS
-from genenv_lab.config.presets import CPU_PRESETS, for_domain, notebook_preset, preset, PRESETS
-from genenv_lab.config.files import load_config
+from genenv_lab.config.presets import CPU_PRESETS, notebook_preset, preset, PRESETS
+from genenv_lab.config.files import config_file_data, config_from_data, load_config
 
 __all__ = [
     'AgentConfig', 'ALIASES', 'ASK_FOR_EVAL', 'bounded', 'Bounds', 'bounds_of', 'build', 'check_bounds',
-    'check_type', 'config_fields', 'ConfigError', 'CPU_PRESETS', 'current_name', 'CurriculumConfig', 'DTYPES',
-    'ENGINES', 'EnvConfig', 'EVAL_PROTOCOLS', 'EvalConfig', 'field_choices', 'field_docs', 'for_domain',
-    'IMPORTANCE_SAMPLING_LEVELS', 'load_config', 'LoopConfig', 'LOSS_TYPES', 'MAX_SEED', 'ModelConfig', 'MOVED',
-    'notebook_preset', 'preset', 'PRESETS', 'RenamedField', 'replace_fields', 'require', 'REWARD_SCALINGS',
-    'RunConfig', 'SECTIONS', 'upgrade', 'Variant', 'VARIANT_TABLE', 'VARIANTS', 'WORLD_ANCHORS', 'WorldConfig']
+    'check_type', 'config_fields', 'config_file_data', 'config_from_data', 'ConfigError', 'CPU_PRESETS',
+    'CurriculumConfig', 'DTYPES', 'ENGINES', 'EnvConfig', 'EVAL_PROTOCOLS', 'EvalConfig', 'field_choices',
+    'field_docs', 'IMPORTANCE_SAMPLING_LEVELS', 'load_config', 'LoopConfig', 'LOSS_TYPES', 'MAX_SEED', 'ModelConfig',
+    'MOVED', 'notebook_preset', 'old_layout_error', 'preset', 'PRESETS', 'replace_fields', 'require',
+    'REWARD_SCALINGS', 'RunConfig', 'SECTIONS', 'TASK_FILE', 'Variant', 'VARIANT_TABLE', 'VARIANTS', 'WORLD_ANCHORS',
+    'WorldConfig']

@@ -1,5 +1,7 @@
-"""The config's fields listed for the command line: each section's fields with their types, their documentation (the
-docstring under each field) and their choices."""
+"""The config's fields listed for the command line: each section's fields with their types (``typing``), their
+documentation (the docstring under each field, read by ``docstring_parser``: the library tyro reads attribute
+docstrings with) and their choices. The command line itself is built from this list in genenv_lab/cli/flags.py
+(argparse: why not tyro or HfArgumentParser is said there and in docs/usage.md)."""
 
 from __future__ import annotations
 
@@ -15,22 +17,17 @@ SECTIONS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "pre
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """The attribute docstrings of a config dataclass (the string literal under each field), by field name."""
-    import ast
-    import inspect
-    import textwrap
+    """The attribute docstrings of a config dataclass (the string literal under each field), by field name, on one
+    line each (``docstring_parser.parse_from_object``)."""
+    import docstring_parser
 
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        params = docstring_parser.parse_from_object(cls).params
     except (OSError, TypeError):  # installed without sources: the flags just have no help text
         return {}
-    body = tree.body[0].body
-    docs = {}
-    for node, nxt in zip(body, body[1:]):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
-                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
-            docs[node.target.id] = " ".join(nxt.value.value.split())
-    return docs
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {p.arg_name: " ".join((p.description or "").split()) for p in params
+            if p.args and p.args[0] == "attribute" and p.arg_name in names}
 
 
 def field_choices() -> dict[tuple[str, str], tuple[str, ...]]:

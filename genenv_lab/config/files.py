@@ -9,19 +9,26 @@ from pathlib import Path
 
 from genenv_lab.config.fields import SECTIONS
 from genenv_lab.config.schema import ConfigError, RunConfig
+from genenv_lab.config.spellings import old_layout_error
 
 
 def load_config(path: str | Path) -> RunConfig:
     """A :class:`RunConfig` from a JSON or YAML file holding config.json's sections (a run's ``config.json``, a file
-    for ``run --config``), read as an untrusted file (a regular file of at most 4 MB); one ConfigError otherwise.
+    for ``run --config``), read as an untrusted file (a regular file of at most 4 MB); one ConfigError otherwise
+    (:func:`config_file_data`, then :func:`config_from_data`). A run's own ``config.json`` gives every field, so it
+    reads as it was written; one in the layout before fields moved section is refused in one line that says to run
+    ``genenv-lab upgrade RUN_DIR``. ``genenv-lab run --config`` reads a file through
+    :func:`genenv_lab.coevolution.resolve.load_run_config`, which also brings a new domain's recommended settings."""
+    path = Path(path)
+    data = config_file_data(path)
+    try:
+        return config_from_data(data)
+    except (ConfigError, TypeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
-    A ``preset`` in the file is applied, not only shown: ``{"preset": "tiny", "loop": {"epochs": 1}}`` is the tiny
-    preset with one epoch (every field the file gives, over the preset's; a ``loop.domain`` other than the preset's
-    brings that domain's recommended settings, except the fields the file gives, as ``--preset P --domain D`` does).
-    Any other name is the label of a configuration built from the dataclasses' defaults (``"custom"``, the default,
-    or your own) and must be printable ASCII; one that is a preset's name spelled otherwise (``Tiny``, ``tiny ``, a
-    fullwidth ``ｔｉｎｙ``, a dotless-i ``tıny``) is refused, so a label never claims a preset it is not. A run's own
-    ``config.json`` gives every field, so it reads as it was written."""
+
+def config_file_data(path: str | Path) -> dict:
+    """The mapping of sections a JSON or YAML configuration file holds (read strictly; one ConfigError otherwise)."""
     from genenv_lab.safe_io import MB, loads_json, read_regular
 
     path = Path(path)
@@ -45,19 +52,21 @@ def load_config(path: str | Path) -> RunConfig:
             raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is not a configuration (a mapping of sections: {', '.join(SECTIONS)})")
-    try:
-        return _over_preset(data)
-    except (ConfigError, TypeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+    return data
 
 
-def _over_preset(data: dict) -> RunConfig:
-    """The configuration ``data`` describes: its ``preset`` (one of PRESETS) with the file's values over it, or the
-    defaults with them (``"custom"``, or no preset)."""
+def config_from_data(data: dict) -> RunConfig:
+    """The configuration ``data`` (a file's sections) describes: its ``preset`` (one of PRESETS) with the data's
+    values over it, or the dataclasses' defaults with them (``"custom"``, or no preset).
+
+    A ``preset`` is applied, not only shown: ``{"preset": "tiny", "loop": {"epochs": 1}}`` is the tiny preset with
+    one epoch. Any other name is the label of a configuration built from the dataclasses' defaults (``"custom"``,
+    the default, or your own) and must be printable ASCII; one that is a preset's name spelled otherwise (``Tiny``,
+    ``tiny ``, a fullwidth ``ｔｉｎｙ``, a dotless-i ``tıny``) is refused, so a label never claims a preset it is
+    not."""
     from collections.abc import Mapping
 
     from genenv_lab.config.presets import PRESETS, preset
-    from genenv_lab.config.spellings import upgrade
 
     name = data.get("preset", "custom")
     if not isinstance(name, str) or name == "custom":  # a preset that is no string is refused by from_dict
@@ -71,16 +80,14 @@ def _over_preset(data: dict) -> RunConfig:
                               "exactly (its settings, with the file's values over them), or a label of printable "
                               "ASCII such as \"custom\" (the defaults, with the file's values)")
         return RunConfig.from_dict(data)  # a label of the user's own configuration, built from the defaults
-    sections = upgrade(data, stored=True)  # the file's old spellings under their new names before they are merged
-    base = preset(name)
-    merged = base.to_dict()
-    for key, value in sections.items():
+    problem = old_layout_error(data)
+    if problem:
+        raise ConfigError(problem)
+    merged = preset(name).to_dict()
+    for key, value in data.items():
         mine = merged.get(key)
         merged[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, Mapping) else value
-    cfg = RunConfig.from_dict(merged)
-    if cfg.loop.domain != base.loop.domain:  # as --preset P --domain D: the domain's settings, except the file's
-        cfg = cfg.with_domain_settings(given=sections)
-    return cfg
+    return RunConfig.from_dict(merged)
 
 
 def _load_yaml(yaml, raw):

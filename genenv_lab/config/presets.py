@@ -1,5 +1,6 @@
-"""Presets by name (``tiny`` … ``gpu-*``), the domain's recommended settings (:func:`for_domain`) and the notebooks'
-preset choice."""
+"""Presets by name (``tiny`` … ``gpu-*``) and the notebooks' preset choice. A preset is a complete configuration:
+its domain's recommended settings are written into it (a switch of domain brings them:
+:func:`genenv_lab.coevolution.resolve.for_domain`)."""
 
 from __future__ import annotations
 
@@ -126,15 +127,6 @@ PRESETS = {
 }
 CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-times", "cpu-smollm2",
                "cpu-smollm2-dry")
-
-
-def for_domain(cfg: RunConfig, domain: str) -> RunConfig:
-    """``cfg`` switched to ``domain``, with the domain's recommended settings (:meth:`RunConfig.with_domain_settings`;
-    ``cfg.replace(loop={"domain": domain})`` does the same); for the domain it already has, those settings are
-    applied again."""
-    if domain == cfg.loop.domain:
-        return cfg.with_domain_settings()
-    return cfg.replace(loop={"domain": domain})
 
 
 def preset(name: str) -> RunConfig:

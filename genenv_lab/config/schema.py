@@ -1,6 +1,8 @@
 """The configuration's schema: one frozen dataclass per component, each field typed, documented and validated at
-construction (:class:`ConfigError` naming the field, the value and what is accepted), the baselines as a table
-(:data:`VARIANT_TABLE`), and the fields listed for the command line."""
+construction (:class:`ConfigError` naming the field, the value and what is accepted), as TRL's ``GRPOConfig`` is:
+each field's bounds and the checks between the config's own fields only. Names checked against a registry (a
+domain, a world recipe, a benchmark, a task file) and a domain's recommended settings are resolved at the edge
+(:mod:`genenv_lab.coevolution.resolve`), so this package imports no domain, model or engine."""
 
 
 from __future__ import annotations
@@ -8,12 +10,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 from genenv_lab.core.curriculum import ENV_REWARD_SHAPES
 from genenv_lab.config.checks import ConfigError, bounded, build, check_bounds, replace_fields, require
-from genenv_lab.config.spellings import upgrade
+from genenv_lab.config.spellings import old_layout_error
 from genenv_lab.config.variants import VARIANT_TABLE, VARIANTS, Variant
 
 TRACKERS = ("none", "tensorboard", "wandb", "trackio")
@@ -34,6 +35,9 @@ EVAL_PROTOCOLS = ("per-turn", "official")
 """BFCL multi-turn's protocols of a run's held-out score (genenv_lab/evaluation/bfcl_multi_turn.py)."""
 WORLD_ANCHORS = ("newest", "seed", "task")
 MAX_SEED = 2**32 - 1  # numpy and torch take seeds below 2**32
+TASK_FILE = ("the path of an existing JSONL file of {\"id\", \"text\"} tasks, the name of one in the project's "
+             "data/ folder (e.g. count_easy_seeds.jsonl), or empty: the domain's own")
+"""What ``loop.seeds`` and ``loop.heldout`` accept (the file's existence is checked by coevolution.resolve)."""
 
 
 @dataclass(frozen=True)
@@ -232,13 +236,6 @@ class CurriculumConfig:
         require(self.shape in ENV_REWARD_SHAPES, w, "shape", self.shape, f"one of {ENV_REWARD_SHAPES}")
 
 
-def _task_file_exists(value: str) -> bool:
-    """A seed or held-out file given as a path, or as the name of a file in the project's ``data/`` folder, resolved
-    as the domain resolves it (:func:`~genenv_lab.domains.base.task_file`)."""
-    from genenv_lab.domains.base import task_file
-
-    return Path(task_file(value)).is_file()
-
 
 @dataclass(frozen=True)
 class LoopConfig:
@@ -279,11 +276,8 @@ class LoopConfig:
         check_bounds(self)  # the ranges declared on the fields (bounded(...))
         w = "LoopConfig"
         require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
-        for name in ("seeds", "heldout"):
-            value = getattr(self, name)
-            require(isinstance(value, str) and (not value or _task_file_exists(value)), w, name, value,
-                     "the path of an existing JSONL file of {\"id\", \"text\"} tasks, the name of one in the "
-                     "project's data/ folder (e.g. count_easy_seeds.jsonl), or empty: the domain's own")
+        for name in ("seeds", "heldout"):  # that the file exists: genenv_lab.coevolution.resolve
+            require(isinstance(getattr(self, name), str), w, name, getattr(self, name), TASK_FILE)
         require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
         require(self.report_to in TRACKERS, w, "report_to", self.report_to, f"one of {TRACKERS}")
 
@@ -315,14 +309,8 @@ class EvalConfig:
         check_bounds(self)  # the ranges declared on the fields (bounded(...))
         w = "EvalConfig"
         require(self.protocol in EVAL_PROTOCOLS, w, "protocol", self.protocol, f"one of {EVAL_PROTOCOLS}")
-        if self.every and self.benchmark != "domain":
-            from genenv_lab.evaluation.runner import BENCHMARKS, get_benchmark
-
-            try:
-                get_benchmark(self.benchmark)
-            except ValueError:
-                require(False, w, "benchmark", self.benchmark,
-                         f"'domain' (the domain's held-out set) or one of {sorted(BENCHMARKS)}")
+        require(isinstance(self.benchmark, str) and self.benchmark != "", w, "benchmark", self.benchmark,
+                "'domain' (the domain's held-out set) or a benchmark's name")  # which: coevolution.resolve
         require(not self.category or self.benchmark != "domain", w, "category", self.category,
                  "empty with benchmark='domain' (the domain's held-out set has no categories)")
 
@@ -341,23 +329,10 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:
-        from genenv_lab.domains import domain_class  # late import: domains import config-free modules only
-
-        try:
-            domain_class(self.loop.domain)
-        except ValueError as exc:
-            raise ConfigError(f"LoopConfig.domain={self.loop.domain!r} is invalid: {exc}") from None
         # vLLM cannot serve the tiny models (head size 16); Unsloth loads them as any local directory
         require(not (self.model.name_or_path in ("tiny", "tiny-world") and self.model.engine == "vllm"),
                  "ModelConfig", "engine", self.model.engine,
                  f"'hf' or 'unsloth' with the locally built model {self.model.name_or_path!r}")
-        if self.model.name_or_path == "tiny-world":
-            from genenv_lab.models.world import world_class
-
-            try:
-                world_class(self.loop.domain)
-            except ValueError as exc:
-                raise ConfigError(f"ModelConfig.name_or_path='tiny-world' is invalid here: {exc}") from None
         require(self.loop.variant != "offline_teacher" or bool(self.env.teacher_model), "EnvConfig",
                  "teacher_model", self.env.teacher_model, "a model id or directory when loop.variant is "
                  "'offline_teacher'")
@@ -393,13 +368,17 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RunConfig":
-        """Rebuild a config from ``to_dict`` output (e.g. a run's ``config.json``; one written before a field moved
-        section is read with a notice, always: :func:`~.spellings.upgrade`); unknown keys are errors."""
+        """Rebuild a config from ``to_dict`` output (e.g. a run's ``config.json``); unknown keys are errors, and a
+        config in the layout before fields moved section is refused in one line that says to run ``genenv-lab
+        upgrade RUN_DIR`` (it is not read in two layouts)."""
         import typing
 
+        problem = old_layout_error(data)
+        if problem:
+            raise ConfigError(problem)
         parts = {name: kind for name, kind in typing.get_type_hints(cls).items() if name != "preset"}
         kwargs: dict[str, Any] = {}
-        for key, value in upgrade(data, stored=True).items():
+        for key, value in data.items():
             if key == "preset":
                 if not isinstance(value, str) or len(value) > 100:
                     raise ConfigError(f"preset={json.dumps(value, default=str)[:60]} is invalid: accepted a "
@@ -412,9 +391,10 @@ class RunConfig:
         return cls(**kwargs)
 
     def replace(self, **sections: Mapping[str, Any]) -> "RunConfig":
-        """A copy with some fields of some sections changed, validated again: ``cfg.replace(loop={"epochs": 5})``."""
+        """A copy with some fields of some sections changed, validated again: ``cfg.replace(loop={"epochs": 5})``.
+        Only the fields named change (a new ``loop.domain`` brings no settings of its own here: that is
+        :func:`genenv_lab.coevolution.resolve.for_domain`)."""
         kwargs: dict[str, Any] = {}
-        sections = upgrade(sections)  # a field named by its old spelling: its new place, with a notice
         for name, changes in sections.items():
             if name == "preset":
                 kwargs[name] = changes
@@ -423,33 +403,4 @@ class RunConfig:
             if current is None or not dataclasses.is_dataclass(current):
                 raise ConfigError(f"unknown config section {name!r}")
             kwargs[name] = replace_fields(current, changes)
-        out = dataclasses.replace(self, **kwargs)
-        if out.loop.domain != self.loop.domain:  # however the domain is set, it brings its recommended settings
-            out = out.with_domain_settings(given=sections)
-        return out
-
-    def with_domain_settings(self, given: Mapping[str, Any] | None = None) -> "RunConfig":
-        """This config with its domain's recommended settings (``Domain.recommended``: a ``max_*`` token budget only
-        grows, other fields take the domain's value), except the fields in ``given`` (set with the domain in one
-        :meth:`replace`: what is said explicitly wins). A per-epoch held-out score on the domain's own set
-        (``eval.benchmark="domain"``) is turned off when the domain ships none (``tools``, ``qa``)."""
-        from genenv_lab.domains import domain_class
-
-        given = {k: v for k, v in (given or {}).items() if isinstance(v, Mapping)}
-        cls = domain_class(self.loop.domain)
-        changes: dict[str, dict[str, Any]] = {}
-        ev = self.eval
-        if ev.every and ev.benchmark == "domain" and not self.loop.heldout and not cls().heldout_tasks() \
-                and "every" not in given.get("eval", {}):
-            changes["eval"] = {"every": 0}
-        for section, fields in upgrade(cls.recommended).items():
-            current = getattr(self, section)
-            for name, value in fields.items():
-                if name in given.get(section, {}):
-                    continue
-                old = getattr(current, name)
-                grow = name.startswith("max_") and isinstance(old, int)
-                changes.setdefault(section, {})[name] = max(old, value) if grow else value
-        return self.replace(**changes) if changes else self
-
-
+        return dataclasses.replace(self, **kwargs)

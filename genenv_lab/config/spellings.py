@@ -1,13 +1,11 @@
 """Every other spelling of a config field, as tables: the short flags users type most, each an alias of one field
-(:data:`ALIASES`; ``--epochs 5`` is ``--loop.epochs 5``), and the old names of the fields that moved section
-(:data:`MOVED`), with a one-line notice (:class:`RenamedField`) naming the new spelling. What a user types (a flag,
-``--set``, ``RunConfig.replace``) is read under an old name for one release; a stored config (a run's
-``config.json``, a ``--config`` file) is read in the old layout for good, as every old run's records are
-(:mod:`genenv_lab.rundir.metrics`), so a run started before the move always resumes, compares and opens."""
+(:data:`ALIASES`; ``--epochs 5`` is ``--loop.epochs 5``), and the layout of 0.1.0's fields before some moved
+section (:data:`MOVED`). The old layout is read by no read path: a stored config in it is refused in one line
+(:func:`old_layout_error`, asked by ``RunConfig.from_dict``) that says to run ``genenv-lab upgrade RUN_DIR``,
+whose rewrite of ``config.json`` is :func:`upgrade_config_dict` (called by that command only)."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Mapping
 
 from genenv_lab.config.checks import ConfigError
@@ -40,42 +38,43 @@ MOVED_GROUPS: dict[tuple[str, str], tuple[str, ...]] = {
 """The fields that moved to their own section (issue 40), by (old prefix, new prefix): ``loop.eval_every`` is
 ``eval.every``."""
 MOVED: dict[str, str] = {old + name: new + name for (old, new), names in MOVED_GROUPS.items() for name in names}
-"""Old name → new name of every moved field: read until the next release."""
-
-RELEASE_NOTE = "the old name is read until the next release"
-
-
-class RenamedField(UserWarning):
-    """A config field was named by its old spelling (:data:`MOVED`); the message says the new one."""
-
+"""Old name → new name of every moved field: what ``genenv-lab upgrade`` rewrites."""
 
 _SAID: set[str] = set()
-"""The notices shown so far in this process. A set of our own, not a warnings registry: the warning machinery empties
-its registries whenever any library changes the filters, which showed a notice twice in one run."""
+"""Empty: no notice is said any more (the old names are not read). tests/conftest.py's ``fresh_notices`` fixture
+still clears it; it goes with that fixture."""
 
 
-def notice(text: str) -> None:
-    """``text`` as a one-line :class:`RenamedField` warning, once per process."""
-    if text not in _SAID:
-        _SAID.add(text)
-        warnings.warn_explicit(text, RenamedField, "genenv-lab", 0)
+def old_layout_fields(data: Mapping[str, Any]) -> list[str]:
+    """The fields of ``data`` (config.json's layout) that are named as before they moved (:data:`MOVED`)."""
+    found = []
+    for old in MOVED:
+        section, name = old.split(".")
+        part = data.get(section)
+        if isinstance(part, Mapping) and name in part:
+            found.append(old)
+    return found
 
 
-def current_name(path: str, *, flag: bool = False) -> str:
-    """The field ``section.field`` is now called (itself, unless it moved: then with the notice, once)."""
-    new = MOVED.get(path)
-    if new is None:
-        return path
-    notice(f"{'--' if flag else ''}{path} is now {'--' if flag else ''}{new} ({RELEASE_NOTE})")
-    return new
+def old_layout_error(data: Mapping[str, Any]) -> str | None:
+    """One line saying that ``data`` is a config in the old layout and how to rewrite it; None when it is not."""
+    found = old_layout_fields(data)
+    if not found:
+        return None
+    return (f"this configuration is in the layout before fields moved section ({', '.join(found[:3])}"
+            f"{', ...' if len(found) > 3 else ''}): run `genenv-lab upgrade RUN_DIR` on its run folder (or write "
+            f"{', '.join(MOVED[old] for old in found[:3])} in a file of your own)")
 
 
-def upgrade(sections: Mapping[str, Any], *, stored: bool = False) -> dict[str, Any]:
-    """``sections`` (config.json's layout with ``stored``, or the changes of ``RunConfig.replace``) with every moved
-    field under its new name, and one notice naming them; a field given under both names with two values is a
-    :class:`ConfigError`. A section that is not a mapping is left for the config's own check to refuse."""
-    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in sections.items()}
-    moved = []
+def upgrade_config_dict(data: dict) -> dict:
+    """``data`` (config.json's layout) with every moved field under its new name (pure: ``data`` is left as it
+    was). A field given under both names with two different values is a :class:`ConfigError`; a section that is not
+    a mapping is left for the config's own check to refuse. Only ``genenv-lab upgrade`` calls this.
+
+    >>> upgrade_config_dict({"loop": {"epochs": 2, "eval_every": 1}})
+    {'loop': {'epochs': 2}, 'eval': {'every': 1}}
+    """
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items()}
     for old, new in MOVED.items():
         (old_section, old_field), (new_section, new_field) = old.split("."), new.split(".")
         part = out.get(old_section)
@@ -87,22 +86,6 @@ def upgrade(sections: Mapping[str, Any], *, stored: bool = False) -> dict[str, A
             continue
         if new_field in target and target[new_field] != value:
             raise ConfigError(f"{old} ({value!r}) and its new name {new} ({target[new_field]!r}) are both "
-                              "given, with different values; give only " + new)
+                              "given, with different values; keep only " + new)
         target[new_field] = value
-        moved.append(old)
-    if moved:
-        notice(f"a config written before fields moved, read in the new places: {_said(moved)}" if stored else
-               f"config fields moved: {_said(moved)} ({RELEASE_NOTE}; write the new names)")
     return out
-
-
-def _said(moved: list[str]) -> str:
-    """``loop.eval_* → eval.*`` for a group that moved whole, ``old → new`` for each of the others."""
-    out = []
-    for (old, new), names in MOVED_GROUPS.items():
-        mine = [name for name in names if old + name in moved]
-        if len(mine) == len(names):
-            out.append(f"{old}* → {new}*")
-        else:
-            out += [f"{old}{name} → {new}{name}" for name in mine]
-    return ", ".join(out)

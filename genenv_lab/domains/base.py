@@ -98,7 +98,7 @@ class Domain:
     :class:`~genenv_lab.domains.worlds.LevelWorld` subclass), if it has one (``count``, ``times``)."""
     recommended: ClassVar[dict[str, dict[str, Any]]] = {}
     """Config changes this domain needs whatever the preset (e.g. longer env generations for JSON tasks);
-    ``genenv-lab run --domain`` applies them (see :func:`genenv_lab.config.for_domain`)."""
+    ``genenv-lab run --domain`` applies them (see :func:`genenv_lab.coevolution.resolve.for_domain`)."""
 
     seeds_file: str = ""
     """A JSONL file of seed tasks to use instead of the shipped ``data/<name>_seeds.jsonl`` (``loop.seeds``)."""

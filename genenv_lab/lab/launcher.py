@@ -105,7 +105,8 @@ def build_command(preset: str, domain: str, out: Path) -> tuple[str, ...]:
         raise LabError(f"preset {preset!r} cannot be started from the lab; choose one of {list(LAUNCH_PRESETS)}")
     if domain not in domain_names():
         raise LabError(f"unknown domain {domain!r}; choose one of {domain_names()}")
-    from genenv_lab.config import ConfigError, for_domain
+    from genenv_lab.coevolution.resolve import for_domain
+    from genenv_lab.config import ConfigError
     from genenv_lab.config import preset as get_preset
 
     try:  # e.g. the tiny-world model of cpu-demo and cpu-times exists for the count and times domains only

@@ -16,10 +16,11 @@ def tiny_model(domain: str = "arith") -> str:
     """The folder of the project's tiny test model warmed up on ``domain``'s format (built once, cached): a model
     to try the curriculum with on a CPU in seconds. Its numbers mean nothing."""
     from genenv_lab.backends.factory import prepare_base
+    from genenv_lab.coevolution.resolve import for_domain
     from genenv_lab.config import preset
     from genenv_lab.domains import get_domain
 
-    return prepare_base(preset("tiny").replace(loop={"domain": domain}), get_domain(domain))
+    return prepare_base(for_domain(preset("tiny"), domain), get_domain(domain))
 
 
 __all__ = ["ENV", "GenEnvCurriculum", "tiny_model"]

@@ -136,8 +136,13 @@ def curriculum_config(base: RunConfig, args, domain: str, model, agent_adapter: 
                    dtype={torch.bfloat16: "bfloat16", torch.float16: "float16"}.get(dtype, "float32"),
                    separate_adapters=True)
     try:
-        return base.replace(preset=f"trl-{base.preset}", model=section, agent=agent,
-                            loop={"domain": domain, "epochs": max(1, epochs), "save_adapters": True})
+        from genenv_lab.coevolution.resolve import for_domain, resolve
+
+        cfg = base.replace(preset=f"trl-{base.preset}", model=section, agent=agent,
+                           loop={"domain": domain, "epochs": max(1, epochs), "save_adapters": True})
+        if domain != base.loop.domain:  # the domain's recommended settings, except the ones given here
+            return for_domain(cfg, domain, given={"model": section, "agent": agent})
+        return resolve(cfg)
     except ConfigError as exc:
         raise ConfigError(f"{exc} (from your GRPOConfig or LoRA configuration)") from None
 
