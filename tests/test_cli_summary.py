@@ -1,10 +1,11 @@
 """The sentence that ends `genenv-lab run`: where p̂ went against α, and how often the simulator was updated."""
 
 from genenv_lab.cli.run_summary import curriculum_verdict as _verdict
+from genenv_lab.core.types import EpochRecord
 
 
 def _records(p_hats, env_steps):
-    return [{"epoch": i + 1, "p_hat_mean": p, "extra": {"rwr/steps": s}}
+    return [EpochRecord(i + 1, 1, 1, 1.0, p, 0.5, 0.5, 0.0, 0.5, 1.0, extra={"rwr/steps": s})
             for i, (p, s) in enumerate(zip(p_hats, env_steps))]
 
 

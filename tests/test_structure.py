@@ -181,3 +181,16 @@ def test_no_function_over_80_lines_and_no_module_over_500_outside_evaluation():
                 if size > 80:
                     long_functions.append(f"{where}:{node.lineno} {node.name} ({size} lines)")
     assert not long_functions and not long_modules, long_functions + long_modules
+
+
+def test_the_front_door_names_resolve_and_import_no_model_library():
+    """``from genenv_lab import preset, run, load_run`` works, every public name resolves, and ``import genenv_lab``
+    alone loads neither torch nor transformers (each name is imported on first use)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, genenv_lab; assert 'torch' not in sys.modules and 'transformers' not in sys.modules; "
+            "from genenv_lab import preset, run, load_run; "
+            "assert all(getattr(genenv_lab, n) is not None for n in genenv_lab.__all__); print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]

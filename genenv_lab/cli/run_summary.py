@@ -17,7 +17,7 @@ def run_summary(out: Path, cfg) -> list[str]:
         return []
     c = cfg.curriculum
     first, last = records[0], records[-1]
-    fx, lx = first.get("extra") or {}, last.get("extra") or {}
+    fx, lx = first.extra, last.extra
     lines = [f"α = {c.alpha:.2f}, band [{c.alpha - c.k_min:.3f}, {c.alpha + c.k_min:.3f}]: p̂ on the simulator's "
              f"tasks {fmt_num(first['p_hat_mean'], 2)} (epoch {first['epoch']}) → {fmt_num(last['p_hat_mean'], 2)} "
              f"(epoch {last['epoch']}); in band {fmt_num(first['in_band_frac'], 2)} → "
@@ -64,7 +64,7 @@ def curriculum_verdict(records: list[dict], alpha: float, k_min: float) -> str:
     late = [r["p_hat_mean"] for r in records[n - max(1, n // 3):] if r.get("p_hat_mean") is not None
             and not math.isnan(r["p_hat_mean"])]
     start = records[0].get("p_hat_mean")
-    updated = sum(1 for r in records if ((r.get("extra") or {}).get("rwr/steps") or 0) > 0)
+    updated = sum(1 for r in records if (r.get("rwr/steps") or 0) > 0)
     rwr = f"The simulator was updated (RWR on in-band tasks) in {updated} of {n} epochs."
     if not late or start is None or math.isnan(start):
         return "No p̂ was measured on the simulator's tasks (no valid task). " + rwr

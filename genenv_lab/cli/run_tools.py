@@ -1,5 +1,5 @@
 """The verbs around runs: ``genenv-lab eval`` (a model or predictions on a benchmark), ``generate`` and ``export``
-(a run's trained agent), ``check-domain`` and ``upgrade`` (run folders written in 0.1.0's old config layout)."""
+(a run's trained agent), ``check-domain`` and ``upgrade`` (run folders written by an older version)."""
 
 from __future__ import annotations
 
@@ -138,9 +138,10 @@ def _commit_problem(task) -> str | None:
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
-    """``genenv-lab upgrade RUN_DIR [RUN_DIR ...]``: each run folder rewritten in the current config layout
-    (:func:`genenv_lab.rundir.upgrade.upgrade_run`), one line each; 1 when one could not be."""
-    from genenv_lab.rundir.upgrade import upgrade_run
+    """``genenv-lab upgrade RUN_DIR [RUN_DIR ...]``: each run folder (or each run of a comparison's folder) rewritten
+    in this version's format (:func:`genenv_lab.rundir.upgrade.upgrade_path`), one line each; 1 when one could not
+    be."""
+    from genenv_lab.rundir.upgrade import upgrade_path
 
     failed = 0
     for run_dir in args.run_dirs:
@@ -149,7 +150,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
             print(f"{run_dir}: error: no such folder", file=sys.stderr)
             continue
         try:
-            print(upgrade_run(run_dir))
+            print("\n".join(upgrade_path(run_dir)))
         except (OSError, ValueError, RuntimeError) as exc:  # RunDirError: a writer holds it, the copy's place taken
             failed += 1
             print(f"{run_dir}: error: {exc}", file=sys.stderr)
@@ -219,7 +220,9 @@ def add_check_domain(sub) -> None:
 
 def add_upgrade(sub) -> None:
     """``genenv-lab upgrade``."""
-    u = sub.add_parser("upgrade", help="rewrite run folders written in the old config layout (loop.eval_*, "
-                                       "model.world_*) in the current one, after copying each")
-    u.add_argument("run_dirs", nargs="+", type=nonempty_type, metavar="RUN_DIR", help="a run folder")
+    u = sub.add_parser("upgrade", help="rewrite run folders written by an older genenv_lab (old epochs.jsonl keys, "
+                                       "config fields that moved section) in this version's format, after copying "
+                                       "each to .<name>.before-upgrade beside it")
+    u.add_argument("run_dirs", nargs="+", type=nonempty_type, metavar="RUN_DIR",
+                   help="a run folder, or a comparison's folder (each of its runs)")
     u.set_defaults(func=cmd_upgrade)
