@@ -126,55 +126,17 @@ def difficulty_figure(runs: RunData | Sequence[RunData], *, height: int = 440) -
     color_of = dict(zip(all_epochs, _epoch_colors(len(all_epochs))))
     shown = set(all_epochs) if len(all_epochs) <= 8 else {
         all_epochs[round(i * (len(all_epochs) - 1) / 5)] for i in range(6)}
-    def band_label(run: RunData) -> str:
-        return "" if run.alpha is None or run.k_min is None else f"α = {run.alpha:g} · band ±{run.k_min:g}"
-
     fig = make_subplots(rows=1, cols=len(runs), shared_yaxes=True, horizontal_spacing=0.06,
                         subplot_titles=[f"{html.escape(r.name)}  "
                                         f"<span style='color:{ALPHA_COLOUR}'>{band_label(r)}</span>"
                                         for r in runs] if len(runs) > 1 else None)
     trace_epochs: list[int] = []
+    first = {e for e, *_ in panels[0][2]}
     for col, (run, levels, bars) in enumerate(panels, start=1):
-        if not any(n for _, _, n, _, _ in bars):
-            fig.add_scatter(x=[None], y=[None], showlegend=False, hoverinfo="skip", row=1, col=col)
-            fig.add_annotation(text=f"no valid generated task<br>with a p̂ in {html.escape(run.name)}",
-                               xref="x domain", yref="y domain", x=0.5, y=0.5, showarrow=False,
-                               font=dict(color="#868e96", size=13), row=1, col=col)
-            trace_epochs.append(-1)
-            continue
-        for epoch, counts, n, rejected, in_band in bars:
-            share = [c / n if n else 0.0 for c in counts]
-            band_txt = "" if in_band is None else f" · {in_band:.0%} in band"
-            name = f"epoch {epoch} (n={n}{band_txt})" if len(runs) == 1 else f"epoch {epoch}"
-            fig.add_bar(x=levels, y=share, name=name, marker_color=color_of[epoch], legendgroup=f"e{epoch}",
-                        showlegend=col == 1 or epoch not in {e for e, *_ in panels[0][2]},
-                        customdata=[[c, n, rejected] for c in counts],
-                        visible=True if epoch in shown else "legendonly", row=1, col=col,
-                        hovertemplate=(f"{html.escape(run.name)} · epoch {epoch}{band_txt}<br>p̂ = %{{x:.2f}}<br>"
-                                       "%{customdata[0]} of %{customdata[1]} valid tasks (%{y:.0%})<br>"
-                                       "%{customdata[2]} rejected<extra></extra>"))
-            trace_epochs.append(epoch)
-        step = min((b - a for a, b in zip(levels, levels[1:])), default=0.2)
-        fig.update_xaxes(range=[-step * 0.6, 1 + step * 0.6], tickvals=levels if len(levels) <= 11 else None,
-                         tickformat=".2f", zeroline=False, row=1, col=col,
-                         title_text="p̂ (agent success rate over G rollouts)")
-        if run.alpha is not None and run.k_min is not None:
-            lo, hi = band_span(levels, run.alpha, run.k_min, step)
-            fig.add_vrect(x0=lo, x1=hi, fillcolor=BAND_FILL, line_width=0, layer="below", row=1, col=col)
-            for edge in sorted({lo, hi}):
-                fig.add_vline(x=edge, line=dict(color=BAND_LINE, width=1, dash="dot"), row=1, col=col)
-            fig.add_vline(x=run.alpha, line=dict(color=ALPHA_COLOUR, width=2, dash="dash"), row=1, col=col)
-            if len(runs) == 1:
-                fig.add_annotation(x=run.alpha, y=1.0, xref="x", yref="y domain", yanchor="bottom",
-                                   showarrow=False, text=band_label(run), font=dict(color=ALPHA_COLOUR, size=12))
+        trace_epochs += _difficulty_panel(fig, col, run, levels, bars, color_of=color_of, shown=shown,
+                                          alone=len(runs) == 1, first=first)
     if len(all_epochs) > 1:
-        steps = [dict(label="all", method="restyle",
-                      args=[{"visible": [True if e in shown else "legendonly" for e in trace_epochs]}])]
-        steps += [dict(label=str(e), method="restyle", args=[{"visible": [t == e for t in trace_epochs]}])
-                  for e in all_epochs]
-        fig.update_layout(sliders=[dict(active=0, steps=steps, x=0.0, len=1.0, y=-0.22, yanchor="top",
-                                        currentvalue=dict(prefix="epoch: ", font=dict(size=12)),
-                                        pad=dict(t=10, b=0), font=dict(size=11))])
+        _epoch_slider(fig, all_epochs, shown, trace_epochs)
     fig.update_layout(barmode="group", bargap=0.12, bargroupgap=0.04,
                       legend=dict(orientation="v", x=1.01, y=1, font=dict(size=11), title_text="epoch"))
     fig.update_yaxes(tickformat=".0%", rangemode="tozero")
@@ -183,6 +145,58 @@ def difficulty_figure(runs: RunData | Sequence[RunData], *, height: int = 440) -
     fig = style(fig, height=height, title=title)
     fig.update_layout(margin=dict(t=90 if len(runs) > 1 else 70, b=125 if len(all_epochs) > 1 else 50))
     return fig
+
+
+def band_label(run: RunData) -> str:
+    """The run's α and band as the difficulty figure labels them ("" without both)."""
+    return "" if run.alpha is None or run.k_min is None else f"α = {run.alpha:g} · band ±{run.k_min:g}"
+
+
+def _difficulty_panel(fig: go.Figure, col: int, run: RunData, levels: list[float], bars: list, *,
+                      color_of: dict[int, str], shown: set[int], alone: bool, first: set[int]) -> list[int]:
+    """One run's bars of the difficulty figure into column ``col``, with its band; the epoch of each trace added
+    (-1: the note of a run with no valid task)."""
+    if not any(n for _, _, n, _, _ in bars):
+        fig.add_scatter(x=[None], y=[None], showlegend=False, hoverinfo="skip", row=1, col=col)
+        fig.add_annotation(text=f"no valid generated task<br>with a p̂ in {html.escape(run.name)}",
+                           xref="x domain", yref="y domain", x=0.5, y=0.5, showarrow=False,
+                           font=dict(color="#868e96", size=13), row=1, col=col)
+        return [-1]
+    for epoch, counts, n, rejected, in_band in bars:
+        share = [c / n if n else 0.0 for c in counts]
+        band_txt = "" if in_band is None else f" · {in_band:.0%} in band"
+        name = f"epoch {epoch} (n={n}{band_txt})" if alone else f"epoch {epoch}"
+        fig.add_bar(x=levels, y=share, name=name, marker_color=color_of[epoch], legendgroup=f"e{epoch}",
+                    showlegend=col == 1 or epoch not in first, customdata=[[c, n, rejected] for c in counts],
+                    visible=True if epoch in shown else "legendonly", row=1, col=col,
+                    hovertemplate=(f"{html.escape(run.name)} · epoch {epoch}{band_txt}<br>p̂ = %{{x:.2f}}<br>"
+                                   "%{customdata[0]} of %{customdata[1]} valid tasks (%{y:.0%})<br>"
+                                   "%{customdata[2]} rejected<extra></extra>"))
+    step = min((b - a for a, b in zip(levels, levels[1:])), default=0.2)
+    fig.update_xaxes(range=[-step * 0.6, 1 + step * 0.6], tickvals=levels if len(levels) <= 11 else None,
+                     tickformat=".2f", zeroline=False, row=1, col=col,
+                     title_text="p̂ (agent success rate over G rollouts)")
+    if run.alpha is not None and run.k_min is not None:
+        lo, hi = band_span(levels, run.alpha, run.k_min, step)
+        fig.add_vrect(x0=lo, x1=hi, fillcolor=BAND_FILL, line_width=0, layer="below", row=1, col=col)
+        for edge in sorted({lo, hi}):
+            fig.add_vline(x=edge, line=dict(color=BAND_LINE, width=1, dash="dot"), row=1, col=col)
+        fig.add_vline(x=run.alpha, line=dict(color=ALPHA_COLOUR, width=2, dash="dash"), row=1, col=col)
+        if alone:
+            fig.add_annotation(x=run.alpha, y=1.0, xref="x", yref="y domain", yanchor="bottom",
+                               showarrow=False, text=band_label(run), font=dict(color=ALPHA_COLOUR, size=12))
+    return [epoch for epoch, *_ in bars]
+
+
+def _epoch_slider(fig: go.Figure, epochs: list[int], shown: set[int], trace_epochs: list[int]) -> None:
+    """The difficulty figure's slider: "all" (the epochs ``shown``), then one epoch at a time."""
+    steps = [dict(label="all", method="restyle",
+                  args=[{"visible": [True if e in shown else "legendonly" for e in trace_epochs]}])]
+    steps += [dict(label=str(e), method="restyle", args=[{"visible": [t == e for t in trace_epochs]}])
+              for e in epochs]
+    fig.update_layout(sliders=[dict(active=0, steps=steps, x=0.0, len=1.0, y=-0.22, yanchor="top",
+                                    currentvalue=dict(prefix="epoch: ", font=dict(size=12)),
+                                    pad=dict(t=10, b=0), font=dict(size=11))])
 
 
 def curves_frame(run: RunData) -> pd.DataFrame:
