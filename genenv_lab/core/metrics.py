@@ -186,10 +186,10 @@ DRY_STEP_FRAC = _metric("dry/step_frac", "the share of the epoch's GRPO optimise
                         "informative (the dry-run instrument, `genenv_lab.core.dryrun`)", "fraction", "dry_run")
 DRY_FRONTIER_LEVEL = _metric("dry/frontier_level", "the held-out frontier the epoch trained against (the previous "
                              "evaluation's `heldout/frontier_level`)", "number", "frontier")
-DRY_FRONTIER_GROUPS = _metric("dry/frontier_groups", "the epoch's GRPO groups whose task level equals it", "count",
-                              "frontier_groups")
-DRY_FRONTIER_INFORMATIVE = _metric("dry/frontier_informative", "how many of those were informative", "count",
-                                   "frontier_groups")
+DRY_FRONTIER_INFORMATIVE = _metric("dry/frontier_informative", "the informative ones among `dry/frontier_groups`",
+                                   "count", "frontier_groups")
+DRY_FRONTIER_GROUPS = _metric("dry/frontier_groups", "the epoch's GRPO groups whose task level equals "
+                              "`dry/frontier_level`", "count", "frontier_groups")
 
 # ---------------------------------------------------------------------------------------------- extra: the run's job
 PROCESSES_ADAPTER_SHA256 = _metric("processes/adapter_sha256", "only under N > 1 processes: each process's SHA-256 of "

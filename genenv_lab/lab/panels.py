@@ -165,7 +165,7 @@ PANELS: tuple[Panel, ...] = (
     Panel("frontier", "held-out frontier level · the one trained against (dot)", registered("frontier"), "level",
           signals),
     Panel("levels", "simulator's highest level (levels/max)", registered("levels"), "level", signals),
-    Panel("frontier_groups", "groups at the frontier: all · informative (dot)", registered("frontier_groups"),
+    Panel("frontier_groups", "groups at the frontier: informative · all (dot)", registered("frontier_groups"),
           "groups", signals),
 )
 """The panels of the curves, in grid order (rows of :data:`COLS`)."""
