@@ -217,6 +217,7 @@ def timed(sync, fn):
 def shape_epoch(backend, cfg, inputs, sync) -> dict:
     """One epoch of the four phases at their upper bounds: seconds, tokens/s, peak GiB of each."""
     from genenv_lab.trainers.agent import trainer_named
+    from genenv_lab.trainers.env import update_env
     from genenv_lab.backends.base import EnvExample
 
     contexts, prompts, reward_fn = inputs
@@ -234,7 +235,7 @@ def shape_epoch(backend, cfg, inputs, sync) -> dict:
         row["agent_update"] = {"s": round(update.update_s, 2), "steps": update.steps}
     row["agent_total"] = {"s": s, "peak_gib": peak}
     examples = [EnvExample(c, t, 1.0) for c, group in zip(contexts, raw or []) for t in group]
-    env, s, peak = timed(sync, lambda: backend.rwr_step(examples))
+    env, s, peak = timed(sync, lambda: update_env(backend, cfg, examples))
     row["env_update"] = {"s": s, "peak_gib": peak, "steps": getattr(env, "steps", None)}
     for phase in ("generate", "rollouts"):
         if phase in row and row[phase]["s"]:

@@ -5,12 +5,12 @@
     python benchmarks/grpo_step.py --model tiny          # the random tiny model (a smoke run, seconds)
 
 Both arms take the same tasks (the ``times99`` seeds, cycled) and the same GRPO settings
-(:func:`genenv_lab.backends.agent_trainer.grpo_settings` of the cpu-smollm2 preset: G = 8, 8 tasks a step,
+(:func:`genenv_lab.trainers.grpo.grpo_settings` of the cpu-smollm2 preset: G = 8, 8 tasks a step,
 LoRA r 8 on every linear layer, constant learning rate), each on its own model instance:
 
 - ``project``: ``HFBackend.train_agent`` with the ``grpo`` trainer, as the loop calls it every epoch
   (:func:`genenv_lab.trainers.agent.update_agent`), everything included: building the trainer
-  (:func:`~genenv_lab.backends.agent_trainer.build_grpo_trainer`: config, dataset, TRL's trainer set-up), the
+  (:func:`~genenv_lab.trainers.grpo.build_grpo_trainer`: config, dataset, TRL's trainer set-up), the
   rollouts and the update with each prompt encoded once, the metrics;
 - ``trl``: TRL's ``GRPOTrainer`` as a user would write it (a PeftModel with the same LoRA, TRL's own paths; the
   subclass only times its rollout phase), ``train()`` timed; its construction is timed apart, not counted in its
@@ -63,8 +63,7 @@ def main(argv=None) -> int:
     from trl import GRPOConfig, GRPOTrainer
 
     from genenv_lab.trainers.agent import TRAINERS
-    from genenv_lab.backends.agent_trainer import grpo_settings
-    from genenv_lab.backends.agent_trainer import grpo_reward, timed_trainer
+    from genenv_lab.trainers.grpo import grpo_reward, grpo_settings, timed_trainer
     from genenv_lab.backends.hf import HFBackend, grpo_dataset
     from genenv_lab.config import preset
     from genenv_lab.models.loading import load_base

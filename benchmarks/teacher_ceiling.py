@@ -80,7 +80,7 @@ class TeacherBackend:
         self.midpoint += self.agent_rate
         return AgentUpdate(loss=0.0, steps=len(prompts))
 
-    def rwr_step(self, examples) -> EnvUpdate:
+    def train_env(self, trainer, examples) -> EnvUpdate:
         return EnvUpdate(loss=0.0, kl=0.0, steps=0)
 
     def save_adapters(self, directory) -> None:

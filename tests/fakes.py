@@ -2,8 +2,8 @@
 
 Its simulator rewrites the seed's expression (adding operands as its version grows) and writes a malformed reply
 every fourth time; its agent solves a task when the task has fewer operands than its skill, half the rollouts at
-equal skill, none above; every agent update raises the skill, every RWR step with examples raises the version. A token
-is a whitespace-separated word. The tests take these classes from the fixtures of tests/conftest.py
+equal skill, none above; every agent update raises the skill, every env (RWR) update with examples raises the
+version. A token is a whitespace-separated word. The tests take these classes from the fixtures of tests/conftest.py
 (``scripted_backend``, ``scripted_counter``).
 """
 
@@ -24,6 +24,7 @@ class ScriptedBackend:
         self.version = 0
         self.calls = {"generate": 0, "grpo": 0, "rwr": 0}
         self.trainers: list[str] = []  # the name of the trainer each agent update was taken from
+        self.env_trainers: list[str] = []  # the name of the trainer each env update was taken from
         self.rwr_batches: list[list] = []
         self._count = 0
 
@@ -65,8 +66,9 @@ class ScriptedBackend:
         """The scripted world's tokens: whitespace-separated words (a completion " 42" is one token)."""
         return [len(t.split()) for t in texts]
 
-    def rwr_step(self, examples):
+    def train_env(self, trainer, examples):
         self.calls["rwr"] += 1
+        self.env_trainers.append(trainer.name)
         self.rwr_batches.append(list(examples))
         self.version += 1
         return EnvUpdate(loss=1.0, kl=0.01 * self.version, steps=1)

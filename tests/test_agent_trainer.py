@@ -5,6 +5,7 @@ RL objective a user may choose runs on the tiny model; the reward function sees 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 
@@ -12,7 +13,8 @@ import pytest
 import torch
 
 from genenv_lab.trainers.agent import TRAINERS, update_agent
-from genenv_lab.backends.agent_trainer import METHOD_FIELDS, build_grpo_trainer, grpo_settings
+from genenv_lab.trainers.grpo import METHOD_FIELDS, build_grpo_trainer, grpo_settings
+from genenv_lab.backends.base import TrainerKit
 from genenv_lab.backends.hf import grpo_dataset
 from genenv_lab.backends.prefix import supports_shared_prefix
 from genenv_lab.config import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, REWARD_SCALINGS, ConfigError, preset
@@ -53,17 +55,15 @@ def test_a_config_class_that_changes_a_method_field_is_refused(tmp_path):
 
     backend, prompts = tiny_backend(shared=True, kl_beta=0.0, tasks=2)
     trainer_cls, _ = backend.grpo_classes()
+    kit = TrainerKit(cfg=backend.cfg, model=backend.model, tokenizer=backend.tokenizer,
+                     dataset=grpo_dataset(backend, prompts), reward_fn=reward, optimizer=backend.optimizer("agent"),
+                     output_dir=str(tmp_path), seed=0, trainer_cls=trainer_cls, config_cls=Rewriting, on_cuda=False)
     with pytest.raises(RuntimeError, match="lr_scheduler_type"):
-        build_grpo_trainer(cfg=backend.cfg, model=backend.model, tokenizer=backend.tokenizer,
-                           dataset=grpo_dataset(backend, prompts), reward_fn=reward,
-                           optimizer=backend.optimizer("agent"), output_dir=str(tmp_path), seed=0,
-                           trainer_cls=trainer_cls, config_cls=Rewriting, on_cuda=False)
+        build_grpo_trainer(kit)
     with pytest.raises(ValueError, match="method fields"):
-        build_grpo_trainer(cfg=backend.cfg, model=backend.model, tokenizer=backend.tokenizer,
-                           dataset=grpo_dataset(backend, prompts), reward_fn=reward,
-                           optimizer=backend.optimizer("agent"), output_dir=str(tmp_path), seed=0,
-                           trainer_cls=trainer_cls, config_cls=GRPOConfig, on_cuda=False,
-                           engine_args={"learning_rate": 1.0})
+        build_grpo_trainer(dataclasses.replace(kit, config_cls=GRPOConfig, engine_args={"learning_rate": 1.0}))
+    with pytest.raises(ValueError, match="method fields"):
+        build_grpo_trainer(dataclasses.replace(kit, config_cls=GRPOConfig), trainer_args={"beta": 0.5})
 
 
 def test_gradient_checkpointing_takes_full_rows_and_says_so():

@@ -81,16 +81,24 @@ def test_the_scripted_fakes_and_the_engines_take_the_backend_protocols_calls(whe
     assert not hasattr(Backend, "grpo_step")  # the interface says what an engine does, not which algorithm
 
 
-def test_every_agent_trainer_is_an_agent_trainer_and_the_loop_names_no_engine_method_but_its_own():
-    """The agent's update goes through one call of genenv_lab.trainers.agent: the loop never calls an engine's
-    training method itself (a second trainer then touches the trainer module and the configuration's table only)."""
+def test_every_trainer_is_a_trainer_and_the_loop_names_no_engine_method_but_its_own():
+    """Each role's update goes through one call of genenv_lab.trainers: the loop never calls an engine's training
+    method itself (a second trainer then touches the trainer module and the configuration's table only), and the
+    RWR update is no engine's method (the engines lend a kit; genenv_lab.trainers.env runs the update)."""
     import inspect
 
+    from genenv_lab.backends.base import AgentTrainer, EnvTrainer
+    from genenv_lab.backends.hf import HFBackend
+    from genenv_lab.backends.unsloth_engine import UnslothBackend
     from genenv_lab.coevolution import loop
+    from genenv_lab.config import preset
     from genenv_lab.trainers.agent import TRAINERS
-    from genenv_lab.backends.base import AgentTrainer
+    from genenv_lab.trainers.env import RWR
 
     assert all(isinstance(t, AgentTrainer) for t in TRAINERS.values())
+    assert isinstance(RWR(preset("tiny").env), EnvTrainer)
     source = inspect.getsource(loop)
-    assert "update_agent(backend, cfg," in source
-    assert ".train_agent(" not in source and ".grpo_step(" not in source
+    assert "update_agent(backend, cfg," in source and "update_env(backend, cfg," in source
+    assert not any(f".{name}(" in source for name in ("train_agent", "train_env", "grpo_step", "rwr_step"))
+    for engine in (HFBackend, UnslothBackend):
+        assert not any(hasattr(engine, name) for name in ("rwr_step", "env_kl", "_rwr_losses", "_batch"))

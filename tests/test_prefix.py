@@ -59,7 +59,7 @@ def test_grouping_reconstructs_every_row(labels, width):
 def test_the_trl_methods_the_trainer_overrides_are_still_there():
     from trl import GRPOTrainer
 
-    from genenv_lab.backends.agent_trainer import TRL_HOOKS
+    from genenv_lab.trainers.grpo import TRL_HOOKS
 
     for name, params in TRL_HOOKS.items():
         method = getattr(GRPOTrainer, name, None)

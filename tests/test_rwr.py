@@ -1,5 +1,5 @@
-"""The RWR loss (genenv_lab.core.rwr): hand-computed values, properties, and both engines' loss functions on one
-model."""
+"""The RWR loss (genenv_lab.core.rwr): hand-computed values, properties, and the loss on both engines' log-prob
+forwards on one model. The update around it (batching, KL cap, steps) is tests/test_env_trainer.py."""
 
 import math
 
@@ -70,24 +70,31 @@ def test_equals_the_dense_masked_formula_and_kl_is_nonnegative(b, t, v, seed):
     assert abs(same_kl.item()) < 1e-6 and same_nll.item() == pytest.approx(nll.item())
 
 
-def test_both_engines_loss_functions_agree_on_the_tiny_model(tiny_cfg):
-    """The hf engine's full-logit path and the unsloth engine's target-position path (run here on the plain peft
-    model, no GPU) give the same RWR loss and KL, after the env adapter has moved away from the base."""
+def test_both_engines_log_prob_forwards_give_the_same_rwr_losses_on_the_tiny_model(tiny_cfg):
+    """The hf engine's full-logit forward and the unsloth engine's target-position forward (run here on the plain
+    peft model, no GPU), each lent to the simulator's trainer, give the same RWR loss and KL, after the env adapter
+    has moved away from the base."""
+    from dataclasses import replace
+    from functools import partial
+
     from genenv_lab.backends.base import EnvExample
     from genenv_lab.backends.hf import HFBackend
-    from genenv_lab.backends.unsloth_engine import target_rwr_losses
+    from genenv_lab.backends.unsloth_engine import lean_target_log_probs
     from genenv_lab.domains import get_domain
+    from genenv_lab.trainers.env import batch_losses, rwr_batch, update_env
 
     backend = HFBackend(tiny_cfg)
     domain = get_domain("arith")
     seeds = domain.seed_tasks()[:3]
     examples = [EnvExample(messages=domain.env_messages(s.spec, domain_stats(), 0.5), target=s.spec.text,
                            weight=w) for s, w in zip(seeds, (0.5, 1.0, 1.5))]
-    backend.rwr_step(examples)  # move the env adapter so that the KL is not zero
+    update_env(backend, tiny_cfg, examples)  # move the env adapter so that the KL is not zero
     backend._use("env")
-    batch = backend._batch(examples)
-    hf_nll, hf_kl = backend._rwr_losses(batch, grad=False)
-    us_nll, us_kl = target_rwr_losses(backend.model, batch, grad=False)
+    kit = backend.env_kit()
+    batch = rwr_batch(kit, examples)
+    hf_nll, hf_kl = batch_losses(kit, batch, grad=False)
+    us_nll, us_kl = batch_losses(replace(kit, log_probs=partial(lean_target_log_probs, backend.model)), batch,
+                                 grad=False)
     assert hf_kl.item() > 0
     assert us_nll.item() == pytest.approx(hf_nll.item(), rel=1e-5)
     assert us_kl.item() == pytest.approx(hf_kl.item(), rel=1e-4, abs=1e-7)

@@ -129,7 +129,7 @@ def test_loop_epoch_and_curriculum_epoch_give_the_same_tasks_p_hat_and_rwr_batch
     from trl import GRPOConfig, GRPOTrainer
 
     import genenv_lab.trl.callback as callback
-    from genenv_lab.backends.agent_trainer import grpo_settings
+    from genenv_lab.trainers.grpo import grpo_settings
     from genenv_lab.backends.factory import make_backend, prepare_base
     from genenv_lab.config import preset
     from genenv_lab.domains import get_domain
@@ -144,12 +144,12 @@ def test_loop_epoch_and_curriculum_epoch_give_the_same_tasks_p_hat_and_rwr_batch
     batches = {}
 
     def capturing(engine, key):
-        step = engine.rwr_step
+        step = engine.train_env
 
-        def rwr_step(examples):
+        def train_env(trainer, examples):
             batches[key] = list(examples)
-            return step(examples)
-        engine.rwr_step = rwr_step
+            return step(trainer, examples)
+        engine.train_env = train_env
 
     backend = make_backend(cfg, domain)
     capturing(backend, "loop")

@@ -13,7 +13,7 @@ import importlib.util
 import pytest
 import torch
 
-from genenv_lab.backends.unsloth_engine import AdapterSlot, target_rwr_losses
+from genenv_lab.backends.unsloth_engine import AdapterSlot, lean_target_log_probs
 
 
 
@@ -122,14 +122,21 @@ def test_lean_rwr_loss_equals_the_hf_kernel(hf_backend, restore):
     state = hf_backend.adapter_state("env")
     set_peft_model_state_dict(hf_backend.model, {k: v + 0.05 * torch.randn(v.shape, generator=gen)
                                                  for k, v in state.items()}, adapter_name="env")
+    from dataclasses import replace
+    from functools import partial
+
+    from genenv_lab.trainers.env import batch_losses, rwr_batch
+
     hf_backend._use("env")
-    batch = hf_backend._batch(examples)
-    nll_ref, kl_ref = hf_backend._rwr_losses(batch, grad=False)
-    nll, kl = target_rwr_losses(hf_backend.model, batch, grad=False)
+    kit = hf_backend.env_kit()
+    lean = replace(kit, log_probs=partial(lean_target_log_probs, hf_backend.model))
+    batch = rwr_batch(kit, examples)
+    nll_ref, kl_ref = batch_losses(kit, batch, grad=False)
+    nll, kl = batch_losses(lean, batch, grad=False)
     assert kl_ref > 0
     torch.testing.assert_close(nll, nll_ref, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(kl, kl_ref, rtol=1e-4, atol=1e-7)
-    nll_g, kl_g = target_rwr_losses(hf_backend.model, batch, grad=True)
+    nll_g, kl_g = batch_losses(lean, batch, grad=True)
     (nll_g + kl_g).backward()
     grads = [p.grad for n, p in hf_backend.model.named_parameters() if ".env." in n and p.requires_grad]
     assert grads and all(g is not None for g in grads)

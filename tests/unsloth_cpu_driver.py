@@ -43,7 +43,7 @@ def compare_trainers(out: str) -> None:
     import torch
 
     from genenv_lab.trainers.agent import TRAINERS
-    from genenv_lab.backends.agent_trainer import METHOD_FIELDS
+    from genenv_lab.trainers.grpo import METHOD_FIELDS
     from genenv_lab.backends.base import AgentPrompt
     from genenv_lab.backends.factory import make_backend
     from genenv_lab.config import preset

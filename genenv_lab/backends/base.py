@@ -1,16 +1,19 @@
-"""The small interface the loop talks to, so that it also runs with a scripted fake.
+"""The small interface the loop talks to, so that it also runs with a scripted fake, and what an engine lends the
+two roles' trainers.
 
 A backend holds one base model with two adapters (``agent`` and ``env``) and offers four operations:
 ``generate`` (sampling with a chosen adapter), ``train_agent`` (it takes an update of the agent adapter from a trainer
 of :mod:`genenv_lab.trainers.agent`, lending it a :class:`TrainerKit`; the update's rollouts also give the rewards
-from which p̂ is computed), ``rwr_step`` (the environment update) and adapter save/load.
+from which p̂ is computed), ``train_env`` (it takes the simulator's update from the trainer of
+:mod:`genenv_lab.trainers.env`, lending it an :class:`EnvKit`) and adapter save/load. The engines lend; the trainers
+(floor ``trainers/``, above the engines) build and run the updates, so no engine holds a training algorithm.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, ContextManager, Protocol, Sequence, runtime_checkable
 
 Messages = list[dict[str, str]]
 
@@ -60,7 +63,10 @@ class TrainerKit:
     ``task_id``), the reward function, the run-long optimiser of the agent role, a scratch folder, the update's seed,
     the engine's trainer and config classes (TRL's ``GRPOTrainer``/``GRPOConfig`` or Unsloth's) and its own flags
     (``engine_args``: vLLM rollouts), the device, the number of processes and whether the project's shared-prefix
-    forward may serve the trainer class. The fields are :func:`~.agent_trainer.build_grpo_trainer`'s arguments."""
+    forward may serve the trainer class, and how to read the prefix path its trainer took (``prefix_path_of``: the
+    ``unsloth`` engine reads Unsloth's own; ``None``: the trainer's ``prefix_path``). What
+    :func:`genenv_lab.trainers.grpo.build_grpo_trainer` builds from and :func:`~genenv_lab.trainers.grpo.run_grpo`
+    runs with."""
 
     cfg: Any
     model: Any
@@ -76,22 +82,52 @@ class TrainerKit:
     world_size: int = 1
     share_prefix: bool = False
     engine_args: dict[str, Any] = field(default_factory=dict)
-
-    def kwargs(self) -> dict[str, Any]:
-        """The fields as keyword arguments (the objects themselves, not copies)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    prefix_path_of: Callable[[Any], str] | None = None
 
 
 @runtime_checkable
 class AgentTrainer(Protocol):
-    """An agent trainer of :data:`genenv_lab.trainers.agent.TRAINERS`: a name and the update it builds."""
+    """An agent trainer of :data:`genenv_lab.trainers.agent.TRAINERS`: a name and the update it builds and runs."""
 
     name: str
 
-    def build(self, kit: TrainerKit) -> Any:
-        """The trainer of one update from what the engine lends: an object with ``train()``, TRL's ``state``
-        (``log_history``, ``global_step``), ``args`` and ``rollout_s`` (seconds spent in rollouts), as TRL's
-        GRPOTrainer built by :func:`~.agent_trainer.build_grpo_trainer` has."""
+    def update(self, kit: TrainerKit) -> AgentUpdate:
+        """One update of the agent adapter from what the engine lends: built (TRL's GRPOTrainer, by
+        :func:`genenv_lab.trainers.grpo.build_grpo_trainer`), run, and its figures returned (``grpo/*``,
+        ``agent/*``; :func:`genenv_lab.trainers.grpo.run_grpo`)."""
+
+
+@dataclass(frozen=True)
+class EnvKit:
+    """What an engine lends the simulator's trainer for one update (:meth:`Backend.train_env`), the ``env`` adapter
+    active: the model (the trainer switches its train/eval mode), the tokenizer and how a context becomes the
+    prompt's text (``render``: the engine's chat template), the longest sequence the model takes, the device, the
+    run-long optimiser of the env role, the forward that gives the next token's log-probabilities at chosen
+    positions (``log_probs(input_ids, attention_mask, positions)``: ``positions`` (B, T-1) marks the positions whose
+    next token is scored; it returns their (N, V) float32 log-softmax under the active adapter; each engine its own
+    kernel), the context in which the model is its base with the adapters off (``base``: the KL anchor), and the
+    job's processes (:class:`genenv_lab.backends.distributed.Processes`: each process takes its part of every
+    mini-batch). What :func:`genenv_lab.trainers.env.rwr_update` runs with."""
+
+    model: Any
+    tokenizer: Any
+    render: Callable[[Messages], str]
+    max_seq_length: int
+    device: Any
+    optimizer: Any
+    log_probs: Callable[[Any, Any, Any], Any]
+    base: Callable[[], ContextManager[Any]]
+    procs: Any
+
+
+@runtime_checkable
+class EnvTrainer(Protocol):
+    """The simulator's trainer (:class:`genenv_lab.trainers.env.RWR`): a name and the update it runs."""
+
+    name: str
+
+    def update(self, kit: EnvKit, examples: Sequence[EnvExample]) -> EnvUpdate:
+        """One update of the env adapter on ``examples`` from what the engine lends, and its figures."""
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -139,8 +175,10 @@ class Backend(Protocol):
         ``reward_fn``): lend it a :class:`TrainerKit`, run what it built, return the update's figures and leave the
         ``agent`` adapter active. The loop calls it through :func:`genenv_lab.trainers.agent.update_agent`."""
 
-    def rwr_step(self, examples: Sequence[EnvExample]) -> EnvUpdate:
-        """Weighted NLL of (context → target) on the ``env`` adapter, with a KL penalty and a KL cap."""
+    def train_env(self, trainer: EnvTrainer, examples: Sequence[EnvExample]) -> EnvUpdate:
+        """Take one update of the ``env`` adapter from ``trainer`` on ``examples`` (weighted (context → target)
+        pairs): lend it an :class:`EnvKit` with the ``env`` adapter active, return its figures and leave the
+        ``agent`` adapter active. The loop calls it through :func:`genenv_lab.trainers.env.update_env`."""
 
     def completion_tokens(self, texts: Sequence[str]) -> list[int]:
         """Optional: tokens of each agent completion text under the agent's tokenizer (the run's compute

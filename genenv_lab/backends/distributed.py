@@ -9,9 +9,10 @@ every process takes the same decisions; only the model work is split:
 - GRPO: TRL's own distributed path (each process its share of the prompts, G completions of a prompt on one
   process); afterwards every process's completions are gathered and scored into the epoch's reward log, so p̂ is
   computed from all of them, never from a shard;
-- the env's RWR update: each process takes its part of every mini-batch, its loss scaled by its share, and the
-  adapter's gradients are averaged before the step (:meth:`Processes.average_gradients`): the update of the whole
-  mini-batch. The KL cap is decided on the KL over every process's target tokens, so all stop together;
+- the env's RWR update (:mod:`genenv_lab.trainers.env`, lent the job's :class:`Processes` in its kit): each process
+  takes its part of every mini-batch, its loss scaled by its share, and the adapter's gradients are averaged before
+  the step (:meth:`Processes.average_gradients`): the update of the whole mini-batch. The KL cap is decided on the
+  KL over every process's target tokens, so all stop together;
 - the run directory, events and progress bars are written by the main process only; the others read it.
 
 After every epoch the processes compare hashes of their adapters (:meth:`Processes.check_in_sync`); a run whose
@@ -213,7 +214,8 @@ def close() -> None:
 
 class DataParallelBackend:
     """A backend whose generation is split across processes and whose agent update's reward log holds every
-    process's completions (see the module docstring). Everything else is the wrapped backend's."""
+    process's completions (see the module docstring). Everything else is the wrapped backend's (``train_env``
+    included: the simulator's trainer splits its own mini-batches through the processes the engine lends)."""
 
     def __init__(self, inner: Any, procs: Processes):
         self.inner = inner

@@ -4,38 +4,27 @@
 - Each distinct prompt is encoded once (``model.shared_prefix``, on by default; :mod:`genenv_lab.backends.prefix`): in
   generation, in TRL's rollouts and in every log-prob forward of the GRPO update, with the same numbers as TRL's
   full rows (docs/prefix_sharing.md). ``extra.agent/prefix_path`` records the path taken.
-- Agent update: taken from a trainer of :mod:`genenv_lab.trainers.agent` (:meth:`HFBackend.train_agent`; the
-  default is TRL's ``GRPOTrainer``) on the PeftModel with the ``agent`` adapter active (only its LoRA weights
-  require grad). A fresh trainer per epoch (one pass over the epoch's batch, G completions per task, constant
-  learning rate) around one AdamW optimiser that lives for the whole run, so Adam's moments carry across epochs.
-  With ``kl_beta > 0`` the reference is the base with adapters disabled (see :mod:`.agent_trainer`).
-  TRL's logged metrics are averaged over the epoch's steps and returned as ``grpo/*`` (see :data:`GRPO_METRICS`).
-- Environment update (RWR): written by hand, because no library offers a per-sample weighted NLL with a KL penalty
-  to the adapter-disabled base and a KL stopping cap. Loss per mini-batch::
-
-      L = mean_i w_i · NLL_i(target | context)  +  kl_coef · mean_tokens KL(π_env ‖ π_base)
-
-  where NLL_i is the mean token NLL of example i and the KL is the full-vocabulary KL at each target position.
-  The epoch's env steps stop as soon as the measured KL exceeds ``kl_cap``. Its AdamW optimiser also lives for
-  the whole run.
+- Agent update: :meth:`HFBackend.train_agent` lends a trainer of :mod:`genenv_lab.trainers.agent` a
+  :class:`~genenv_lab.backends.base.TrainerKit` (:meth:`HFBackend.trainer_kit`: the PeftModel with the ``agent``
+  adapter active, only its LoRA weights requiring grad; the epoch's prompts; TRL's ``GRPOTrainer``/``GRPOConfig``;
+  the run-long AdamW of the agent role, so Adam's moments carry across epochs); the trainer builds and runs the
+  update (:mod:`genenv_lab.trainers.grpo`).
+- Environment update: :meth:`HFBackend.train_env` lends the simulator's trainer (:mod:`genenv_lab.trainers.env`,
+  reward-weighted regression with a KL penalty and a KL cap) an :class:`~genenv_lab.backends.base.EnvKit`: the
+  ``env`` adapter active, the chat template, the run-long AdamW of the env role, the base with adapters disabled
+  as the KL anchor, and the forward that gives log-probabilities at the target positions
+  (:func:`target_log_probs`: the full logits, then the positions).
 - Under N processes (``torchrun``/``accelerate launch``; :mod:`genenv_lab.backends.distributed`) TRL's trainer runs
-its own
-  data-parallel path (each process ``prompts_per_step / N`` prompts of a step); the RWR step splits every
-  mini-batch between the processes (an example on one process only), scales each process's loss by its share of
-  the examples and target tokens, averages the env adapter's gradients before the step and stops on the KL over
-  all target tokens: the same update as one process on the whole mini-batch. With one process both updates are
-  the single-process ones, unchanged.
+  its own data-parallel path (each process ``prompts_per_step / N`` prompts of a step) and the RWR update splits
+  every mini-batch between the processes (the kit lends the job's processes): the same updates as one process.
 - Both optimisers' states are saved beside the adapters (``optimizer.pt``) and restored with them on ``--resume``,
   so a resumed run takes the same next step as an uninterrupted one.
 """
 
 from __future__ import annotations
 
-import math
 import tempfile
-import time
 import warnings
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -47,26 +36,17 @@ from genenv_lab.backends.distributed import processes
 from genenv_lab.core.seeds import trainer_seed
 from genenv_lab.models.loading import ADAPTERS, attach_adapters, load_base
 from genenv_lab.models.world import world_spec
-from genenv_lab.core.rwr import rwr_losses, target_positions
 from genenv_lab.backends import prefix
-from genenv_lab.backends.agent_trainer import trainer_record
 from genenv_lab.backends.card import CPU, detect, pick_dtype, picked_line
-from genenv_lab.backends.base import (AgentPrompt, AgentTrainer, AgentUpdate, EnvExample, EnvUpdate, Messages,
-    RewardFn, TrainerKit, alphabet_token_ids, cut_at_stop)
+from genenv_lab.backends.base import (AgentPrompt, AgentTrainer, AgentUpdate, EnvExample, EnvKit, EnvTrainer,
+    EnvUpdate, Messages, RewardFn, TrainerKit, alphabet_token_ids, cut_at_stop)
 
 # transformers 5 renames gradient_checkpointing to activation_checkpointing and warns on every GRPOConfig and every
 # TRL step that reads the old name (dozens of lines a run in a notebook); the old name is the one that works across
 # the versions this project supports (the GPU stack pins transformers <= 5.17), so only that notice is silenced.
 warnings.filterwarnings("ignore", message=r".*`(is_)?gradient_checkpointing` is deprecated", category=FutureWarning)
 
-GRPO_METRICS = ("loss", "reward", "reward_std", "frac_reward_zero_std", "kl", "entropy", "clip_ratio/region_mean",
-                "completions/mean_length", "completions/clipped_ratio", "grad_norm", "learning_rate")
-"""TRL's GRPO log keys kept per epoch (mean over the epoch's optimiser steps) as ``grpo/<key>``; a key TRL did not
-log (``kl`` without ``kl_beta``, clip ratios of a single-iteration update) is ``NaN``."""
 OPTIMIZER_FILE = "optimizer.pt"
-PREFIX_PATH = "agent/prefix_path"
-"""``extra`` key of ``epochs.jsonl``: the path the epoch's agent update took (:data:`genenv_lab.backends.prefix.
-PATHS`: ``shared-prefix``, or ``full-rows`` when ``model.shared_prefix`` is off or the model is not supported)."""
 
 
 THINKING_OFF = "{%- set enable_thinking = false %}"
@@ -84,9 +64,33 @@ def thinking_off(tokenizer):
     return tokenizer
 
 
+def chat_text(tokenizer, messages: Messages) -> str:
+    """The prompt text of ``messages`` under the tokenizer's chat template; a final assistant message is continued
+    (as TRL does for prefilled prompts)."""
+    cont = messages[-1]["role"] == "assistant"
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=not cont, continue_final_message=cont,
+                                         tokenize=False)
+
+
+def adapter_optimizer(model, adapter: str, lr: float) -> torch.optim.Optimizer:
+    """A run-long AdamW over the LoRA weights of ``model``'s adapter ``adapter``, in a fixed order (so that a saved
+    state maps back onto the same parameters), with no weight decay."""
+    params = [p for n, p in model.named_parameters() if "lora_" in n and f".{adapter}." in n]
+    return torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+
+
+def target_log_probs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                     positions: torch.Tensor) -> torch.Tensor:
+    """The hf engine's log-prob forward (:attr:`~genenv_lab.backends.base.EnvKit.log_probs`): the model's full
+    logits, then the float32 log-softmax at ``positions`` (B, T-1), the positions whose next token is scored:
+    (N, V)."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]  # (B, T-1, V)
+    return F.log_softmax(logits[positions].float(), dim=-1)
+
+
 class HFBackend:
-    """One base model, two LoRA adapters, the agent trained by a trainer of :mod:`genenv_lab.trainers.agent` (TRL
-    GRPO), and a hand-written RWR step for the env."""
+    """One base model, two LoRA adapters, each lent to its role's trainer: the agent's (:mod:`genenv_lab.trainers.
+    agent`, TRL GRPO) and the simulator's (:mod:`genenv_lab.trainers.env`, RWR)."""
 
     def __init__(self, cfg: RunConfig, format_corpus: Sequence[str] = ()):
         self.cfg = cfg
@@ -129,10 +133,8 @@ class HFBackend:
         self.model.set_adapter(self._name(role))
 
     def chat_prompt(self, messages: Messages) -> str:
-        """The prompt text; a final assistant message is continued (as TRL does for prefilled prompts)."""
-        cont = messages[-1]["role"] == "assistant"
-        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=not cont,
-                                                  continue_final_message=cont, tokenize=False)
+        """The prompt text (:func:`chat_text` under this engine's tokenizer)."""
+        return chat_text(self.tokenizer, messages)
 
     def next_trainer_seed(self) -> int:
         """A fresh seed per GRPO call: Trainer re-seeds every RNG at construction, and one fixed seed would make
@@ -146,9 +148,8 @@ class HFBackend:
         weights in a fixed order, so that a saved state maps back onto the same parameters)."""
         name = self._name(role)
         if name not in self._optimizers:
-            params = [p for n, p in self.model.named_parameters() if "lora_" in n and f".{name}." in n]
             lr = self.cfg.agent.lr if role == "agent" else self.cfg.env.lr
-            self._optimizers[name] = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+            self._optimizers[name] = adapter_optimizer(self.model, name, lr)
         return self._optimizers[name]
 
     def prompt_room(self, messages: Messages) -> int:
@@ -220,7 +221,7 @@ class HFBackend:
         """What this engine lends a trainer for the epoch's update (one pass over ``prompts``, G completions each):
         the model with the ``agent`` adapter active, the run-long optimiser, the next trainer seed, its trainer
         classes and flags; the shared-prefix forward unless ``model.shared_prefix`` is off or the trainer class has
-        its own."""
+        its own; how to read the prefix path the trainer took."""
         self._use("agent")
         trainer_cls, config_cls = self.grpo_classes()
         return TrainerKit(
@@ -229,129 +230,51 @@ class HFBackend:
             seed=self.next_trainer_seed(), trainer_cls=trainer_cls, config_cls=config_cls,
             on_cuda=self.device.type == "cuda", world_size=self.procs.world_size,
             share_prefix=self.cfg.model.shared_prefix and self.shares_prefix_in(trainer_cls),
-            engine_args=self.grpo_engine_args())
+            engine_args=self.grpo_engine_args(), prefix_path_of=self.prefix_path_of)
 
     def shares_prefix_in(self, trainer_cls) -> bool:
         """Whether the project's shared-prefix forward can serve ``trainer_cls`` (TRL's own trainer: yes)."""
         return True
 
     def prefix_path_of(self, trainer) -> str:
-        """The path the update took, read from the trainer (:data:`PREFIX_PATH`)."""
+        """The path the update took (``agent/prefix_path``), read from the trainer."""
         return trainer.prefix_path
 
     def train_agent(self, trainer: AgentTrainer, prompts: Sequence[AgentPrompt], reward_fn: RewardFn) -> AgentUpdate:
-        """One update of the ``agent`` adapter built by ``trainer`` from this engine's :meth:`trainer_kit`: trained,
-        timed (rollouts apart), its TRL log averaged into ``grpo/*`` and what ran recorded under ``agent/*``."""
+        """One update of the ``agent`` adapter, built and run by ``trainer`` from this engine's :meth:`trainer_kit`
+        (a scratch folder for the update's trainer included); the ``agent`` adapter is left active."""
         with tempfile.TemporaryDirectory(prefix="genenv-grpo-") as tmp:
-            trainer = trainer.build(self.trainer_kit(prompts, reward_fn, tmp))
-            start = time.perf_counter()
-            trainer.train()
-            total = time.perf_counter() - start
+            update = trainer.update(self.trainer_kit(prompts, reward_fn, tmp))
         self.after_grpo()
-        metrics = {**grpo_metrics(trainer.state.log_history), **trainer_record(trainer, self.prefix_path_of)}
         self._use("agent")
-        return AgentUpdate(loss=metrics["grpo/loss"], rollout_s=trainer.rollout_s,
-                           update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
-                           metrics=metrics)
+        return update
 
     def after_grpo(self) -> None:
         """Whatever the engine's trainer leaves to restore after ``train()`` (nothing for ``hf``)."""
 
     # --------------------------------------------------------------------------------------------- env (RWR)
-    def _encode(self, ex: EnvExample) -> tuple[list[int], list[int]]:
-        prompt = self.tokenizer(self.chat_prompt(ex.messages), add_special_tokens=False)["input_ids"]
-        target = self.tokenizer(ex.target + self.eos_token, add_special_tokens=False)["input_ids"]
-        limit = self.cfg.model.max_seq_length
-        prompt = prompt[-max(limit - len(target), 1):]
-        return prompt, target[: limit - len(prompt)]
+    def target_log_probs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                         positions: torch.Tensor) -> torch.Tensor:
+        """This engine's log-prob forward, lent to the simulator's trainer (:func:`target_log_probs`)."""
+        return target_log_probs(self.model, input_ids, attention_mask, positions)
 
-    def _batch(self, examples: Sequence[EnvExample]) -> dict[str, torch.Tensor]:
-        encoded = [self._encode(ex) for ex in examples]
-        width = max(len(p) + len(t) for p, t in encoded)
-        pad = self.tokenizer.pad_token_id
-        ids = torch.full((len(encoded), width), pad, dtype=torch.long)
-        attn = torch.zeros_like(ids)
-        target_mask = torch.zeros_like(ids, dtype=torch.bool)
-        for row, (p, t) in enumerate(encoded):
-            seq = p + t
-            ids[row, : len(seq)] = torch.tensor(seq)
-            attn[row, : len(seq)] = 1
-            target_mask[row, len(p): len(seq)] = True
-        weights = torch.tensor([ex.weight for ex in examples], dtype=torch.float32)
-        return {"input_ids": ids.to(self.device), "attention_mask": attn.to(self.device),
-                "target_mask": target_mask.to(self.device), "weights": weights.to(self.device)}
+    def env_kit(self) -> EnvKit:
+        """What this engine lends the simulator's trainer (with the ``env`` adapter active: :meth:`train_env` sets
+        it): the model, its chat template, the run-long optimiser of the env role, the base as the KL anchor, the
+        log-prob forward and the job's processes."""
+        return EnvKit(model=self.model, tokenizer=self.tokenizer, render=self.chat_prompt,
+                      max_seq_length=self.cfg.model.max_seq_length, device=self.device,
+                      optimizer=self.optimizer("env"), log_probs=self.target_log_probs,
+                      base=self.model.disable_adapter, procs=self.procs)
 
-    def _rwr_losses(self, batch: dict[str, torch.Tensor], grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """(weighted NLL, mean per-token KL to the adapter-disabled base) of one batch (:func:`genenv_lab.core.rwr.
-        rwr_losses` on the log-probabilities at the target positions)."""
-        ids, attn, w = batch["input_ids"], batch["attention_mask"], batch["weights"]
-        pos, labels, rows = target_positions(ids, batch["target_mask"])
-
-        def target_logp() -> torch.Tensor:
-            logits = self.model(input_ids=ids, attention_mask=attn).logits[:, :-1]  # (B, T-1, V)
-            return F.log_softmax(logits[pos].float(), dim=-1)  # (N, V)
-
-        with torch.no_grad(), self.model.disable_adapter():
-            ref_logp = target_logp()
-        with nullcontext() if grad else torch.no_grad():
-            logp = target_logp()
-        return rwr_losses(logp, ref_logp, labels, rows, w)
-
-    def rwr_step(self, examples: Sequence[EnvExample]) -> EnvUpdate:
-        e = self.cfg.env
-        if not examples or e.max_steps == 0:
-            return EnvUpdate(steps=0, kl=self.env_kl(examples) if examples else 0.0)
+    def train_env(self, trainer: EnvTrainer, examples: Sequence[EnvExample]) -> EnvUpdate:
+        """One update of the ``env`` adapter on ``examples``, run by ``trainer`` from this engine's :meth:`env_kit`;
+        the ``agent`` adapter is left active."""
         self._use("env")
-        self.model.train()
-        opt = self.optimizer("env")
-        params = [p for group in opt.param_groups for p in group["params"]]
-        procs = self.procs
-        losses, steps, capped = [], 0, False
-        n = len(examples)
-        for step in range(e.max_steps):
-            start = (step * e.batch_size) % n
-            idx = [(start + k) % n for k in range(min(e.batch_size, n))]
-            share = procs.shard(idx)  # this process's part of the step's mini-batch (all of it with one process)
-            if share:
-                batch = self._batch([examples[i] for i in share])
-                nll, kl = self._rwr_losses(batch, grad=True)
-                tokens = int(batch["target_mask"][:, 1:].sum())
-            # the batch's KL over every process's target tokens: all processes take the same decision
-            kl_all, token_share = procs.pooled_mean(kl.item() if share else 0.0, tokens if share else 0)
-            if kl_all > e.kl_cap:
-                capped = True
-                break
-            local = 0.0
-            if share:
-                # scaled so that the processes' mean of these losses (and of their gradients) is the loss of the
-                # whole mini-batch; with one process both factors are exactly 1
-                loss = nll * (procs.world_size * len(share) / len(idx)) + \
-                    e.kl_coef * kl * (procs.world_size * token_share)
-                loss.backward()
-                local = loss.item()
-            procs.average_gradients(params)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            losses.append(procs.mean(local))
-            steps += 1
-        self.model.eval()
-        final_kl = self.env_kl(examples)
-        self._use("agent")
-        return EnvUpdate(loss=sum(losses) / len(losses) if losses else math.nan, kl=final_kl, steps=steps,
-                         stopped_by_kl_cap=capped or final_kl > e.kl_cap)
-
-    @torch.no_grad()
-    def env_kl(self, examples: Sequence[EnvExample]) -> float:
-        """Mean per-token KL of the env adapter to the initial simulator on ``examples``' targets."""
-        if not examples:
-            return 0.0
-        self._use("env")
-        kls = []
-        for start in range(0, len(examples), self.cfg.env.batch_size):
-            _, kl = self._rwr_losses(self._batch(examples[start:start + self.cfg.env.batch_size]), grad=False)
-            kls.append(kl.item())
-        self._use("agent")
-        return sum(kls) / len(kls)
+        try:
+            return trainer.update(self.env_kit(), examples)
+        finally:
+            self._use("agent")
 
     # ---------------------------------------------------------------------------------------------- adapters
     def save_adapters(self, directory: Path) -> None:
@@ -423,13 +346,3 @@ def grpo_dataset(backend: "HFBackend", prompts: Sequence[AgentPrompt]):
     from datasets import Dataset
 
     return Dataset.from_list([{"prompt": backend.chat_prompt(p.messages), "task_id": p.task_id} for p in prompts])
-
-
-def grpo_metrics(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """``grpo/<key>``: the mean over the logged optimiser steps of each of :data:`GRPO_METRICS` (NaN if absent)."""
-    steps = [h for h in log_history if "loss" in h and "train_runtime" not in h]
-    out = {}
-    for key in GRPO_METRICS:
-        values = [float(h[key]) for h in steps if isinstance(h.get(key), (int, float))]
-        out[f"grpo/{key}"] = sum(values) / len(values) if values else math.nan
-    return out

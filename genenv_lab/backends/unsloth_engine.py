@@ -6,16 +6,16 @@ What it adds to the ``hf`` engine (:class:`~genenv_lab.backends.hf.HFBackend`, w
   max_lora_rank=, gpu_memory_utilization=)``: Unsloth's kernels, and with ``fast_inference`` a vLLM engine inside
   the same process that shares the base weights. LoRA through ``FastLanguageModel.get_peft_model``.
 - Agent update: the hf engine's trainer, built by the same function
-  (:func:`~genenv_lab.backends.agent_trainer.build_grpo_trainer`: settings, run-long optimiser per role, beta set
+  (:func:`genenv_lab.trainers.grpo.build_grpo_trainer`: settings, run-long optimiser per role, beta set
   after construction, one precision rule, method fields checked) around TRL's ``GRPOTrainer`` as Unsloth patches it
   (``import unsloth`` before TRL; the factory does it): rollouts through the vLLM engine (``use_vllm`` when the model
   has one), the current agent weights pushed into vLLM as tensors every step by Unsloth itself. Kept different on
   purpose: Unsloth's gradient checkpointing (``agent/gradient_checkpointing``), so the project's shared-prefix
   forward is not used (Unsloth's patched loss has its own PrefixGrouper, read back as ``agent/prefix_path``).
-- Env update: the hf engine's RWR step (KL cap, optimiser, batching: inherited unchanged) with a leaner loss kernel
-  (:func:`target_rwr_losses`): the same weighted NLL + full-vocabulary KL, computed from the decoder's hidden states
-  at the target positions only, because the hf kernel's float32 logits over every position of a 152k-token vocab
-  do not fit a T4 at the GPU presets' batch sizes.
+- Env update: the simulator's trainer (:mod:`genenv_lab.trainers.env`: KL cap, optimiser, batching, the same on
+  every engine), lent a leaner log-prob forward (:func:`lean_target_log_probs`): the same log-probabilities at the
+  target positions, computed from the decoder's hidden states there only, because the hf forward's float32 logits
+  over every position of a 152k-token vocab do not fit a T4 at the GPU presets' batch sizes.
 
 Two adapters, one slot (the deliberate deviation). Unsloth's vLLM bridge (``model.load_lora(dir,
 load_tensors=True)``, what its GRPO trainer calls every step) reads the peft adapter named ``default`` and strips
@@ -23,7 +23,7 @@ load_tensors=True)``, what its GRPO trainer calls every step) reads the peft ada
 leak its tensors into that request (and serving two adapters on one Unsloth model is a known weak spot). So the
 model has a single peft adapter and :class:`AdapterSlot` swaps the ``agent`` and ``env`` weights in and out of it
 (a copy of a few MB; the base never changes). Everything that reads "the active adapter" (Unsloth's fused LoRA
-kernels, peft's ``disable_adapter`` for the KL anchor, the inherited RWR code) then sees exactly one adapter.
+kernels, peft's ``disable_adapter`` for the KL anchor, the simulator's trainer) then sees exactly one adapter.
 
 Generation: the role's weights go into the slot, ``model.load_lora(..., load_tensors=True)`` gives a LoRARequest
 with a new id, and :class:`~genenv_lab.backends.vllm_engine.VLLMGenerator` samples through Unsloth's engine
@@ -50,7 +50,6 @@ import math
 import os
 import tempfile
 import warnings
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -60,9 +59,8 @@ import torch.nn.functional as F
 from genenv_lab.config import RunConfig
 from genenv_lab.models.loading import ADAPTERS, lora_targets, prepare_tokenizer, resolve_model_dir
 from genenv_lab.models.world import world_spec
-from genenv_lab.core.rwr import rwr_losses, target_positions
 from genenv_lab.backends.distributed import processes
-from genenv_lab.backends.base import EnvExample, EnvUpdate, Messages
+from genenv_lab.backends.base import EnvExample, EnvTrainer, EnvUpdate, Messages
 from genenv_lab.backends import prefix
 from genenv_lab.backends.card import CPU, detect, pick_dtype, pick_fast_inference, picked_line
 from genenv_lab.backends.hf import OPTIMIZER_FILE, HFBackend, read_adapter, thinking_off
@@ -156,30 +154,17 @@ def _has_plain_lm_head(model) -> bool:
     return not any(getattr(cfg, k, None) for k in ("final_logit_softcapping", "logit_scale", "logits_scaling"))
 
 
-def target_rwr_losses(model, batch: dict[str, torch.Tensor], grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """(weighted NLL, mean per-token KL to the adapter-disabled base): the hf engine's RWR loss, lean in memory.
-
-    The same :func:`genenv_lab.core.rwr.rwr_losses` as ``HFBackend._rwr_losses`` (NLL_i is example i's mean target-token
-    NLL, the weighted NLL is mean_i w_i · NLL_i, the KL is the full-vocabulary KL(π_env ‖ π_base) averaged over
-    target tokens), with the log-probabilities computed differently: the logits
-    are computed only at the N positions that predict a target token (lm_head on the decoder's last hidden
-    state there), so memory is N × V instead of B × T × V in float32. ``model`` is the PeftModel; the LM head must
-    be a plain linear map of the last hidden state (true of Qwen2/Llama/Mistral; see ``_has_plain_lm_head``).
-    """
-    ids, attn, w = batch["input_ids"], batch["attention_mask"], batch["weights"]
+def lean_target_log_probs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                          positions: torch.Tensor) -> torch.Tensor:
+    """The hf engine's log-prob forward (:func:`genenv_lab.backends.hf.target_log_probs`: (N, V) float32
+    log-softmax at ``positions``), lean in memory: the logits are computed only at the N positions that predict a
+    target token (lm_head on the decoder's last hidden state there), so memory is N × V instead of B × T × V in
+    float32. ``model`` is the PeftModel; the LM head must be a plain linear map of the last hidden state (true of
+    Qwen2/Llama/Mistral; see ``_has_plain_lm_head``)."""
     causal_lm = model.get_base_model()
     decoder, head = causal_lm.model, causal_lm.get_output_embeddings()
-    pos, labels, rows = target_positions(ids, batch["target_mask"])
-
-    def target_logp() -> torch.Tensor:
-        hidden = decoder(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1]  # (B, T-1, H)
-        return F.log_softmax(head(hidden[pos]).float(), dim=-1)  # (N, V)
-
-    with torch.no_grad(), model.disable_adapter():
-        ref_logp = target_logp()
-    with nullcontext() if grad else torch.no_grad():
-        logp = target_logp()
-    return rwr_losses(logp, ref_logp, labels, rows, w)
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, :-1]  # (B, T-1, H)
+    return F.log_softmax(head(hidden[positions]).float(), dim=-1)  # (N, V)
 
 
 @contextlib.contextmanager
@@ -356,8 +341,8 @@ class UnslothBackend(HFBackend):
 
     # ---------------------------------------------------------------------------------------------- agent (GRPO)
     # The update is the hf engine's (HFBackend.train_agent lends HFBackend.trainer_kit to a trainer of
-    # genenv_lab.trainers.agent, which builds it with agent_trainer.build_grpo_trainer); what differs is named by the
-    # hooks below.
+    # genenv_lab.trainers.agent, which builds and runs it with genenv_lab.trainers.grpo); what differs is named by
+    # the hooks below.
     def grpo_classes(self):
         """Unsloth's patched GRPOTrainer (stock TRL's under Unsloth's CPU backend) and the running GRPOConfig."""
         from trl import GRPOConfig  # Unsloth's subclass once unsloth is imported (on a GPU)
@@ -392,18 +377,18 @@ class UnslothBackend(HFBackend):
         return self._optimizers[name]
 
     # ------------------------------------------------------------------------------------------------ env (RWR)
-    def _rwr_losses(self, batch: dict[str, torch.Tensor], grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    # The update is the simulator's trainer (genenv_lab.trainers.env), lent HFBackend.env_kit with this engine's
+    # log-prob forward, in Unsloth's training mode.
+    def target_log_probs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                         positions: torch.Tensor) -> torch.Tensor:
+        """The lean forward (:func:`lean_target_log_probs`) where the LM head allows it, else the hf engine's."""
         if self._lean_loss:
-            return target_rwr_losses(self.model, batch, grad)
-        return super()._rwr_losses(batch, grad)
+            return lean_target_log_probs(self.model, input_ids, attention_mask, positions)
+        return super().target_log_probs(input_ids, attention_mask, positions)
 
-    def rwr_step(self, examples: Sequence[EnvExample]) -> EnvUpdate:
+    def train_env(self, trainer: EnvTrainer, examples: Sequence[EnvExample]) -> EnvUpdate:
         self.FastLanguageModel.for_training(self.model)
-        with _env("UNSLOTH_RETURN_LOGITS", "1"):  # the hf kernel (non-lean path) reads logits
-            return super().rwr_step(examples)
-
-    def env_kl(self, examples: Sequence[EnvExample]) -> float:
-        with _env("UNSLOTH_RETURN_LOGITS", "1"):
-            return super().env_kl(examples)
+        with _env("UNSLOTH_RETURN_LOGITS", "1"):  # the hf forward (non-lean path) reads logits
+            return super().train_env(trainer, examples)
 
 

@@ -263,8 +263,9 @@ def _vllm_backend_class():
     class VLLMBackend(HFBackend):
         """``engine="vllm"``: the hf engine for both updates, vLLM for ``generate`` with the adapters as LoRARequests.
 
-        Training stays on transformers + peft + TRL (the reference code: GRPO rollouts inside TRL's trainer, the
-        hand-written RWR step), sharing the GPU with a vLLM engine that takes ``gpu_memory_utilization`` of it.
+        Training stays on transformers + peft + TRL (the reference code: both roles' trainers of
+        ``genenv_lab.trainers``, GRPO rollouts inside TRL's trainer), sharing the GPU with a vLLM engine that takes
+        ``gpu_memory_utilization`` of it.
         ``generate`` (the env's variations, and any agent sampling outside GRPO) saves the requested adapter into a
         scratch folder when its weights changed since the last save, and samples through vLLM with that folder
         as a LoRARequest (a new id per save, so vLLM never serves stale weights).
@@ -313,9 +314,9 @@ def _vllm_backend_class():
             self._stale.add(self._name("agent"))
             return super().train_agent(trainer, prompts, reward_fn)
 
-        def rwr_step(self, examples):
+        def train_env(self, trainer, examples):
             self._stale.add(self._name("env"))
-            return super().rwr_step(examples)
+            return super().train_env(trainer, examples)
 
         def load_adapters(self, directory: Path) -> None:
             self._stale.update(self.adapters)

@@ -50,6 +50,7 @@ from tqdm.auto import tqdm
 
 from genenv_lab.core import curriculum as cur
 from genenv_lab.trainers.agent import update_agent
+from genenv_lab.trainers.env import update_env
 from genenv_lab.backends.base import AgentPrompt, AgentUpdate, Backend
 from genenv_lab.backends.factory import check_engine, make_backend
 from genenv_lab.config import ConfigError, RunConfig
@@ -152,7 +153,7 @@ def finish_epoch(plan: EpochPlan, backend: Backend, domain: Domain, cfg: RunConf
     on_phase("env update")
     with timer("env_update"):
         env_examples = env_update_batch(tasks, contexts_by_id(tasks), cfg)
-        env_update = backend.rwr_step(env_examples) if env_examples else None
+        env_update = update_env(backend, cfg, env_examples) if env_examples else None
     env_version = state.env_version + (1 if env_update and env_update.steps > 0 else 0)
     new_state = aggregate(state, tasks, measured, epoch, env_version, cfg, plan.reference,
                           used_up=screening.used_up if screening else (), consumed=consumed)

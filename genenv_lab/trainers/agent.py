@@ -4,12 +4,13 @@ The loop calls :func:`update_agent` once an epoch. It looks up the trainer the r
 in :data:`TRAINERS` and asks the engine to take an update from it
 (:meth:`~genenv_lab.backends.base.Backend.train_agent`). The engine lends the trainer what is its own (a
 :class:`~genenv_lab.backends.base.TrainerKit`: the model with the agent adapter active, the run-long optimiser, its
-trainer and config classes, its flags); the trainer builds the update; the engine runs it and reports the figures
-(``grpo/*`` from the trainer's log, ``agent/*`` from :func:`~genenv_lab.backends.agent_trainer.trainer_record`).
-No engine knows a trainer by name, and no trainer knows an engine.
+trainer and config classes, its flags); the trainer builds the update, runs it and reports the figures (``grpo/*``
+from the trainer's log, ``agent/*`` from :func:`~genenv_lab.trainers.grpo.trainer_record`;
+:func:`~genenv_lab.trainers.grpo.run_grpo`). No engine knows a trainer by name, and no trainer knows an engine.
+The simulator's update is the same seam: :func:`genenv_lab.trainers.env.update_env`.
 
-- ``grpo`` (the default): TRL's GRPOTrainer as :func:`~genenv_lab.backends.agent_trainer.build_grpo_trainer`
-  builds it, with the RL objective the configuration sets (``agent.loss_type``, ``importance_sampling_level``,
+- ``grpo`` (the default): TRL's GRPOTrainer as :func:`~genenv_lab.trainers.grpo.build_grpo_trainer` builds it,
+  with the RL objective the configuration sets (``agent.loss_type``, ``importance_sampling_level``,
   ``scale_rewards``, ...).
 - ``high_entropy``: the same trainer, with its policy loss restricted to the 20 % highest-entropy completion tokens
   of each batch (TRL's ``top_entropy_quantile = 0.2``; Wang et al. 2025, "Beyond the 80/20 Rule", arXiv
@@ -20,8 +21,9 @@ Why a table when TRL's objective switches are already configuration fields: the 
 ``agent``, because they combine freely and the run's ``config.json`` records each one. A trainer here is what is
 not a combination of those fields: a setting the configuration does not name (``high_entropy``'s quantile,
 :class:`TRLGRPO`'s ``args``), another trainer class, or a construction of its own (any object with a ``name`` and
-``build(kit)``, e.g. one building TRL's RLOOTrainer from the same kit). A trainer may not set a method field
-(:data:`~genenv_lab.backends.agent_trainer.METHOD_FIELDS`): those come from the configuration, so a run's record
+``update(kit)``, e.g. one building TRL's RLOOTrainer from the same kit and running it with
+:func:`~genenv_lab.trainers.grpo.run_grpo`). A trainer may not set a method field
+(:data:`~genenv_lab.trainers.grpo.METHOD_FIELDS`): those come from the configuration, so a run's record
 never contradicts what ran.
 
 Adding a trainer touches this module (an entry of :data:`TRAINERS`) and the configuration's table of names
@@ -42,16 +44,24 @@ DEFAULT_TRAINER = "grpo"
 @dataclass(frozen=True)
 class TRLGRPO:
     """An agent trainer on TRL's GRPOTrainer (the engine's class: TRL's or Unsloth's), built by
-    :func:`~genenv_lab.backends.agent_trainer.build_grpo_trainer` with the configured settings and ``args``."""
+    :func:`~genenv_lab.trainers.grpo.build_grpo_trainer` with the configured settings and ``args``, and run by
+    :func:`~genenv_lab.trainers.grpo.run_grpo`."""
 
     name: str
     args: Mapping[str, Any] = field(default_factory=dict)
     """GRPOConfig settings beyond the configured ones (none may be a method field); checked as built."""
 
     def build(self, kit: TrainerKit) -> Any:
-        from genenv_lab.backends.agent_trainer import build_grpo_trainer  # torch and TRL load when an update is built
+        """The TRL trainer of one update (not run)."""
+        from genenv_lab.trainers.grpo import build_grpo_trainer  # torch and TRL load when an update is built
 
-        return build_grpo_trainer(**kit.kwargs(), trainer_args=dict(self.args))
+        return build_grpo_trainer(kit, trainer_args=dict(self.args))
+
+    def update(self, kit: TrainerKit) -> AgentUpdate:
+        """The update built (:meth:`build`), run and its figures."""
+        from genenv_lab.trainers.grpo import run_grpo
+
+        return run_grpo(self.build(kit), kit)
 
 
 TRAINERS: dict[str, AgentTrainer] = {t.name: t for t in (

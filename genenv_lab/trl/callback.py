@@ -25,8 +25,8 @@ import torch
 from transformers import TrainerCallback
 
 from genenv_lab.backends.base import AgentUpdate
-from genenv_lab.backends.hf import grpo_metrics
 from genenv_lab.backends.prefix import FULL
+from genenv_lab.trainers.grpo import grpo_metrics
 from genenv_lab.config import RunConfig, preset
 from genenv_lab.domains import Domain, get_domain
 from genenv_lab.coevolution.heldout import evaluate_epoch

@@ -1,10 +1,12 @@
-"""The agent's GRPO trainer, built by one function for every engine.
+"""The agent's GRPO trainer (TRL), built and run from what an engine lends, one function each for every engine.
 
 On both engines that train the agent (``hf``: transformers + peft + TRL; ``unsloth``: Unsloth's patched TRL on a
 GPU, stock TRL under Unsloth's CPU backend) the trainers of :mod:`genenv_lab.trainers.agent` build the update with
-:func:`build_grpo_trainer`. The engine lends it only what is its own (a :class:`~.base.TrainerKit`): the trainer
-class (TRL's ``GRPOTrainer`` or Unsloth's), the config class, the optimiser of the ``agent`` role, and its device
-flags (vLLM rollouts). Everything the update depends on is decided here, once:
+:func:`build_grpo_trainer` and run it with :func:`run_grpo`. The engine lends only what is its own (a
+:class:`~genenv_lab.backends.base.TrainerKit`): the model with the ``agent`` adapter active, the epoch's prompts as
+a data set, the trainer class (TRL's ``GRPOTrainer`` or Unsloth's), the config class, the optimiser of the ``agent``
+role, its device flags (vLLM rollouts) and how to read the prefix path its trainer took. Everything the update
+depends on is decided here, once:
 
 - the settings (:func:`grpo_settings`): the batch (G completions for each of ``prompts_per_step`` tasks), the
   learning rate, held **constant** (TRL's default decays it to 0 within each call, i.e. within each epoch), the RL
@@ -19,8 +21,10 @@ flags (vLLM rollouts). Everything the update depends on is decided here, once:
   the agent to itself at the epoch's start; built this way no reference copy exists and the anchor is the base with
   adapters disabled, on both engines;
 - precision (:func:`precision_flags`): from the dtype the model's weights were loaded in, one rule;
-- the record of what ran (:func:`trainer_record`): the prefix path, whether gradient checkpointing was on, the
-  trainer class, logged per epoch under ``agent/*``.
+- the update's figures (:func:`run_grpo`): one pass over the epoch's batch (a fresh trainer per epoch around the
+  run-long optimiser), timed with its rollouts apart; TRL's logged metrics averaged over the epoch's steps as
+  ``grpo/*`` (:data:`GRPO_METRICS`), and the record of what ran (:func:`trainer_record`: the prefix path, whether
+  gradient checkpointing was on, the trainer class) as ``agent/*``.
 
 Gradient checkpointing is the one difference kept on purpose: the ``unsloth`` engine's model is built with
 Unsloth's checkpointing (``use_gradient_checkpointing="unsloth"``: activations offloaded, the reason to use Unsloth
@@ -35,12 +39,12 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
 from genenv_lab.backends import prefix
-from genenv_lab.backends.base import RewardFn
+from genenv_lab.backends.base import AgentUpdate, RewardFn, TrainerKit
 
 METHOD_FIELDS = ("per_device_train_batch_size", "num_generations", "max_completion_length", "learning_rate",
                  "lr_scheduler_type", "num_train_epochs", "temperature", "weight_decay", "loss_type",
@@ -49,7 +53,13 @@ METHOD_FIELDS = ("per_device_train_batch_size", "num_generations", "max_completi
 """The GRPOConfig fields the method depends on: equal for every engine given the same run configuration."""
 
 TRAINER_KEYS = ("agent/prefix_path", "agent/gradient_checkpointing", "agent/trainer", "agent/rollouts")
-"""``extra`` keys of ``epochs.jsonl`` that say how the epoch's agent update ran (:func:`trainer_record`)."""
+"""``extra`` keys of ``epochs.jsonl`` that say how the epoch's agent update ran (:func:`trainer_record`);
+``agent/prefix_path`` is one of :data:`genenv_lab.backends.prefix.PATHS`."""
+
+GRPO_METRICS = ("loss", "reward", "reward_std", "frac_reward_zero_std", "kl", "entropy", "clip_ratio/region_mean",
+                "completions/mean_length", "completions/clipped_ratio", "grad_norm", "learning_rate")
+"""TRL's GRPO log keys kept per epoch (mean over the epoch's optimiser steps) as ``grpo/<key>``; a key TRL did not
+log (``kl`` without ``kl_beta``, clip ratios of a single-iteration update) is ``NaN``."""
 
 
 def grpo_settings(cfg, *, output_dir: str, seed: int, world_size: int = 1) -> dict[str, Any]:
@@ -126,36 +136,57 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def build_grpo_trainer(*, cfg, model, tokenizer, dataset, reward_fn, optimizer, output_dir: str, seed: int,
-                       trainer_cls, config_cls, on_cuda: bool, world_size: int = 1, share_prefix: bool = False,
-                       engine_args: dict[str, Any] | None = None, trainer_args: dict[str, Any] | None = None):
-    """The agent's GRPOTrainer for one update (one pass over ``dataset``, G completions each), for any engine.
+def build_grpo_trainer(kit: TrainerKit, trainer_args: dict[str, Any] | None = None):
+    """The agent's GRPOTrainer for one update (one pass over ``kit.dataset``, G completions each), for any engine.
 
-    ``trainer_cls``/``config_cls``: TRL's ``GRPOTrainer``/``GRPOConfig`` or Unsloth's; ``optimizer``: the engine's
-    run-long optimiser of the agent role; ``engine_args``: the engine's own GRPOConfig flags (``use_vllm``);
-    ``trainer_args``: the GRPOConfig settings of an agent trainer beyond the configured ones
+    ``kit.trainer_cls``/``kit.config_cls``: TRL's ``GRPOTrainer``/``GRPOConfig`` or Unsloth's; ``kit.optimizer``:
+    the engine's run-long optimiser of the agent role; ``kit.engine_args``: the engine's own GRPOConfig flags
+    (``use_vllm``); ``trainer_args``: the GRPOConfig settings of an agent trainer beyond the configured ones
     (:data:`genenv_lab.trainers.agent.TRAINERS`), checked as built. Neither may touch a method field. The trainer
-    adds up its rollout time and, with ``share_prefix``, encodes each prompt once where the model allows it
+    adds up its rollout time and, with ``kit.share_prefix``, encodes each prompt once where the model allows it
     (:func:`timed_trainer`)."""
     from transformers.trainer_callback import PrinterCallback
 
-
-    engine_args, trainer_args = dict(engine_args or {}), dict(trainer_args or {})
+    engine_args, trainer_args = dict(kit.engine_args or {}), dict(trainer_args or {})
     for who, flags in (("engine flags", engine_args), ("a trainer's settings", trainer_args)):
         clash = sorted(set(flags) & set(METHOD_FIELDS))
         if clash:
             raise ValueError(f"{who} may not set method fields {clash}; they come from the run configuration")
-    settings = grpo_settings(cfg, output_dir=output_dir, seed=seed, world_size=world_size)
-    args = config_cls(**{**settings, "beta": 0.0}, **precision_flags(weights_dtype(model), on_cuda),
-                      use_cpu=not on_cuda, ddp_find_unused_parameters=False,  # only the active adapter trains
-                      **engine_args, **trainer_args)
+    settings = grpo_settings(kit.cfg, output_dir=kit.output_dir, seed=kit.seed, world_size=kit.world_size)
+    args = kit.config_cls(**{**settings, "beta": 0.0}, **precision_flags(weights_dtype(kit.model), kit.on_cuda),
+                          use_cpu=not kit.on_cuda, ddp_find_unused_parameters=False,  # only the active adapter trains
+                          **engine_args, **trainer_args)
     check_method_fields(args, {**settings, **trainer_args}, METHOD_FIELDS + tuple(trainer_args))
-    trainer = timed_trainer(trainer_cls, share_prefix=share_prefix)(
-        model=model, reward_funcs=[grpo_reward(reward_fn)], args=args, train_dataset=dataset,
-        processing_class=tokenizer, optimizers=(optimizer, None))
+    trainer = timed_trainer(kit.trainer_cls, share_prefix=kit.share_prefix)(
+        model=kit.model, reward_funcs=[grpo_reward(kit.reward_fn)], args=args, train_dataset=kit.dataset,
+        processing_class=kit.tokenizer, optimizers=(kit.optimizer, None))
     trainer.remove_callback(PrinterCallback)  # metrics go to the run directory, not stdout
-    trainer.beta = cfg.agent.kl_beta  # no reference adapter was copied: the anchor is the base, adapters disabled
+    trainer.beta = kit.cfg.agent.kl_beta  # no reference adapter was copied: the anchor is the base, adapters disabled
     return trainer
+
+
+def run_grpo(trainer, kit: TrainerKit) -> AgentUpdate:
+    """Run ``trainer`` (built by :func:`build_grpo_trainer`, or any trainer with TRL's ``train()``, ``state`` and
+    ``args`` and a ``rollout_s`` of its own) and return the update's figures: the wall time with the rollouts apart,
+    TRL's log averaged into ``grpo/*`` (:func:`grpo_metrics`) and what ran under ``agent/*``
+    (:func:`trainer_record`, the prefix path read as ``kit.prefix_path_of`` says)."""
+    start = time.perf_counter()
+    trainer.train()
+    total = time.perf_counter() - start
+    metrics = {**grpo_metrics(trainer.state.log_history), **trainer_record(trainer, kit.prefix_path_of)}
+    return AgentUpdate(loss=metrics["grpo/loss"], rollout_s=trainer.rollout_s,
+                       update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
+                       metrics=metrics)
+
+
+def grpo_metrics(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """``grpo/<key>``: the mean over the logged optimiser steps of each of :data:`GRPO_METRICS` (NaN if absent)."""
+    steps = [h for h in log_history if "loss" in h and "train_runtime" not in h]
+    out = {}
+    for key in GRPO_METRICS:
+        values = [float(h[key]) for h in steps if isinstance(h.get(key), (int, float))]
+        out[f"grpo/{key}"] = sum(values) / len(values) if values else math.nan
+    return out
 
 
 def trainer_record(trainer, prefix_path: Callable[[Any], str] | None = None) -> dict[str, Any]:
