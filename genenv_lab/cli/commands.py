@@ -16,6 +16,7 @@ from genenv_lab.cli.grids import MAX_GRID_SEEDS, add_grids
 from genenv_lab.cli.run_summary import run_summary
 from genenv_lab.cli.run_tools import add_agent_commands, add_check_domain, add_eval, add_upgrade
 from genenv_lab.config import PRESETS, ConfigError
+from genenv_lab.core.metrics import RWR_KL
 
 __all__ = ["MAX_GRID_SEEDS", "build_parser", "cmd_run", "main"]
 
@@ -65,7 +66,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             table.add_row(str(r.epoch), f"{r.n_valid}/{r.n_generated}",
                           *(fmt_num(x, 2) for x in (r.p_hat_mean, r.in_band_frac, r.env_reward_mean,
                                                     r.agent_reward_mean, r.frac_zero_std)),
-                          fmt_num(r.extra.get("rwr/kl"), 4), f"{r.wall_s:.1f}")
+                          fmt_num(r.extra.get(RWR_KL), 4), f"{r.wall_s:.1f}")
     except (RunDirError, RuntimeError, FileNotFoundError, ConfigError) as exc:
         if procs.is_main and not had_lock:
             _drop_stray_lock(out)

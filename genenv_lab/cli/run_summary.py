@@ -2,6 +2,8 @@
 directory."""
 
 from __future__ import annotations
+from genenv_lab.core.metrics import (CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS, CUMULATIVE_DISTINCT_QUESTIONS,
+    CUMULATIVE_DISTINCT_TASKS, EVAL, P_HAT_MEAN, REFERENCE_P_HAT, RWR_STEPS)
 
 import math
 from pathlib import Path
@@ -19,13 +21,13 @@ def run_summary(out: Path, cfg) -> list[str]:
     first, last = records[0], records[-1]
     fx, lx = first.extra, last.extra
     lines = [f"α = {c.alpha:.2f}, band [{c.alpha - c.k_min:.3f}, {c.alpha + c.k_min:.3f}]: p̂ on the simulator's "
-             f"tasks {fmt_num(first['p_hat_mean'], 2)} (epoch {first['epoch']}) → {fmt_num(last['p_hat_mean'], 2)} "
-             f"(epoch {last['epoch']}); in band {fmt_num(first['in_band_frac'], 2)} → "
-             f"{fmt_num(last['in_band_frac'], 2)}"]
-    if "reference/p_hat" in lx:
+             f"tasks {fmt_num(first.p_hat_mean, 2)} (epoch {first.epoch}) → {fmt_num(last.p_hat_mean, 2)} "
+             f"(epoch {last.epoch}); in band {fmt_num(first.in_band_frac, 2)} → "
+             f"{fmt_num(last.in_band_frac, 2)}"]
+    if REFERENCE_P_HAT in lx:
         lines.append(f"p̂ of the same agent on the untrained simulator's tasks: "
-                     f"{fmt_num(fx.get('reference/p_hat'), 2)} → {fmt_num(lx.get('reference/p_hat'), 2)}")
-    key = next((k for k in lx if k.startswith("eval/")), None)
+                     f"{fmt_num(fx.get(REFERENCE_P_HAT), 2)} → {fmt_num(lx.get(REFERENCE_P_HAT), 2)}")
+    key = next((k for k in lx if k.startswith(EVAL)), None)
     if key:
         base = (read_baseline(out) or {}).get(key)
         lines.append(f"held-out {key[5:]}: {fmt_num(base, 2)} (untrained agent) → {fmt_num(lx[key], 2)} "
@@ -45,14 +47,14 @@ def consumption_line(extra: dict) -> str:
     ...                   "cumulative/distinct_tasks": 40, "cumulative/distinct_questions": 38})
     'consumed for training: 640 agent rollouts (tokens not counted), 40 distinct tasks (38 distinct questions)'
     """
-    rollouts = extra.get("cumulative/agent_rollouts")
+    rollouts = extra.get(CUMULATIVE_AGENT_ROLLOUTS)
     if rollouts is None:
         return ""
-    tokens = extra.get("cumulative/agent_tokens")
+    tokens = extra.get(CUMULATIVE_AGENT_TOKENS)
     tokens_text = "tokens not counted" if tokens is None else f"{tokens:,} completion tokens"
     return (f"consumed for training: {rollouts:,} agent rollouts ({tokens_text}), "
-            f"{extra.get('cumulative/distinct_tasks', 0):,} distinct tasks "
-            f"({extra.get('cumulative/distinct_questions', 0):,} distinct questions)")
+            f"{extra.get(CUMULATIVE_DISTINCT_TASKS, 0):,} distinct tasks "
+            f"({extra.get(CUMULATIVE_DISTINCT_QUESTIONS, 0):,} distinct questions)")
 
 
 def curriculum_verdict(records: list[dict], alpha: float, k_min: float) -> str:
@@ -61,10 +63,10 @@ def curriculum_verdict(records: list[dict], alpha: float, k_min: float) -> str:
     from genenv_lab.core.curriculum import in_band
 
     n = len(records)
-    late = [r["p_hat_mean"] for r in records[n - max(1, n // 3):] if r.get("p_hat_mean") is not None
-            and not math.isnan(r["p_hat_mean"])]
-    start = records[0].get("p_hat_mean")
-    updated = sum(1 for r in records if (r.get("rwr/steps") or 0) > 0)
+    late = [r[P_HAT_MEAN] for r in records[n - max(1, n // 3):] if r.get(P_HAT_MEAN) is not None
+            and not math.isnan(r[P_HAT_MEAN])]
+    start = records[0].get(P_HAT_MEAN)
+    updated = sum(1 for r in records if (r.get(RWR_STEPS) or 0) > 0)
     rwr = f"The simulator was updated (RWR on in-band tasks) in {updated} of {n} epochs."
     if not late or start is None or math.isnan(start):
         return "No p̂ was measured on the simulator's tasks (no valid task). " + rwr

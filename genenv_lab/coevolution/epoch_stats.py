@@ -19,7 +19,7 @@ from genenv_lab.core.types import EpochRecord, GeneratedTask, LoopState, Measure
 from genenv_lab.core.metrics import (AGENT_SCORE_ERRORS, FRESH_P_HAT_GAP, FRESH_TASKS, GRPO, GRPO_LOSS,
     REFERENCE_IN_BAND_FRAC, REFERENCE_P_HAT, REFERENCE_P_HAT_GAP, RWR_KL, RWR_KL_CAPPED, RWR_LOSS, RWR_RAN, RWR_STEPS,
     SCREEN_FILL, SCREEN_KEPT, SCREEN_P_HAT_MEAN, SCREEN_ROLLOUTS, SCREEN_SCREENED, SCREEN_SOLVED, SCREEN_UNSOLVED,
-    SCREEN_USED_UP)
+    SCREEN_USED_UP, FEATURES)
 
 
 class PhaseTimer:
@@ -109,4 +109,4 @@ def feature_means(valid: Sequence[GeneratedTask]) -> dict[str, float]:
         for k, v in t.features.items():
             if isinstance(v, (int, float)):
                 values.setdefault(k, []).append(float(v))
-    return {f"features/{k}": sum(vs) / len(vs) for k, vs in sorted(values.items())}
+    return {f"{FEATURES}{k}": sum(vs) / len(vs) for k, vs in sorted(values.items())}

@@ -26,7 +26,7 @@ from genenv_lab.evaluation.common import resolve_data_dir
 from genenv_lab.evaluation.runner import (chosen_categories, get_benchmark, load_items, prompt_messages,
     score_predictions)
 from genenv_lab.core.types import TaskSpec
-from genenv_lab.core.metrics import EVAL_DOMAIN, HELDOUT_FRONTIER_LEVEL
+from genenv_lab.core.metrics import EVAL, EVAL_DOMAIN, HELDOUT_FRONTIER_LEVEL
 
 
 def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int | None = None,
@@ -162,9 +162,9 @@ def evaluate_epoch(backend: Backend, cfg: RunConfig, run_dir: Path, epoch: int) 
                                data_dir=ev.data_dir or None, category=ev.category or None,
                                limit=ev.limit or None, max_new_tokens=ev.max_new_tokens, progress=False,
                                protocol=_eval_protocol(ev))
-    out = {f"eval/{ev.benchmark}": summary["value"]}
+    out = {f"{EVAL}{ev.benchmark}": summary["value"]}
     if "f1" in summary:
-        out[f"eval/{ev.benchmark}_f1"] = summary["f1"]
+        out[f"{EVAL}{ev.benchmark}_f1"] = summary["f1"]
     return out
 
 

@@ -29,10 +29,11 @@ from genenv_lab.style import ALPHA_COLOUR
 from genenv_lab.style import BAND_FILL, BAND_LINE, RUN_COLORS
 from genenv_lab.lab.figures import band_span, curves_frame, difficulty_bars, message_figure, style
 from genenv_lab.lab.runs import RunData
+from genenv_lab.core.metrics import EVAL, P_HAT_MEAN, REFERENCE_P_HAT
 
 GLANCE_TITLE = "Curriculum at a glance"
 HEAT_SCALE = ((0.0, "#ffffff"), (0.15, "#d0ebff"), (0.5, "#4dabf7"), (1.0, "#1864ab"))
-STORY = (("p_hat_mean", "p̂ on the simulator's tasks", "solid"),
+STORY = ((P_HAT_MEAN, "p̂ on the simulator's tasks", "solid"),
          ("p_hat_reference", "p̂ on the untrained simulator's tasks", "dot"),
          ("heldout", "held-out score", "dash"))
 """(column of :func:`story_frame`, legend name, line dash) of the story panel's lines."""
@@ -50,7 +51,7 @@ def level_label(value: float, g: int | None) -> str:
 def heldout_key(frame: pd.DataFrame) -> str | None:
     """The held-out score the story draws: the first ``eval/*`` column with a number (``eval/<benchmark>/score``
     comes before any sub-score), or None."""
-    keys = sorted(c for c in frame.columns if c.startswith("eval/") and frame[c].notna().any())
+    keys = sorted(c for c in frame.columns if c.startswith(EVAL) and frame[c].notna().any())
     scores = [k for k in keys if k.endswith("/score") or k.count("/") == 1]
     return (scores or keys or [None])[0]
 
@@ -63,7 +64,7 @@ def story_frame(run: RunData) -> pd.DataFrame:
         return pd.DataFrame(columns=["epoch"] + [k for k, _, _ in STORY])
     key = heldout_key(frame)
     out = pd.DataFrame({"epoch": frame["epoch"]})
-    for col, source in (("p_hat_mean", "p_hat_mean"), ("p_hat_reference", "reference/p_hat"), ("heldout", key)):
+    for col, source in ((P_HAT_MEAN, P_HAT_MEAN), ("p_hat_reference", REFERENCE_P_HAT), ("heldout", key)):
         out[col] = frame[source] if source in frame.columns else math.nan
     return out.reset_index(drop=True)
 
@@ -89,7 +90,7 @@ def story_numbers(run: RunData) -> dict[str, Any]:
     return {"run": run.name, "epochs": int(trained["epoch"].max()) if len(trained) else 0,
             "alpha": run.alpha, "k_min": run.k_min,
             "in_band_first": in_band[0] if in_band else None, "in_band_last": in_band[-1] if in_band else None,
-            "p_hat_last_third": mean("p_hat_mean", third),
+            "p_hat_last_third": mean(P_HAT_MEAN, third),
             "p_hat_reference_last_third": mean("p_hat_reference", third),
             "heldout_first": heldout_at(frame.head(1)), "heldout_last": heldout_at(frame.tail(1))}
 

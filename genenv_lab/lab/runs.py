@@ -29,14 +29,15 @@ from typing import Any
 import pandas as pd
 
 from genenv_lab.rundir.layout import BASELINE, CONFIG, EPOCHS, EVENTS, STATE, RunDirError
-from genenv_lab.rundir.read import read_baseline, read_state, read_table
-from genenv_lab.rundir.metrics import current_names
+from genenv_lab.core.types import EpochRecord
+from genenv_lab.rundir.read import read_baseline, read_epochs, read_state, read_table
 from genenv_lab.safe_io import MB, loads_json, read_regular
 from genenv_lab.lab.names import LabError, resolve_run
 from genenv_lab.lab.safety import FILE_LIMITS, tail_text, unsafe_files
 from genenv_lab.lab.status import (fingerprint, finite_float, killed_note, last_committed, status_of,
     unusable_numbers)
 from genenv_lab.lab.tailing import read_epochs_appended
+from genenv_lab.core.metrics import IN_BAND_FRAC, N_GENERATED, P_HAT_MEAN
 
 STATUSES = ("running", "finished", "killed", "interrupted", "failed", "starting", "empty", "unreadable", "missing")
 """``killed``: ``state.json`` says running but its writer's pid is not alive (on this machine).
@@ -69,29 +70,16 @@ def read_json_dict(path: Path, problems: list[str]) -> dict[str, Any]:
     return data
 
 
-def _lenient_epochs(path: Path) -> list[dict[str, Any]]:
-    """The records of a damaged ``epochs.jsonl`` that still parse, under their current names (as ``read_epochs``
-    gives them: :func:`~genenv_lab.rundir.metrics.current_names`)."""
-    out = []
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            record = loads_json(line)
-        except ValueError:
-            continue
-        out.append(current_names(record) if isinstance(record, dict) else record)
-    return out
-
-
-def read_records(run_dir: Path, problems: list[str]) -> list[dict[str, Any]]:
-    try:  # a live run: only the lines appended since the last read are parsed
-        records = read_epochs_appended(run_dir)
-    except (RunDirError, OSError, UnicodeDecodeError) as exc:
+def read_records(run_dir: Path, problems: list[str]) -> list[EpochRecord]:
+    """A run's records for the lab: a live run's read from where the last read ended; a damaged file's readable
+    records, with what was skipped added to ``problems``."""
+    try:
+        return list(read_epochs_appended(run_dir))
+    except (RunDirError, OSError) as exc:
         problems.append(f"{exc} Showing the readable lines only.")
-        records = _lenient_epochs(run_dir / EPOCHS)
-    good = [r for r in records if isinstance(r, dict) and isinstance(r.get("epoch"), int)]
-    if len(good) != len(records):
-        problems.append(f"{len(records) - len(good)} line(s) of {EPOCHS} are not epoch records; skipped.")
-    return sorted(good, key=lambda r: r["epoch"])
+        epochs = read_epochs(run_dir, lenient=True)
+        problems.extend(epochs.problems)
+        return list(epochs.records)
 
 
 DRAWN_EPOCHS = 300
@@ -283,7 +271,7 @@ def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = T
     if last is not None:
         records = [r for r in records if r["epoch"] <= last]
     if records and not len(tasks) and not any("the tasks table" in p for p in problems):
-        if any(r.get("n_generated") for r in records):
+        if any(r.get(N_GENERATED) for r in records):
             problems.append(f"the tasks table (tasks/) is missing although {len(records)} epoch(s) are recorded.")
     events = ""
     try:
@@ -387,8 +375,8 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
     return RunSummary(name=name, status=status, preset=run.preset, model=run.model, domain=run.domain,
                       variant=run.variant, epochs_done=len(records), epochs_planned=run.epochs_planned,
                       processes=run.processes,
-                      updated_at=updated, p_hat_mean=last_rec.get("p_hat_mean"),
-                      in_band_frac=last_rec.get("in_band_frac"), problem=" ".join(problems))
+                      updated_at=updated, p_hat_mean=last_rec.get(P_HAT_MEAN),
+                      in_band_frac=last_rec.get(IN_BAND_FRAC), problem=" ".join(problems))
 
 
 def folders_under(runs_root: str | Path, comparisons: bool) -> list[tuple[str, Path]]:

@@ -31,6 +31,7 @@ from genenv_lab.style import ALPHA_COLOUR, BAND_FILL, RUN_COLORS
 from genenv_lab.lab.figures import curves_frame, message_figure, style
 from genenv_lab.lab.glance import heldout_key
 from genenv_lab.lab.runs import RunData
+from genenv_lab.core.metrics import DRY_STEP_FRAC, FEATURES_LEVEL, LEVELS_MAX, P_HAT_MEAN
 
 STORY_TITLE = "What drove the result"
 PANELS = ("the simulator's tasks climb past the fixed set (mean level of the epoch's tasks)",
@@ -62,7 +63,7 @@ def pair_frame(run: RunData, fixed_set: bool = False) -> pd.DataFrame:
     logged. ``fixed_set``: the run serves a fixed set, written once (its levels are logged in the epoch that wrote
     it), so its levels carry forward to the later epochs."""
     frame = curves_frame(run)
-    columns = {"level": "features/level", "level_max": "levels/max", "p_hat": "p_hat_mean", "dry": "dry/step_frac",
+    columns = {"level": FEATURES_LEVEL, "level_max": LEVELS_MAX, "p_hat": P_HAT_MEAN, "dry": DRY_STEP_FRAC,
                "heldout": heldout_key(frame) if len(frame) else None}
     out = pd.DataFrame({"epoch": frame["epoch"] if len(frame) else []})
     for name, key in columns.items():

@@ -29,6 +29,7 @@ import plotly.graph_objects as go
 from genenv_lab.rundir.write import fmt_num
 from genenv_lab.lab.figures import message_figure, number, style, valid_mask
 from genenv_lab.lab.runs import RunData, RunSummary
+from genenv_lab.core.metrics import RWR_KL
 
 STATUS_BADGE = {"running": "● running", "finished": "✔ finished", "killed": "✖ killed",
                 "interrupted": "‖ interrupted", "failed": "✖ failed", "starting": "… starting",
@@ -88,11 +89,11 @@ def run_card(run: RunData) -> str:
     lines = [f"### {esc(run.name)} · {STATUS_BADGE.get(run.status, esc(run.status))}", " · ".join(parts)]
     if run.records:
         last = run.records[-1]
-        env_kl = (last.get("extra") or {}).get("rwr/kl")
-        lines.append(f"last epoch {last['epoch']}: valid {last.get('n_valid', '?')}/{last.get('n_generated', '?')}, "
-                     f"p̂ mean {fmt_num(last.get('p_hat_mean'))}, in band {fmt_num(last.get('in_band_frac'))}, "
-                     f"agent reward {fmt_num(last.get('agent_reward_mean'))}, env KL {fmt_num(env_kl, 4)}, "
-                     f"{fmt_num(last.get('wall_s'), 1)} s")
+        env_kl = last.get(RWR_KL)
+        lines.append(f"last epoch {last.epoch}: valid {last.n_valid}/{last.n_generated}, "
+                     f"p̂ mean {fmt_num(last.p_hat_mean)}, in band {fmt_num(last.in_band_frac)}, "
+                     f"agent reward {fmt_num(last.agent_reward_mean)}, env KL {fmt_num(env_kl, 4)}, "
+                     f"{fmt_num(last.wall_s, 1)} s")
     if run.sampled:
         lines.append(f"> ℹ {esc(run.sampled)}")
     for problem in run.problems:
