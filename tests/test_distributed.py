@@ -43,8 +43,8 @@ def launch(prefix: list[str], out: Path, *extra: str, timeout: int = 300) -> sub
 def numbers(run_dir: Path) -> list[dict]:
     """epochs.jsonl without timings (what must match between two runs of the same seed)."""
     out = []
-    for r in read_epochs(run_dir):
-        r = {k: v for k, v in r.items() if k not in ("wall_s", "phase_s")}
+    for record in read_epochs(run_dir):
+        r = {k: v for k, v in record.to_dict().items() if k not in ("wall_s", "phase_s")}
         r["extra"] = {k: v for k, v in r["extra"].items() if not k.endswith("_s")}
         out.append(r)
     return out

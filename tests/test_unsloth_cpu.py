@@ -92,7 +92,7 @@ def test_every_phase_runs_and_logs_what_the_hf_engine_logs(runs, domain):
     records = read_epochs(runs[domain])
     hf = read_epochs(runs[f"hf-{domain}"])
     assert [r["epoch"] for r in records] == [1, 2]
-    assert set(_flat(records[0])) == set(_flat(hf[0])), "the two engines log different keys"
+    assert set(_flat(records[0].to_dict())) == set(_flat(hf[0].to_dict())), "the two engines log different keys"
     for r in records:
         extra = r["extra"]
         assert r["n_generated"] > 0 and r["n_agent_prompts"] > 0  # simulator generation, the agent's batch
