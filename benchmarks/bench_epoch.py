@@ -26,7 +26,8 @@ MODEL_PHASES = ("generate", "rollouts", "agent_update", "env_update")
 def child(preset_name: str, epochs: int, single: bool, k_min: float | None) -> None:
     from genenv_lab.config import preset
     from genenv_lab.domains import get_domain
-    from genenv_lab.coevolution.loop import make_backend, run
+    from genenv_lab.backends.factory import make_backend
+    from genenv_lab.coevolution.session import run
 
     cfg = preset(preset_name).replace(loop={"epochs": epochs}, model={"separate_adapters": not single})
     if k_min is not None:

@@ -359,7 +359,7 @@ def main() -> None:
     if args.engine == "unsloth":
         import unsloth  # noqa: F401 - before transformers/TRL, so that Unsloth patches them
 
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
 
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     cfg = build_cfg(args)

@@ -30,7 +30,7 @@ from genenv_lab.backends.base import AgentUpdate, EnvUpdate
 from genenv_lab.cli.flags import parse_setting
 from genenv_lab.config import preset
 from genenv_lab.domains.times import HIGHEST, LOWEST, TimesWorld, level
-from genenv_lab.coevolution.loop import run
+from genenv_lab.coevolution.session import run
 
 _PAIR = re.compile(r"(\d+) \* (\d+)")
 _RATE = re.compile(r"success rate ([\d.]+); target band ([\d.]+)-([\d.]+)")

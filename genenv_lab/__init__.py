@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 
 _WHERE = {
     "RunConfig": "genenv_lab.config", "preset": "genenv_lab.config", "PRESETS": "genenv_lab.config",
-    "run": "genenv_lab.coevolution.loop",
+    "run": "genenv_lab.coevolution.session",
     "EpochRecord": "genenv_lab.core.types", "read_epochs": "genenv_lab.rundir.read",
     "load_run": "genenv_lab.lab.runs", "upgrade": "genenv_lab.rundir.upgrade:upgrade_path",
     "compare_grid": "genenv_lab.compare", "collect": "genenv_lab.compare", "verdict": "genenv_lab.compare",

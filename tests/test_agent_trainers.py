@@ -14,7 +14,7 @@ from genenv_lab.trainers.agent import DEFAULT_TRAINER, TRAINERS, TRLGRPO, traine
 from genenv_lab.backends.base import AgentTrainer
 from genenv_lab.config import AgentConfig, ConfigError, preset
 from genenv_lab.config.schema import AGENT_TRAINERS
-from genenv_lab.coevolution.loop import run
+from genenv_lab.coevolution.session import run
 from prefix_step_driver import reward, tiny_backend
 
 

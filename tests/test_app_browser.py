@@ -142,7 +142,7 @@ def lab_on_a_fake_run(tmp_path: Path, width: int, height: int, scripted_backend)
     scripted fake; G = 4, band ±0.1), opened in Chromium at ``width`` × ``height``; yields the browser, then closes
     browser and server."""
     from genenv_lab.config import preset
-    from genenv_lab.coevolution.loop import run as run_loop
+    from genenv_lab.coevolution.session import run as run_loop
 
     runs = tmp_path / "runs"
     cfg = preset("tiny").replace(curriculum={"k_min": 0.1}, agent={"num_generations": 4},

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from genenv_lab.compare import compare_grid, run_dir_for, variant_entries
-from genenv_lab.coevolution.loop import run
+from genenv_lab.coevolution.session import run
 from genenv_lab.rundir.layout import RunDirError
 from genenv_lab.rundir.read import read_epochs
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from genenv_lab.coevolution.resolve import resolve
 from genenv_lab.domains import get_domain
 from genenv_lab.domains.count import HIGHEST, LOWEST, MAX_START, CountWorld, all_tasks, heldout_pairs, sequence
 
@@ -106,7 +107,7 @@ def test_world_env_levels_follow_the_hint_from_the_newest_recent_task_loosely():
 
 def test_world_model_builds_for_the_count_world(tmp_path):
     from genenv_lab.config import preset
-    from genenv_lab.coevolution.loop import make_backend
+    from genenv_lab.backends.factory import make_backend
     from genenv_lab.models.loading import cache_dir
     from genenv_lab.models.world import world_spec
 
@@ -162,8 +163,8 @@ def test_cpu_dry_preset_reads_the_easy_seeds_by_name_and_its_world_anchors_on_th
     assert world_spec(preset("cpu-demo")).cache_name() != spec.cache_name()
     with pytest.raises(ConfigError, match="WorldConfig.anchor"):
         cfg.replace(world={"anchor": "oldest"})
-    with pytest.raises(ConfigError, match="data/ folder"):
-        cfg.replace(loop={"seeds": "no_such_seeds.jsonl"})
+    with pytest.raises(ConfigError, match="data/ folder"):  # a file's existence is checked at the edge
+        resolve(cfg.replace(loop={"seeds": "no_such_seeds.jsonl"}))
 
 
 def test_cpu_dry_hint_is_cpu_dry_with_a_simulator_pre_trained_longer():

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from genenv_lab.coevolution.loop import run
+from genenv_lab.coevolution.session import run
 from genenv_lab.rundir.read import read_epochs, read_state, read_table
 
 EPOCHS = 2

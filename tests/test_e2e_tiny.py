@@ -48,7 +48,8 @@ def test_cli_tiny_three_epochs_complete_run_directory(tmp_path):
 
 def test_base_weights_never_change_and_both_adapters_train(tiny_cfg, tmp_path):
     from genenv_lab.domains import get_domain
-    from genenv_lab.coevolution.loop import make_backend, run
+    from genenv_lab.backends.factory import make_backend
+    from genenv_lab.coevolution.session import run
 
     backend = make_backend(tiny_cfg, get_domain("arith"))
     base0 = backend.base_state()
@@ -124,7 +125,7 @@ def test_sighup_ends_the_run_as_interrupted(tmp_path):
 @pytest.mark.parametrize("domain", ["tools", "qa"])
 def test_other_domains_run_end_to_end(domain, tiny_cfg, tmp_path):
     from genenv_lab.coevolution.resolve import for_domain
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
 
     cfg = for_domain(tiny_cfg, domain).replace(loop={"epochs": 1})
     assert cfg.env.max_new_tokens >= tiny_cfg.env.max_new_tokens
@@ -140,7 +141,7 @@ def test_grpo_prompts_keep_the_prefilled_reply_start(tiny_cfg):
     from genenv_lab.backends.base import AgentPrompt
     from genenv_lab.backends.hf import grpo_dataset
     from genenv_lab.domains import get_domain
-    from genenv_lab.coevolution.loop import make_backend
+    from genenv_lab.backends.factory import make_backend
 
     domain = get_domain("arith")
     backend = make_backend(tiny_cfg, domain)
@@ -153,7 +154,7 @@ def test_grpo_prompts_keep_the_prefilled_reply_start(tiny_cfg):
 def test_every_variant_measures_the_same_counterfactual_tasks(tiny_cfg, tmp_path):
     """The untrained simulator's reference set depends on the seed only, not on what the variant generates first
     (static writes its whole fixed set in epoch 1), so p̂_reference is comparable across a comparison."""
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
 
     texts = {}
     for variant in ("genenv", "static"):
@@ -167,7 +168,7 @@ def test_resume_restores_optimiser_state_and_the_next_update_equals_the_uninterr
     """Both adapters' AdamW states are saved beside the adapters and restored on --resume: two epochs in one go
     and one epoch + resume + one epoch end with the same adapters (and the new record keys are logged)."""
     from genenv_lab.config import preset
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
 
     cfg = preset("tiny").replace(loop={"epochs": 2})
     list(run(cfg, tmp_path / "straight", progress=False))

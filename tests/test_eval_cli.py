@@ -44,7 +44,7 @@ def test_missing_data_is_a_clear_error(tmp_path):
 
 
 def test_eval_every_logs_scores_in_epochs_jsonl(tiny_cfg, tmp_path):
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
     from genenv_lab.rundir.read import read_baseline, read_epochs
 
     cfg = tiny_cfg.replace(loop={"epochs": 2}, eval={"every": 2, "limit": 2, "data_dir": str(BENCH / "bamboogle"),
@@ -86,7 +86,7 @@ def test_a_baseline_score_that_is_not_a_number_is_left_out_not_fatal(tiny_cfg, t
 
 def test_a_run_whose_held_out_data_is_missing_fails_before_its_directory_exists(tiny_cfg, tmp_path):
     from genenv_lab.evaluation.common import BenchmarkDataMissing
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
 
     cfg = tiny_cfg.replace(eval={"every": 1, "benchmark": "bamboogle", "data_dir": str(tmp_path / "nowhere")})
     with pytest.raises(BenchmarkDataMissing, match="nowhere"):

@@ -8,7 +8,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 def test_tiny_run_on_gpu(tiny_cfg, tmp_path):
     from genenv_lab.domains import get_domain
-    from genenv_lab.coevolution.loop import make_backend, run
+    from genenv_lab.backends.factory import make_backend
+    from genenv_lab.coevolution.session import run
 
     backend = make_backend(tiny_cfg, get_domain("arith"))
     assert next(backend.model.parameters()).is_cuda

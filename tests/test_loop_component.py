@@ -8,7 +8,7 @@ import pytest
 
 from genenv_lab.core import curriculum as cur
 from genenv_lab.domains import get_domain
-from genenv_lab.coevolution.loop import run
+from genenv_lab.coevolution.session import run
 from genenv_lab.rundir.layout import RunDirError
 from genenv_lab.rundir.read import read_epochs, read_state, read_table
 
@@ -200,7 +200,8 @@ def test_filter_only_is_blind_frozen_and_keeps_only_last_epoch(cfg, tmp_path, sc
 
 def test_offline_teacher_writes_the_fixed_set(cfg, scripted_backend):
     from genenv_lab.domains import get_domain
-    from genenv_lab.coevolution.loop import LoopState, run_epoch
+    from genenv_lab.core.types import LoopState
+    from genenv_lab.coevolution.loop import run_epoch
 
     cfg = cfg.replace(loop={"variant": "offline_teacher", "epochs": 2},
                       env={"teacher_model": "some/teacher", "teacher_data_multiplier": 1.8})
@@ -231,7 +232,7 @@ def test_reference_tasks_measure_the_agent_each_epoch_and_survive_resume(cfg, tm
 def test_an_interrupt_during_setup_marks_the_run_interrupted(cfg, tmp_path, monkeypatch, scripted_backend):
     """Ctrl-C or the lab's Stop while the model loads: the run says "interrupted" (not a dead "running"), and a
     resumed run keeps its simulator version."""
-    import genenv_lab.coevolution.loop as loop
+    import genenv_lab.coevolution.session as session
 
     out = tmp_path / "r"
     list(run(cfg.replace(loop={"epochs": 2}), out, backend=scripted_backend(), progress=False))
@@ -240,7 +241,7 @@ def test_an_interrupt_during_setup_marks_the_run_interrupted(cfg, tmp_path, monk
     def interrupted_load(cfg, domain):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(loop, "make_backend", interrupted_load)
+    monkeypatch.setattr(session, "make_backend", interrupted_load)
     with pytest.raises(KeyboardInterrupt):
         list(run(cfg.replace(loop={"epochs": 3}), out, resume=True, progress=False))
     state = read_state(out)

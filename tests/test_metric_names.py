@@ -107,7 +107,7 @@ def test_the_docs_key_table_is_the_registry():
 
 
 def test_a_tiny_run_writes_only_registered_keys(tmp_path):
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
     from genenv_lab.config import preset
 
     records = list(run(preset("tiny").replace(loop={"epochs": 2, "reference_tasks": 2}), tmp_path / "r",

@@ -168,7 +168,7 @@ def test_a_new_tiny_run_writes_the_keys_of_an_upgraded_one(upgraded, tmp_path):
 def test_resuming_an_old_run_is_refused_until_it_is_upgraded(old):
     """A resume reads the run's records and configuration: an old run stops there, nothing written, with the way
     out in the message."""
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
     from genenv_lab.config import preset
 
     out = old / "runs" / "tiny_genenv-s0"

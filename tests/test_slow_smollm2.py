@@ -15,7 +15,8 @@ pytestmark = [
 def test_smollm2_loads_answers_and_one_epoch_runs(tmp_path):
     from genenv_lab.config import preset
     from genenv_lab.domains import get_domain
-    from genenv_lab.coevolution.loop import make_backend, run
+    from genenv_lab.backends.factory import make_backend
+    from genenv_lab.coevolution.session import run
     from genenv_lab.rundir.read import read_table
 
     cfg = preset("cpu-smollm2").replace(loop={"epochs": 1, "reference_tasks": 0}, eval={"every": 0},

@@ -150,7 +150,7 @@ def test_env_context_states_the_runs_band_and_recent_tasks():
 
 def test_world_model_builds_loads_and_writes_tasks(tmp_path):
     from genenv_lab.config import preset
-    from genenv_lab.coevolution.loop import make_backend
+    from genenv_lab.backends.factory import make_backend
 
     cfg = preset("cpu-times").replace(world={"steps": 3, "env_steps": 2, "hidden_size": 32, "layers": 1})
     backend = make_backend(cfg, D)

@@ -56,7 +56,7 @@ def test_a_tracker_that_fails_mid_run_never_fails_the_run(tmp_path, capfd, repla
     import shutil
 
     pytest.importorskip("tensorboard")
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
     from genenv_lab.rundir.read import read_epochs, read_state
 
     out = tmp_path / "run"

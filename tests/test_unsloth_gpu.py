@@ -33,7 +33,7 @@ def gpu_test(fn):
 def hf_backend():
     from genenv_lab.config import preset
     from genenv_lab.domains import get_domain
-    from genenv_lab.coevolution.loop import make_backend
+    from genenv_lab.backends.factory import make_backend
 
     return make_backend(preset("tiny"), get_domain("arith"))
 
@@ -179,7 +179,7 @@ def test_gpu_generate_with_each_role(unsloth_backend, adapter):
 
 @gpu_test
 def test_gpu_updates_touch_only_their_adapter_and_two_epochs_run(unsloth_backend, gpu_cfg, tmp_path):
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
 
     base0 = unsloth_backend.base_state()
     agent0, env0 = unsloth_backend.adapter_state("agent"), unsloth_backend.adapter_state("env")

@@ -47,7 +47,7 @@ def run_vllm_backend(gen, spec: dict, timings: dict) -> dict:
 
     from genenv_lab.backends.vllm_engine import make_vllm_backend
     from genenv_lab.config import preset
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
 
     cfg = preset("tiny").replace(model={"name_or_path": spec["model_dir"], "engine": "vllm",
                                         "lora_r": spec["lora_r"], "lora_alpha": 2 * spec["lora_r"]},
@@ -81,7 +81,7 @@ def main(spec_path: str, out_path: str) -> None:
     from genenv_lab.backends.vllm_engine import BoundGenerator, VLLMGenerator, cpu_engine_kwargs, render_prompt
     from genenv_lab.config import preset
     from genenv_lab.domains import get_domain
-    from genenv_lab.coevolution.loop import LoopState
+    from genenv_lab.core.types import LoopState
     from genenv_lab.coevolution.simulator import generate_tasks
 
     timings = {}

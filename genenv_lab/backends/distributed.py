@@ -32,9 +32,6 @@ from typing import Any, Sequence
 
 PROCESS_SEED_STRIDE = 7_919
 """Process ``r`` seeds its sampling with ``seed + r * PROCESS_SEED_STRIDE`` (process 0: the plain run's seed)."""
-ADAPTER_HASHES = "processes/adapter_sha256"
-"""Epoch-record key of a multi-process run: every process's adapter hash after the epoch (all equal, or the run
-stops)."""
 ENGINES_DATA_PARALLEL = ("hf",)
 """Engines that run data-parallel (Unsloth and vLLM's colocated engine are single-GPU here)."""
 

@@ -43,7 +43,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out = Path(args.out)
     else:  # every process of a job must name the same folder: the main process's clock decides
         out = Path(procs.broadcast(str(Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}")))
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
     from genenv_lab.rundir.layout import LOCK, RunDirError
     from genenv_lab.rundir.write import fmt_num
 

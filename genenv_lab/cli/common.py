@@ -26,9 +26,9 @@ def one_process(console, command: str) -> bool:
 
 
 def interruptible() -> None:
-    """Ctrl-C, SIGTERM and SIGHUP end a run as ``interrupted`` (:func:`genenv_lab.coevolution.loop.stop_on_signals`,
+    """Ctrl-C, SIGTERM and SIGHUP end a run as ``interrupted`` (:func:`genenv_lab.coevolution.session.stop_on_signals`,
     imported
     when a command starts work, not when the parser is built)."""
-    from genenv_lab.coevolution.loop import stop_on_signals
+    from genenv_lab.coevolution.session import stop_on_signals
 
     stop_on_signals()

@@ -3,7 +3,7 @@ their registries (the domain, the world recipe of ``tiny-world``, the held-out b
 files), and :func:`for_domain` switches a config to a domain with that domain's recommended settings
 (``Domain.recommended``). The config package holds its fields, bounds and the checks between its own fields only
 (as TRL's ``GRPOConfig`` does); these need the domains, the models and the benchmarks, so they are made here, at
-the edge: by the command line, ``preflight``/``run`` of :mod:`genenv_lab.coevolution.loop`, the comparison grid,
+the edge: by the command line, ``preflight``/``run`` of :mod:`genenv_lab.coevolution.session`, the comparison grid,
 the TRL integration and the lab. Written by hand: the registries are this project's own."""
 
 from __future__ import annotations

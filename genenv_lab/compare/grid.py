@@ -95,7 +95,7 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
     that many at a time, each in its own process on its share of the CPU cores (:func:`run_parallel`).
     """
     from genenv_lab.coevolution.heldout import check_eval_data
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
     from genenv_lab.rundir.read import read_state
 
     check_jobs(jobs, [cfg for _, cfg in entries])
@@ -437,7 +437,7 @@ def _worker_started(parent: int | None = None) -> None:
     import sys
     import threading
 
-    from genenv_lab.coevolution.loop import stop_on_signals
+    from genenv_lab.coevolution.session import stop_on_signals
 
     global _IN_RUN
     _IN_RUN = threading.Event()
@@ -481,7 +481,7 @@ def _run_job(out: Path, label: str, cfg_s: RunConfig, seed: int, threads: int, b
 
     import torch
 
-    from genenv_lab.coevolution.loop import run
+    from genenv_lab.coevolution.session import run
     from genenv_lab.rundir.read import read_state
 
     torch.set_num_threads(threads)

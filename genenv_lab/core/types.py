@@ -163,6 +163,13 @@ class EpochRecord:
     def __contains__(self, key: str) -> bool:
         return metric(key).top or key in self.extra
 
+    def keys(self) -> list[str]:
+        """Every key the record holds: its fields, then the keys of its ``extra``."""
+        return [f.name for f in dataclasses.fields(self)] + list(self.extra)
+
+    def __iter__(self):
+        return iter(self.keys())
+
     def with_extra(self, more: Mapping[str, Any]) -> "EpochRecord":
         """This record with ``more`` added to (or replacing keys of) ``extra``; every key must be registered."""
         for key in more:

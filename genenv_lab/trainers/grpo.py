@@ -45,6 +45,8 @@ import torch
 
 from genenv_lab.backends import prefix
 from genenv_lab.backends.base import AgentUpdate, RewardFn, TrainerKit
+from genenv_lab.core.metrics import (AGENT_GRADIENT_CHECKPOINTING, AGENT_PREFIX_PATH, AGENT_ROLLOUTS, AGENT_TRAINER,
+    GRPO, GRPO_LOSS)
 
 METHOD_FIELDS = ("per_device_train_batch_size", "num_generations", "max_completion_length", "learning_rate",
                  "lr_scheduler_type", "num_train_epochs", "temperature", "weight_decay", "loss_type",
@@ -52,7 +54,7 @@ METHOD_FIELDS = ("per_device_train_batch_size", "num_generations", "max_completi
                  "mask_truncated_completions", "beta", "warmup_steps", "gradient_accumulation_steps")
 """The GRPOConfig fields the method depends on: equal for every engine given the same run configuration."""
 
-TRAINER_KEYS = ("agent/prefix_path", "agent/gradient_checkpointing", "agent/trainer", "agent/rollouts")
+TRAINER_KEYS = (AGENT_PREFIX_PATH, AGENT_GRADIENT_CHECKPOINTING, AGENT_TRAINER, AGENT_ROLLOUTS)
 """``extra`` keys of ``epochs.jsonl`` that say how the epoch's agent update ran (:func:`trainer_record`);
 ``agent/prefix_path`` is one of :data:`genenv_lab.backends.prefix.PATHS`."""
 
@@ -174,7 +176,7 @@ def run_grpo(trainer, kit: TrainerKit) -> AgentUpdate:
     trainer.train()
     total = time.perf_counter() - start
     metrics = {**grpo_metrics(trainer.state.log_history), **trainer_record(trainer, kit.prefix_path_of)}
-    return AgentUpdate(loss=metrics["grpo/loss"], rollout_s=trainer.rollout_s,
+    return AgentUpdate(loss=metrics[GRPO_LOSS], rollout_s=trainer.rollout_s,
                        update_s=max(total - trainer.rollout_s, 0.0), steps=trainer.state.global_step,
                        metrics=metrics)
 
@@ -185,7 +187,7 @@ def grpo_metrics(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
     out = {}
     for key in GRPO_METRICS:
         values = [float(h[key]) for h in steps if isinstance(h.get(key), (int, float))]
-        out[f"grpo/{key}"] = sum(values) / len(values) if values else math.nan
+        out[f"{GRPO}{key}"] = sum(values) / len(values) if values else math.nan
     return out
 
 
@@ -196,10 +198,10 @@ def trainer_record(trainer, prefix_path: Callable[[Any], str] | None = None) -> 
     model = getattr(trainer, "model", None)
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
     base = next((c for c in type(trainer).__mro__[1:] if c.__name__ != "TimedGRPOTrainer"), type(trainer))
-    return {"agent/prefix_path": prefix_path(trainer) if prefix_path else trainer.prefix_path,
-            "agent/gradient_checkpointing": bool(getattr(causal_lm, "is_gradient_checkpointing", False)),
-            "agent/trainer": f"{base.__module__.split('.')[0]}.{base.__name__}",
-            "agent/rollouts": "vllm" if getattr(trainer.args, "use_vllm", False) else "transformers"}
+    return {AGENT_PREFIX_PATH: prefix_path(trainer) if prefix_path else trainer.prefix_path,
+            AGENT_GRADIENT_CHECKPOINTING: bool(getattr(causal_lm, "is_gradient_checkpointing", False)),
+            AGENT_TRAINER: f"{base.__module__.split('.')[0]}.{base.__name__}",
+            AGENT_ROLLOUTS: "vllm" if getattr(trainer.args, "use_vllm", False) else "transformers"}
 
 
 def grpo_reward(reward_fn: RewardFn):

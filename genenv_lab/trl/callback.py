@@ -14,6 +14,7 @@ tasks. docs/trl.md says why these mechanics and not ``rollout_func`` or ``enviro
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -30,15 +31,18 @@ from genenv_lab.trainers.grpo import grpo_metrics
 from genenv_lab.config import RunConfig, preset
 from genenv_lab.domains import Domain, get_domain
 from genenv_lab.coevolution.heldout import evaluate_epoch
-from genenv_lab.coevolution.loop import EpochPlan, finish_epoch, plan_epoch, with_frontier
+from genenv_lab.coevolution.loop import EpochPlan, finish_epoch, plan_epoch
+from genenv_lab.coevolution.session import with_frontier
 from genenv_lab.rundir.layout import BASELINE, RunDirError, adapter_dir
 from genenv_lab.rundir.write import RunWriter
 from genenv_lab.rundir.read import read_state
 from genenv_lab.coevolution.state import restore_state
+from genenv_lab.core.metrics import TRL_GLOBAL_STEP
 from genenv_lab.core.types import LoopState
 from genenv_lab.trl import resume as rs
 from genenv_lab.trl.engine import ModelEngine, agent_adapter_of, attach_env, curriculum_config, render_tokenizer
 from genenv_lab.trl.engine import steps_per_epoch as _steps_per_epoch
+from genenv_lab.core.metrics import AGENT_GRADIENT_CHECKPOINTING, AGENT_PREFIX_PATH, AGENT_ROLLOUTS, GRPO_LOSS
 
 
 class GenEnvCurriculum(TrainerCallback):
@@ -188,11 +192,11 @@ class GenEnvCurriculum(TrainerCallback):
             return
         with self._own_rng():
             self.state, result = finish_epoch(plan, self.engine, self.domain, self.cfg, self._agent_update(state))
-            result.record.extra[rs.GLOBAL_STEP] = state.global_step
+            later = {TRL_GLOBAL_STEP: state.global_step}
             if self.cfg.eval.every and self.state.epoch % self.cfg.eval.every == 0:
-                scores = evaluate_epoch(self.engine, self.cfg, self.writer.dir, self.state.epoch)
-                result.record.extra.update(scores)
+                later.update(scores := evaluate_epoch(self.engine, self.cfg, self.writer.dir, self.state.epoch))
                 self.state = with_frontier(self.state, scores)
+            result = dataclasses.replace(result, record=result.record.with_extra(later))
             rs.stage(self.writer.dir, result, state.global_step, self.engine.save_adapters)
             self.plan, self._logs = None, []
             if self.state.epoch < self.cfg.loop.epochs:
@@ -331,12 +335,12 @@ class GenEnvCurriculum(TrainerCallback):
     def _agent_update(self, state) -> AgentUpdate:
         """The epoch's agent update as the record states it: TRL's logged metrics averaged (``grpo/*``), how the
         user's trainer ran (``agent/*``), its steps and wall time."""
-        metrics = {**grpo_metrics(self._logs), "agent/prefix_path": FULL,
-                   "agent/gradient_checkpointing": bool(self.args.gradient_checkpointing),
-                   "agent/rollouts": "vllm" if getattr(self.args, "use_vllm", False) else "transformers"}
+        metrics = {**grpo_metrics(self._logs), AGENT_PREFIX_PATH: FULL,
+                   AGENT_GRADIENT_CHECKPOINTING: bool(self.args.gradient_checkpointing),
+                   AGENT_ROLLOUTS: "vllm" if getattr(self.args, "use_vllm", False) else "transformers"}
         wall = time.perf_counter() - self._started_at
         self.plan.timer.seconds["agent_update"] = max(wall, 0.0)
-        return AgentUpdate(loss=metrics["grpo/loss"], update_s=max(wall, 0.0),
+        return AgentUpdate(loss=metrics[GRPO_LOSS], update_s=max(wall, 0.0),
                            steps=state.global_step - self._start_step, metrics=metrics)
 
     def _own_rng(self):
