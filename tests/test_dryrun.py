@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from genenv_lab.core import curriculum as cur
 from genenv_lab.coevolution.resolve import for_domain
 from genenv_lab.core.metrics import HELDOUT_FRONTIER_LEVEL as FRONTIER_KEY
-from genenv_lab.core.dryrun import (dry_step_frac, frontier_counts, frontier_level, informative,
+from genenv_lab.core.dryrun import (dry_step_frac, frontier_counts, frontier_level, frontier_share, informative,
     level_counts, ran_dry)
-from genenv_lab.coevolution.loop import run
+from genenv_lab.coevolution.session import run
+from genenv_lab.core.types import EpochRecord
 from genenv_lab.rundir.read import read_epochs, read_table
 
 
@@ -125,6 +126,32 @@ def test_a_counting_run_records_the_instrument_and_a_resume_repeats_it(tiny_cfg,
     assert len(keys) == 7 and {k: resumed[-1]["extra"][k] for k in keys} == {k: records[2]["extra"][k] for k in keys}
 
 
+@given(st.lists(st.one_of(st.none(), st.integers(0, 30)), max_size=40), st.one_of(st.none(), st.integers(0, 30)))
+def test_the_frontier_share_is_the_share_at_or_above_the_frontier(levels, frontier):
+    share = frontier_share(levels, frontier)
+    levelled = [lv for lv in levels if lv is not None]
+    if frontier is None or not levelled:
+        assert share is None
+    else:
+        assert 0 <= share <= 1 and share == pytest.approx(sum(lv >= frontier for lv in levelled) / len(levelled))
+        assert frontier_share(levelled, frontier - 1) >= share  # a lower frontier leaves more to learn
+
+
+def test_the_supply_instrument_reads_the_untrained_simulators_tasks_against_the_frontier(tiny_cfg, tmp_path,
+                                                                                          scripted_counter):
+    """Each epoch's ``reference/frontier_share`` is the share of the counterfactual set (the untrained simulator's
+    tasks, written in epoch 1) at or above the frontier that epoch trained against; as the agent's frontier
+    climbs, the share can only fall (the set is fixed)."""
+    cfg = _counted(tiny_cfg, epochs=3, reference_tasks=8)
+    records = list(run(cfg, tmp_path / "r", backend=scripted_counter(), progress=False))
+    reference = read_table(tmp_path / "r", "reference_tasks")
+    levels = [f["level"] for f in reference[reference["valid"]]["features"]]
+    shares = [r["reference/frontier_share"] for r in records]
+    for r, share in zip(records, shares):
+        assert share == pytest.approx(frontier_share(levels, r["dry/frontier_level"]))
+    assert shares == sorted(shares, reverse=True)
+
+
 def test_a_resume_before_the_first_epoch_keeps_the_untrained_agents_frontier(tiny_cfg, tmp_path, scripted_counter):
     out = tmp_path / "r"
     cfg = _counted(tiny_cfg, epochs=1)
@@ -168,16 +195,16 @@ def test_informative_groups_count_what_a_high_share_of_few_tasks_hides():
     from genenv_lab.compare import dry_run_table, verdict
     from genenv_lab.compare.table import COLUMNS, table_rows
 
-    record = {"epoch": 1, "frac_zero_std": 0.75, "n_agent_prompts": 48, "extra": {"dry/step_frac": 0.5}}
-    row = table_rows("p:genenv", "genenv", 0, [record], {})[0]
+    def record(epoch, zero, n, dry):
+        return EpochRecord(epoch, n, n, 1.0, 0.5, 0.5, 0.5, zero, 0.5, 1.0, n_agent_prompts=n,
+                           extra={"dry/step_frac": dry})
+
+    row = table_rows("p:genenv", "genenv", 0, [record(1, 0.75, 48, 0.5)], {})[0]
     assert row["informative_frac"] == 0.25 and row["informative_groups"] == 12
-    old = table_rows("p:genenv", "genenv", 0, [{"epoch": 1, "frac_zero_std": 0.75, "extra": {}}], {})[0]
-    assert old["informative_groups"] is None  # a record without n_agent_prompts
 
     per_arm = {"genenv": (48, 0.75, 0.1), "static": (48, 0.9, 0.6), "online_filter": (8, 0.5, 0.1)}
     rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "heldout": 0.3, "agent_rollouts": 100 * e,
-             **table_rows(f"p:{v}", v, s, [{"epoch": e, "frac_zero_std": zero, "n_agent_prompts": n,
-                                            "extra": {"dry/step_frac": dry}}], {})[0]}
+             **table_rows(f"p:{v}", v, s, [record(e, zero, n, dry)], {})[0]}
             for v, (n, zero, dry) in per_arm.items() for s in (0, 1) for e in (1, 2, 3, 4)]
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     dry = dry_run_table(table).set_index("variant")

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from genenv_lab.config import ConfigError
-from genenv_lab.coevolution.loop import run
+from genenv_lab.coevolution.session import run
 from genenv_lab.rundir.read import read_epochs, read_table
 
 
@@ -111,7 +111,7 @@ def _content(out):
     """Everything a run wrote that must not depend on being interrupted (timings aside)."""
     records = []
     for r in read_epochs(out):
-        records.append({k: v for k, v in r.items() if k not in ("wall_s", "phase_s")})
+        records.append({k: v for k, v in r.to_dict().items() if k not in ("wall_s", "phase_s")})
     tasks = read_table(out, "tasks")
     attempts = read_table(out, "attempts")
     return (records,
@@ -140,3 +140,28 @@ def test_an_interrupted_and_resumed_online_filter_run_equals_an_uninterrupted_on
     rest = list(run(cfg, out, resume=True, backend=scripted_backend(num_generations=G), progress=False))
     assert [r.epoch for r in rest] == list(range(stop_after + 1, cfg.loop.epochs + 1))
     assert _content(out) == _content(tmp_path / "whole")
+
+
+def test_random_env_select_curates_the_untrained_simulators_oversampled_tasks_at_counted_cost(cfg, tmp_path,
+                                                                                                recording):
+    """``random_env_select``: the untrained simulator writes ``screen_factor`` × its usual number of tasks each epoch,
+    the agent's rollouts screen them (no update), the in-band ones train (topped up nearest α), the simulator is
+    never updated, and every rollout is counted: each epoch's ``cumulative/agent_rollouts`` grows by G × (the GRPO
+    batch + the screened candidates), the same ledger every arm is compared on."""
+    cfg = cfg.replace(loop={"variant": "random_env_select", "screen_factor": 3}, env={"n_variations": 2})
+    backend = recording(num_generations=G)
+    records = list(run(cfg, tmp_path / "r", backend=backend, progress=False))
+    tasks = read_table(tmp_path / "r", "tasks")
+    before = 0
+    assert sum(len(s) for s in backend.screened) == sum(r["screen/screened"] for r in records)
+    for r in records:
+        assert r.n_generated == cfg.env.seeds_per_epoch * cfg.env.n_variations * 3  # oversampled
+        assert r["screen/screened"] <= min(r.n_valid, cfg.budget * 3)
+        assert r["fresh/tasks"] == min(cfg.budget, r["screen/screened"])
+        assert r["cumulative/agent_rollouts"] - before == G * (r.n_agent_prompts + r["screen/screened"])
+        before = r["cumulative/agent_rollouts"]
+        assert r["rwr/ran"] == 0 and r.env_version == 0
+        epoch = tasks[tasks["epoch"] == r.epoch]
+        assert len(epoch) == r.n_generated and epoch["p_hat"].notna().sum() == r["fresh/tasks"]
+    with pytest.raises(ConfigError, match="random_env_select"):
+        cfg.replace(loop={"variant": "random_env_selekt"})

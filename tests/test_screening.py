@@ -48,7 +48,7 @@ def test_examples_of_the_helpers():
     assert [informative(p) for p in (0.0, 0.01, 0.99, 1.0)] == [False, True, True, False]
     assert next_round(0, 0, 3, budget=8, cap=32) == 3 and next_round(0, 32, 50, budget=8, cap=32) == 0
     s = [Screened("x", 0.0), Screened("y", 1.0), Screened("z", 0.0)]
-    assert fill_up(s, n_kept=0, budget=2) == ("x", "z") and fill_up(s, n_kept=5, budget=2) == ()
+    assert fill_up(s, [], budget=2) == ("x", "z") and fill_up(s, ["a", "b", "c", "d", "e"], budget=2) == ()
     with pytest.raises(ValueError, match="measure returned"):
         screen(["a", "b"], lambda ids: [0.5], budget=2, cap=4)
 
@@ -103,3 +103,21 @@ def test_used_up_tasks_are_never_drawn_again(data):
         gone |= set(out.used_up)
         pool = [t for t in pool if t not in gone]
         assert all(t not in gone for t in pool) and len(pool) + len(gone) == n
+
+
+@settings(max_examples=300, deadline=None)
+@given(screenings(), st.sampled_from([0.1, 0.125, 0.25]))
+def test_properties_of_an_in_band_screening(case, k_min):
+    """``random_env_select``'s screening: only in-band tasks are kept, the fill-up takes the informative ones nearest
+    α first, and what was spent is what was screened (one measured group of G per screened task)."""
+    table, order, budget, cap = case
+    calls = []
+    out = screen(order, _measure(table, calls), budget, cap, keep=lambda p: abs(p - 0.5) <= k_min, alpha=0.5)
+    screened = [s.task_id for s in out.screened]
+    assert sum(len(c) for c in calls) == len(screened)  # rollouts spent = G × screened, no more
+    assert set(out.kept) == {t for t in screened if abs(table[t] - 0.5) <= k_min}
+    assert len(out.batch) == min(budget, len(screened)) and len(set(out.batch)) == len(out.batch)
+    informative_fill = [abs(table[t] - 0.5) for t in out.fill if 0 < table[t] < 1]
+    assert informative_fill == sorted(informative_fill)  # nearest α first
+    n_inf = len(informative_fill)
+    assert all(0 < table[t] < 1 for t in out.fill[:n_inf]) and all(table[t] in (0.0, 1.0) for t in out.fill[n_inf:])

@@ -11,13 +11,14 @@ from contextlib import contextmanager
 from typing import Sequence
 
 from genenv_lab.core import curriculum as cur
-from genenv_lab.core.dryrun import dry_metrics
+from genenv_lab.core.dryrun import dry_metrics, frontier_share, level_of
 from genenv_lab.config import RunConfig
 from genenv_lab.coevolution.rewards import RewardLog
 from genenv_lab.core.screening import Screening
 from genenv_lab.core.types import EpochRecord, GeneratedTask, LoopState, Measured
 from genenv_lab.core.metrics import (AGENT_SCORE_ERRORS, FRESH_P_HAT_GAP, FRESH_TASKS, GRPO, GRPO_LOSS,
-    REFERENCE_IN_BAND_FRAC, REFERENCE_P_HAT, REFERENCE_P_HAT_GAP, RWR_KL, RWR_KL_CAPPED, RWR_LOSS, RWR_RAN, RWR_STEPS,
+    REFERENCE_FRONTIER_SHARE, REFERENCE_IN_BAND_FRAC, REFERENCE_P_HAT, REFERENCE_P_HAT_GAP, RWR_KL, RWR_KL_CAPPED,
+    RWR_LOSS, RWR_RAN, RWR_STEPS,
     SCREEN_FILL, SCREEN_KEPT, SCREEN_P_HAT_MEAN, SCREEN_ROLLOUTS, SCREEN_SCREENED, SCREEN_SOLVED, SCREEN_UNSOLVED,
     SCREEN_USED_UP, FEATURES)
 
@@ -49,6 +50,9 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
         extra[REFERENCE_IN_BAND_FRAC] = cur.mean_or_nan(1.0 if cur.in_band(p, c.alpha, c.k_min) else 0.0
                                                           for p in reference_p_hats)
         extra[REFERENCE_P_HAT_GAP] = cur.mean_or_nan(abs(p - c.alpha) for p in reference_p_hats)
+        supply = frontier_share((level_of(t.spec.features) for t in state.reference), state.frontier)
+        if supply is not None:  # the untrained simulator's tasks the agent has still to learn
+            extra[REFERENCE_FRONTIER_SHARE] = supply
     extra[GRPO_LOSS] = agent_update.loss  # the trainer's own log replaces it where it has one
     extra.update({k: v for k, v in agent_update.metrics.items() if k.startswith((GRPO, "agent/"))})
     extra.update(rwr_metrics(env_update))

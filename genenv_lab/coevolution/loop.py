@@ -2,8 +2,8 @@
 
 Phase 1  generate and interact: env contexts (seed + lineage statistics) → π_env variations → parse/validate →
          agent rollouts (inside the GRPO pass) → p̂ and R_env per generated task.
-Phase 2  dual update: π_agent by its trainer (:func:`.agent_trainers.update_agent`, GRPO by default; the same
-         rollouts), π_env by RWR on in-band generations.
+Phase 2  dual update: π_agent by its trainer (:func:`genenv_lab.trainers.agent.update_agent`, GRPO by default; the
+         same rollouts), π_env by RWR on in-band generations (:func:`genenv_lab.trainers.env.update_env`).
 Phase 3  aggregate: valid tasks join the pool D_train; env records are kept in the run directory (D_env).
 
 Deliberate choices (method.md where the paper is silent):
@@ -25,7 +25,7 @@ Deliberate choices (method.md where the paper is silent):
 Under ``torchrun``/``accelerate launch`` with several processes every process runs this loop on the same inputs;
 the backend splits the model work between them and the main process writes the run (:mod:`.distributed`).
 
-``run()`` is a generator of :class:`EpochRecord` that the CLI, the notebooks and the app all drive. Around it:
+:func:`genenv_lab.coevolution.session.run` runs one epoch after another and yields their records. Around the epoch:
 the simulator's steps (:mod:`.simulator`), the pool across epochs and resume (:mod:`.state`), the rollouts' reward
 log (:mod:`.rewards`), the epoch's statistics (:mod:`.epoch_stats`), what each baseline changes
 (``config.VARIANT_TABLE``), the held-out evaluation (:mod:`.heldout`), the screening of ``online_filter``
@@ -35,42 +35,27 @@ log (:mod:`.rewards`), the epoch's statistics (:mod:`.epoch_stats`), what each b
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
-import shutil
-import tempfile
-import threading
 import time
-import warnings
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
-from tqdm.auto import tqdm
 
 from genenv_lab.core import curriculum as cur
 from genenv_lab.trainers.agent import update_agent
 from genenv_lab.trainers.env import update_env
 from genenv_lab.backends.base import AgentPrompt, AgentUpdate, Backend
-from genenv_lab.backends.factory import check_engine, make_backend
-from genenv_lab.config import ConfigError, RunConfig
+from genenv_lab.config import RunConfig
 from genenv_lab.core.seeds import epoch_seed
-from genenv_lab.domains import Domain, SeedTask, domain_of
-from genenv_lab.rundir.trackers import check_tracker, open_tracker, scalars
-from genenv_lab.core.dryrun import FRONTIER_KEY
+from genenv_lab.domains import Domain, SeedTask
 from genenv_lab.core.efficiency import Consumption
 from genenv_lab.coevolution.epoch_stats import PhaseTimer, epoch_record
-from genenv_lab.coevolution.heldout import check_eval_data, evaluate_epoch
-from genenv_lab.backends.distributed import ADAPTER_HASHES, Processes, processes
-from genenv_lab.rundir.layout import BASELINE, adapter_dir
-from genenv_lab.rundir.read import BASELINE_PREFIXES, read_baseline, read_state
-from genenv_lab.rundir.write import open_run
 from genenv_lab.coevolution.rewards import RewardLog
-from genenv_lab.core.screening import Screening, screen
+from genenv_lab.core.screening import Screening, informative, screen
 from genenv_lab.coevolution.simulator import (contexts_by_id, env_update_batch, generate_reference, generate_tasks,
     seed_torch)
-from genenv_lab.coevolution.state import next_pool, restore_state
-from genenv_lab.core.types import (Attempt, BatchTask, EpochRecord, EpochResult, GeneratedTask, LoopState, Measured,
+from genenv_lab.coevolution.state import next_pool
+from genenv_lab.core.types import (Attempt, BatchTask, EpochResult, GeneratedTask, LoopState, Measured,
     PoolTask, TaskSpec)
 
 
@@ -191,15 +176,18 @@ def fixed_set(tasks: list[GeneratedTask], state: LoopState) -> list[BatchTask]:
 
 def screen_fresh(tasks: list[GeneratedTask], state: LoopState, backend: Backend, domain: Domain, cfg: RunConfig,
                  rng: random.Random) -> tuple[list[BatchTask], Screening, list[list[str]]]:
-    """``online_filter``'s fresh tasks: the fixed set in a random order, screened by G sampled agent rollouts per
-    candidate without an update (as :func:`measure_reference` measures), in rounds, until ``budget`` tasks at
-    0 < p̂ < 1 are found or ``loop.screen_factor × budget`` candidates are screened (:func:`.screening.screen`,
-    which also says how a short batch is topped up). Returns the batch's tasks, the screening and its completions
-    (they count as agent rollouts). The order comes from the epoch's random stream and the rollouts from its torch
-    seed, so a resumed epoch screens as the uninterrupted one did."""
-    fixed = fixed_set(tasks, state)
-    by_id = {b.task_id: b for b in fixed}
-    order = [b.task_id for b in rng.sample(fixed, len(fixed))]
+    """A screening variant's fresh tasks: the candidates (``online_filter``: the fixed set;
+    ``random_env_select``: the epoch's valid generations, ``loop.screen_factor`` × the usual number) in a random
+    order, screened by G sampled agent rollouts per candidate without an update (as :func:`measure_reference`
+    measures), in rounds, until ``budget`` tasks the variant keeps are found (``informative``: 0 < p̂ < 1;
+    ``in_band``: abs(p̂ − α) ≤ k_min) or ``loop.screen_factor × budget`` candidates are screened
+    (:func:`.screening.screen`, which also says how a short batch is topped up). Returns the batch's tasks, the
+    screening and its completions (they count as agent rollouts). The order comes from the epoch's random stream
+    and the rollouts from its torch seed, so a resumed epoch screens as the uninterrupted one did."""
+    c = cfg.curriculum
+    candidates = fixed_set(tasks, state) if cfg.variant.fixed_set else fresh_tasks(tasks, state, cfg, rng)
+    by_id = {b.task_id: b for b in candidates}
+    order = [b.task_id for b in rng.sample(candidates, len(candidates))]
     outs: list[list[str]] = []
 
     def measure(ids):
@@ -207,7 +195,10 @@ def screen_fresh(tasks: list[GeneratedTask], state: LoopState, backend: Backend,
         outs.extend(completions)
         return p_hats
 
-    screening = screen(order, measure, cfg.budget, cfg.budget * cfg.loop.screen_factor)
+    in_band = cfg.variant.keeps == "in_band"
+    screening = screen(order, measure, cfg.budget, cfg.budget * cfg.loop.screen_factor,
+                       keep=(lambda p: cur.in_band(p, c.alpha, c.k_min)) if in_band else informative,
+                       alpha=c.alpha if in_band else None)
     return [by_id[tid] for tid in screening.batch], screening, outs
 
 
@@ -312,191 +303,3 @@ def measure_reference(backend: Backend, domain: Domain, reference: Sequence[Pool
 
 def _spec(t: GeneratedTask) -> TaskSpec:
     return TaskSpec(question=t.question, answer=t.answer, text=t.text, features=dict(t.features))
-
-
-# ------------------------------------------------------------------------------------------------------- run()
-
-def make_teacher(cfg: RunConfig, domain: Domain) -> Backend | None:
-    """The ``offline_teacher`` baseline's generator: the teacher model with fresh (identity) adapters."""
-    if cfg.variant.fixed_set != "teacher":
-        return None
-    return make_backend(cfg.replace(model={"name_or_path": cfg.env.teacher_model}), domain)
-
-
-STOP_REQUESTED = threading.Event()
-"""Set by the CLI's SIGINT/SIGTERM handler; :func:`run` stops (as ``interrupted``) before its next phase even if
-the KeyboardInterrupt raised by the handler was swallowed by library code."""
-
-
-def stop_on_signals(*, once: bool = False) -> None:
-    """Ctrl-C, SIGTERM (the lab's stop escalates to it) and SIGHUP end a run as ``interrupted`` between two writes:
-    each sets :data:`STOP_REQUESTED` and raises KeyboardInterrupt (with ``once``, only the first does: a run of
-    ``compare --jobs`` is signalled by the terminal and by its comparison, and the second must not break the first's
-    clean stop).
-
-    Python leaves SIGINT ignored when the process started with it ignored, as every job a non-interactive shell
-    puts in the background does (``cmd &``); a run started that way could not be stopped cleanly."""
-    import signal
-
-    def _stop(signum, frame):
-        # Also remembered: a library that swallows KeyboardInterrupt (a bare ``except:`` in an import) would
-        # otherwise lose the request; the loop checks the flag before every phase and stops there.
-        if once and STOP_REQUESTED.is_set():
-            return
-        STOP_REQUESTED.set()
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
-    # a closed terminal or SSH session (SIGHUP) ends the run the same way, unless started under nohup (ignored)
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-        signal.signal(signal.SIGHUP, _stop)
-
-
-def _stop_if_requested(procs: Processes) -> None:
-    """Stop (as ``interrupted``) when a stop was requested, here or (several processes) in any process, so that all
-    stop at the same phase."""
-    if procs.any(STOP_REQUESTED.is_set()):
-        raise KeyboardInterrupt("stop requested")
-
-
-def preflight(cfg: RunConfig, *, models: bool = True) -> None:
-    """Everything that can fail in seconds, checked before the run folder is written or a model loads: the engine,
-    the models' sources and the LoRA targets (``models``: unless a backend is given), the held-out data, the
-    tracker's package."""
-    if models:
-        from genenv_lab.models.loading import check_model_source, check_target_modules  # torch: only when a model loads
-
-        check_engine(cfg)
-        check_model_source(cfg.model.name_or_path)
-        if cfg.loop.variant == "offline_teacher":
-            check_model_source(cfg.env.teacher_model)
-    try:  # a setting the model or the data cannot take: one line, as a bad config value is
-        if models:
-            check_target_modules(cfg.model.name_or_path, cfg.model.target_modules, cfg.model.targets_chosen)
-        check_eval_data(cfg)
-    except ConfigError:
-        raise
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(str(exc)) from None
-    check_tracker(cfg.loop.report_to)
-
-
-@dataclass
-class _Session:
-    """What a run holds from set-up to finish: the domain and its seeds, the engine, the writer, the tracker, the
-    progress bar and where held-out evaluation writes."""
-
-    cfg: RunConfig
-    writer: Any
-    procs: Processes
-    domain: Domain
-    seeds: list[SeedTask]
-    backend: Backend
-    bar: Any
-    tracker: Any
-    eval_dir: Path
-
-    def on_phase(self, state: LoopState, phase: str) -> None:
-        _stop_if_requested(self.procs)
-        self.bar.set_postfix_str(f"epoch {state.epoch + 1}: {phase}")
-
-
-def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backend | None = None,
-        progress: bool = True) -> Iterator[EpochRecord]:
-    """Run (or resume) co-evolution, yielding one EpochRecord per completed epoch: set-up, epochs, finish."""
-    preflight(cfg, models=backend is None)
-    procs = processes()
-    writer = open_run(out, cfg, resume, procs)
-    saved_env_version = int(read_state(writer.dir).get("env_version", 0)) if writer.last_epoch else 0
-    # held-out evaluation files: the main process's go into the run, the others' (the same) into a scratch folder
-    eval_dir = writer.dir if procs.is_main else Path(tempfile.mkdtemp(prefix="genenv-eval-"))
-    state: LoopState | None = None
-    session: _Session | None = None
-    try:  # from here on an interrupt (Ctrl-C, the lab's Stop) leaves the run marked "interrupted"
-        session, state = set_up(cfg, writer, procs, backend, eval_dir, saved_env_version, progress)
-        while state.epoch < cfg.loop.epochs:
-            state, record = next_epoch(session, state)
-            yield record
-        writer.finish(state.env_version)
-    except KeyboardInterrupt:
-        writer.finish(saved_env_version if state is None else state.env_version, status="interrupted")
-        raise
-    except Exception as exc:
-        writer.fail(exc, saved_env_version if state is None else state.env_version)
-        raise
-    finally:
-        writer.release()
-        if eval_dir != writer.dir:
-            shutil.rmtree(eval_dir, ignore_errors=True)
-        if session is not None:
-            session.bar.close()
-            if session.tracker is not None:
-                session.tracker.close()
-
-
-def set_up(cfg: RunConfig, writer, procs: Processes, backend: Backend | None, eval_dir: Path,
-           saved_env_version: int, progress: bool) -> tuple[_Session, LoopState]:
-    """The domain and seeds, the engine (its adapters as the last committed epoch left them, on a resume), the
-    loop state, the tracker and the progress bar; the untrained agent's held-out score (epoch 0) once."""
-    domain = domain_of(cfg)
-    for warning in cfg.warnings():
-        writer.event("warning: " + warning)
-        warnings.warn(warning, stacklevel=3)
-    backend = backend or make_backend(cfg, domain)
-    state = restore_state(writer.dir, writer.last_epoch, saved_env_version, cfg) if writer.last_epoch else LoopState()
-    if writer.last_epoch:
-        backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
-    tracker = open_tracker(cfg.loop.report_to, writer.dir, cfg.to_dict()) if procs.is_main else None
-    bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
-               disable=not (progress and procs.is_main))
-    session = _Session(cfg, writer, procs, domain, domain.seed_tasks(), backend, bar, tracker, eval_dir)
-    if cfg.eval.every and state.epoch == 0 and (writer.dir / BASELINE).is_file():
-        state = with_frontier(state, read_baseline(writer.dir, BASELINE_PREFIXES))  # resumed before epoch 1
-    elif cfg.eval.every and state.epoch == 0:
-        bar.set_postfix_str(f"epoch 0: eval {cfg.eval.benchmark} (untrained agent)")
-        scores = evaluate_epoch(backend, cfg, eval_dir, 0)
-        writer.write_baseline(scores)
-        state = with_frontier(state, scores)
-    return session, state
-
-
-def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
-    """One epoch (:func:`run_epoch`), its held-out score when due, and its commit (records, tables, adapters)."""
-    cfg, backend = s.cfg, s.backend
-    _stop_if_requested(s.procs)
-    teacher = make_teacher(cfg, s.domain) if state.epoch == 0 else None
-    state, result = run_epoch(state, backend, s.domain, s.seeds, cfg, generator=teacher,
-                              on_phase=lambda phase: s.on_phase(state, phase))
-    del teacher
-    if cfg.eval.every and state.epoch % cfg.eval.every == 0:
-        s.bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.eval.benchmark}")
-        scores = evaluate_epoch(backend, cfg, s.eval_dir, state.epoch)
-        result.record.extra.update(scores)
-        state = with_frontier(state, scores)
-    if s.procs.world_size > 1:  # every process must hold the same adapters before the epoch is committed
-        result.record.extra[ADAPTER_HASHES] = s.procs.check_in_sync(backend, backend.adapters)
-    s.writer.commit_epoch(result.record, result.tasks, result.attempts,
-                          backend.save_adapters if cfg.loop.save_adapters else None, reference=result.reference)
-    if s.tracker is not None:
-        s.tracker.log(state.epoch, scalars(result.record.to_dict()))  # nothing once the tracker stopped
-        if (why := s.tracker.new_failure()) is not None:  # never the run's failure: said once, the run goes on
-            s.writer.event(f"warning: tracker {s.tracker.kind} stopped ({why}); the run goes on, "
-                           "epochs.jsonl holds every record")
-            warnings.warn(f"tracker {s.tracker.kind} stopped: {why}", stacklevel=2)
-    s.bar.update(1)
-    s.bar.set_postfix(valid=f"{result.record.valid_frac:.2f}", p_hat=_f(result.record.p_hat_mean),
-                      in_band=_f(result.record.in_band_frac))
-    return state, result.record
-
-
-def with_frontier(state: LoopState, scores: dict) -> LoopState:
-    """The state carrying the held-out frontier of an evaluation's ``scores`` (``heldout/frontier_level``), which
-    the next epoch's dry-run counts are read at; unchanged when the evaluation has none (a benchmark, a domain
-    without levels)."""
-    frontier = scores.get(FRONTIER_KEY)
-    return state if frontier is None else replace(state, frontier=float(frontier))
-
-
-def _f(x: float) -> str:
-    return "n/a" if x is None or math.isnan(x) else f"{x:.2f}"

@@ -25,7 +25,8 @@ from genenv_lab.core.types import GeneratedTask, LoopState, Parent
 
 def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
                    rng: random.Random, epoch: int) -> list[GeneratedTask]:
-    """This epoch's generations: n variations of each chosen parent (genenv, random_env); one variation each of
+    """This epoch's generations: n variations of each chosen parent (genenv, random_env; ``loop.screen_factor`` × n
+    for random_env_select, which screens them); one variation each of
     ``budget`` parents without statistics (filter_only); the whole fixed set in epoch 1 and nothing after
     (static, online_filter, offline_teacher)."""
     v = cfg.variant
@@ -38,8 +39,9 @@ def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: 
         n = per_seed
     elif v.one_variation_each:
         parents, n = choose_parents(state, seeds, cfg, rng, count=cfg.budget), 1
-    else:
-        parents, n = choose_parents(state, seeds, cfg, rng), cfg.env.n_variations
+    else:  # an oversampling variant writes screen_factor× as many, to choose among (random_env_select)
+        parents = choose_parents(state, seeds, cfg, rng)
+        n = cfg.env.n_variations * (cfg.loop.screen_factor if v.oversamples else 1)
     contexts = build_env_contexts(parents, state, domain, cfg)
     raw = generator.generate("env", contexts, n=n, **env_sampling(cfg, domain))
     return parse_generations(raw, parents, contexts, domain, epoch, state.env_version)

@@ -151,7 +151,8 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
     paragraphs = [_preset_verdict(p, variants, scores, reach, reference_variant, fixed_variant, tol)
                   for p in presets]
     found = [text + _efficiency_text(efficiency, p, reference_variant)
-             + _dry_line(dry, p, reference_variant, fixed_variant) for p, text in zip(presets, paragraphs) if text]
+             + _dry_line(dry, p, reference_variant, fixed_variant) + supply_line(table, p, reference_variant)
+             for p, text in zip(presets, paragraphs) if text]
     return "\n\n".join(found) if found else (
         f"No {reference_variant} arm with a baseline beside it (a sweep, or {reference_variant} alone): no verdict.")
 
@@ -204,6 +205,31 @@ def _dry_line(dry: pd.DataFrame, preset_name: str, reference_variant: str, fixed
         line += (" Fewer informative groups an epoch than half of " + reference_variant + "'s, whatever their share: "
                  + "; ".join(f"{r.variant} {r.informative_groups:.1f}" for r in few) + ".")
     return line
+
+
+def supply_line(table: pd.DataFrame, preset_name: str, reference_variant: str = REFERENCE_VARIANT) -> str:
+    """The supply instrument in one line for one preset: the untrained simulator's tasks (the counterfactual set)
+    at or above the level ``reference_variant``'s agent trains against, and in band for it, at the first and the
+    last epoch (mean over seeds): where that share falls, an untrained simulator has little left to offer and
+    training the simulator can add to curation. "" when the runs have no reading (no reference set, no frontier).
+
+    >>> rows = [{"label": "p:genenv", "variant": "genenv", "seed": s, "epoch": e, "supply_frontier": f,
+    ...          "supply_in_band": b} for s in (0, 1) for e, f, b in ((1, 0.6, 0.3), (2, 0.2, 0.1), (3, 0.05, 0.0))]
+    >>> line = supply_line(pd.DataFrame(rows), "p")
+    >>> "fell from 0.60 at epoch 1 to 0.05 by epoch 3" in line, line.endswith("in band for that agent: 0.30 → 0.00.")
+    (True, True)
+    """
+    rows = table[(table["variant"] == reference_variant) & (table["epoch"] > 0)
+                 & (table["label"].astype(str).str.split(":").str[0] == preset_name)]
+    if "supply_frontier" not in rows or rows["supply_frontier"].notna().sum() == 0:
+        return ""
+    by_epoch = rows.groupby("epoch")[["supply_frontier", "supply_in_band"]].mean().dropna(subset=["supply_frontier"])
+    first, last = by_epoch.iloc[0], by_epoch.iloc[-1]
+    went = "fell" if last.supply_frontier < first.supply_frontier else "went"
+    return (f"\nSupply: the untrained simulator's frontier supply (its tasks at or above the level "
+            f"{reference_variant}'s agent trains against) {went} from {first.supply_frontier:.2f} at epoch "
+            f"{by_epoch.index[0]} to {last.supply_frontier:.2f} by epoch {by_epoch.index[-1]}; its tasks in band for "
+            f"that agent: {first.supply_in_band:.2f} → {last.supply_in_band:.2f}.")
 
 
 def _per_epoch(row) -> str:

@@ -25,9 +25,16 @@ class Variant:
     pool_keeps_last_epoch: bool = False
     """The pool holds the last epoch's (trimmed) tasks only, instead of every valid task so far."""
     screens: bool = False
-    """Online difficulty filtering (``genenv_lab.core.screening``): each epoch's fresh tasks are drawn from the fixed
-    set and screened by G agent rollouts without an update; only tasks at 0 < p̂ < 1 train (topped up to the budget
-    with other screened tasks), and tasks screened at p̂ = 1 leave the pool (``loop.screen_factor`` caps it)."""
+    """Online difficulty filtering (``genenv_lab.core.screening``): each epoch's candidate tasks (the fixed set, or
+    with :attr:`oversamples` the epoch's fresh generations) are screened by G agent rollouts without an update; only
+    the ones :attr:`keeps` accepts train (topped up to the budget with other screened tasks), and tasks screened at
+    p̂ = 1 leave the pool (``loop.screen_factor`` caps the candidates screened)."""
+    keeps: str = "informative"
+    """What a screened task must be to train: ``informative`` (0 < p̂ < 1, DAPO's dynamic sampling) or ``in_band``
+    (abs(p̂ − α) ≤ k_min, the band the α-Curriculum Reward pays for)."""
+    oversamples: bool = False
+    """The simulator writes ``loop.screen_factor`` × its usual ``n_variations`` per parent, and the fresh tasks are
+    chosen among them by screening (curation at equal budget: its generations and screening rollouts are counted)."""
 
 
 VARIANT_TABLE = {v.name: v for v in (
@@ -39,5 +46,10 @@ VARIANT_TABLE = {v.name: v for v in (
     Variant("offline_teacher", fixed_set="teacher", trains_env=False),
     # what practitioners use (DAPO's dynamic sampling): static's fixed set, screened online for 0 < p̂ < 1
     Variant("online_filter", fixed_set="untrained", trains_env=False, screens=True),
+    # curation at equal budget (PLR⊥-style): the untrained simulator writes screen_factor× as many tasks, the agent's
+    # rollouts screen them, the in-band ones train; the control that tells training the simulator from selection
+    Variant("random_env_select", trains_env=False, screens=True, keeps="in_band", oversamples=True),
 )}
+KEEPS = ("informative", "in_band")
+"""What a screening variant may keep (:attr:`Variant.keeps`)."""
 VARIANTS = tuple(VARIANT_TABLE)

@@ -109,6 +109,20 @@ def frontier_counts(groups: Iterable[tuple[float | None, Sequence[float]]], fron
     return len(at), sum(1 for g in at if informative(g))
 
 
+def frontier_share(levels: Iterable[float | None], frontier: float | None) -> float | None:
+    """The share of tasks at or above the ``frontier`` level (the level the agent does not yet solve: what it has
+    still to learn), among the tasks with a level; None without a frontier or a levelled task. The supply
+    instrument reads it off the untrained simulator's tasks each epoch.
+
+    >>> frontier_share([3, 5, 6, None, 9], 6.0), frontier_share([3, 4], 6.0), frontier_share([3], None)
+    (0.5, 0.0, None)
+    """
+    levelled = [lv for lv in levels if lv is not None]
+    if frontier is None or not levelled:
+        return None
+    return sum(1 for lv in levelled if lv >= frontier) / len(levelled)
+
+
 def level_counts(levels: Iterable[float | None]) -> dict[int | float, int]:
     """How many tasks are at each level (ascending; integral levels as ints); tasks without a level left out.
 

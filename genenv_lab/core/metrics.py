@@ -113,7 +113,12 @@ FRESH_P_HAT_GAP = _metric("fresh/p_hat_gap", "mean abs(p̂ − α) on this epoch
 REFERENCE_P_HAT = _metric("reference/p_hat", "with `loop.reference_tasks`: mean p̂ of the same epoch's agent on the "
                           "untrained simulator's tasks (sampled rollouts, no update)", "fraction", "reference")
 REFERENCE_IN_BAND_FRAC = _metric("reference/in_band_frac", "with `loop.reference_tasks`: the share of the untrained "
-                                 "simulator's tasks in band", "fraction")
+                                 "simulator's tasks in band for this epoch's agent (its supply of calibrated tasks)",
+                                 "fraction", "supply")
+REFERENCE_FRONTIER_SHARE = _metric("reference/frontier_share", "with `loop.reference_tasks` and a held-out frontier: "
+                                   "the share of the untrained simulator's tasks at or above the level this epoch's "
+                                   "agent trained against (`dry/frontier_level`): its supply of tasks the agent has "
+                                   "still to learn", "fraction", "supply")
 REFERENCE_P_HAT_GAP = _metric("reference/p_hat_gap", "with `loop.reference_tasks`: mean abs(p̂ − α) on the untrained "
                               "simulator's tasks (the simulator tracking the agent shows as `fresh/p_hat_gap` staying "
                               "small while this grows)", "fraction", "p_hat_gap")
@@ -208,6 +213,8 @@ def metric(key: str) -> Metric:
     >>> metric("grpo/entropy").key, metric("p_hat_mean").panel
     ('grpo/', 'p_hat')
     """
+    if not isinstance(key, str):
+        raise KeyError(f"{key!r} is not a metric key (a string)")
     found = _REGISTRY.get(key)
     if found is None and "/" in key:
         found = _REGISTRY.get(key.split("/", 1)[0] + "/")

@@ -42,9 +42,10 @@ class Screening:
     screened: tuple[Screened, ...]
     """Every candidate screened this epoch, in screening order."""
     kept: tuple[str, ...]
-    """The informative ones (0 < p̂ < 1), in screening order; never more than the budget."""
+    """The ones the screening keeps (informative: 0 < p̂ < 1; or in band), in screening order; never more than the
+    budget."""
     fill: tuple[str, ...]
-    """Non-informative screened tasks that top the batch up to the budget (:func:`fill_up`)."""
+    """Other screened tasks that top the batch up to the budget (:func:`fill_up`)."""
 
     @property
     def batch(self) -> tuple[str, ...]:
@@ -84,29 +85,37 @@ def next_round(n_kept: int, n_screened: int, n_left: int, budget: int, cap: int)
     return max(0, min(budget - n_kept, cap - n_screened, n_left))
 
 
-def fill_up(screened: Sequence[Screened], n_kept: int, budget: int) -> tuple[str, ...]:
-    """The non-informative screened tasks that top a batch of ``n_kept`` informative tasks up to ``budget``:
-    p̂ = 0 first, then p̂ = 1, each in screening order. Unsolved tasks come first because they stay in the pool
-    either way and are what the agent has still to learn (GRPO's own rollouts may find the success the screen
-    missed); a solved task is spent, and its group most likely has no signal again.
+def fill_up(screened: Sequence[Screened], kept: Sequence[str], budget: int, alpha: float | None = None
+            ) -> tuple[str, ...]:
+    """The screened tasks not ``kept`` that top a batch up to ``budget``. Without ``alpha`` (``online_filter``,
+    which keeps every informative task): p̂ = 0 first, then p̂ = 1, each in screening order. Unsolved tasks come
+    first because they stay in the pool either way and are what the agent has still to learn (GRPO's own rollouts
+    may find the success the screen missed); a solved task is spent, and its group most likely has no signal again.
+    With ``alpha`` (a variant that keeps the band only): the informative tasks outside the band nearest α first,
+    then p̂ = 0, then p̂ = 1.
 
     >>> s = [Screened("a", 1.0), Screened("b", 0.5), Screened("c", 0.0), Screened("d", 0.0)]
-    >>> fill_up(s, n_kept=1, budget=3), fill_up(s, n_kept=1, budget=9), fill_up(s, n_kept=3, budget=3)
+    >>> fill_up(s, ["b"], budget=3), fill_up(s, ["b"], budget=9), fill_up(s, ["b", "c", "d"], budget=3)
     (('c', 'd'), ('c', 'd', 'a'), ())
+    >>> fill_up([Screened("a", 0.0), Screened("b", 0.9), Screened("c", 0.25)], [], budget=2, alpha=0.5)
+    ('c', 'b')
     """
-    room = budget - n_kept
+    room = budget - len(kept)
     if room <= 0:
         return ()
-    zeros = [s.task_id for s in screened if s.p_hat <= 0.0]
-    ones = [s.task_id for s in screened if s.p_hat >= 1.0]
-    return tuple((zeros + ones)[:room])
+    taken = set(kept)
+    rest = [s for s in screened if s.task_id not in taken]
+    near = sorted((s for s in rest if informative(s.p_hat)), key=lambda s: abs(s.p_hat - alpha)) if alpha else []
+    zeros = [s for s in rest if s.p_hat <= 0.0]
+    ones = [s for s in rest if s.p_hat >= 1.0]
+    return tuple(s.task_id for s in near + zeros + ones)[:room]
 
 
 def screen(candidates: Sequence[str], measure: Callable[[Sequence[str]], Sequence[float]], budget: int,
-           cap: int) -> Screening:
+           cap: int, keep: Callable[[float], bool] = informative, alpha: float | None = None) -> Screening:
     """Screen ``candidates`` in order with ``measure`` (ids → p̂ each, G sampled rollouts, no update) until
-    ``budget`` informative tasks are found, ``cap`` candidates are screened, or none is left; then top the batch
-    up (:func:`fill_up`).
+    ``budget`` tasks that ``keep`` accepts (by default the informative ones) are found, ``cap`` candidates are
+    screened, or none is left; then top the batch up (:func:`fill_up`; ``alpha``: nearest α first).
 
     >>> p = {"a": 1.0, "b": 0.5, "c": 0.0, "d": 0.25, "e": 0.75}
     >>> out = screen("abcde", lambda ids: [p[i] for i in ids], budget=2, cap=8)
@@ -114,6 +123,8 @@ def screen(candidates: Sequence[str], measure: Callable[[Sequence[str]], Sequenc
     (('b', 'd'), (), ('a',), ['a', 'b', 'c', 'd'])
     >>> screen("abcde", lambda ids: [p[i] for i in ids], budget=2, cap=2).batch  # the cap stops it at a, b
     ('b', 'a')
+    >>> screen("abcde", lambda ids: [p[i] for i in ids], 2, 8, keep=lambda q: abs(q - 0.5) <= 0.1, alpha=0.5).batch
+    ('b', 'd')
     """
     if budget < 0 or cap < 0:
         raise ValueError(f"budget and cap must be ≥ 0, got budget={budget}, cap={cap}")
@@ -128,6 +139,6 @@ def screen(candidates: Sequence[str], measure: Callable[[Sequence[str]], Sequenc
             raise ValueError(f"measure returned {len(p_hats)} p̂ for {len(chunk)} candidates")
         for task_id, p in zip(chunk, p_hats):
             screened.append(Screened(task_id, float(p)))
-            if informative(p):
+            if keep(p):
                 kept.append(task_id)
-    return Screening(tuple(screened), tuple(kept), fill_up(screened, len(kept), budget))
+    return Screening(tuple(screened), tuple(kept), fill_up(screened, kept, budget, alpha))

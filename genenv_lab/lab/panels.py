@@ -167,6 +167,8 @@ PANELS: tuple[Panel, ...] = (
     Panel("levels", "simulator's highest level (levels/max)", registered("levels"), "level", signals),
     Panel("frontier_groups", "groups at the frontier: informative · all (dot)", registered("frontier_groups"),
           "groups", signals),
+    Panel("supply", "untrained simulator's supply: in band · at or above the frontier (dot)", registered("supply"),
+          "share of its tasks", signals, UNIT),
 )
 """The panels of the curves, in grid order (rows of :data:`COLS`)."""
 
