@@ -54,13 +54,16 @@ def test_the_results_table_says_what_the_committed_studies_say():
     rows = [line for line in README.splitlines() if re.match(r"\| `[\w-]+` \|", line)]
     assert len(rows) >= 4
     for row in rows:
-        preset, _, seeds, static, random_env, link = [c.strip() for c in row.strip("|").split("|")]
+        preset, _, seeds, static, random_env, select, link = [c.strip() for c in row.strip("|").split("|")]
         csv = ROOT / re.search(r"\]\(([^)]+\.csv)\)", link).group(1)
         study = pd.read_csv(csv)
         name = preset.strip("`")
-        by_arm = {arm: study[study["label"] == f"{name}:{arm}"] for arm in ("static", "random_env")}
+        arms = ("static", "random_env", "random_env_select")
+        by_arm = {arm: study[study["label"] == f"{name}:{arm}"] for arm in arms}
         assert static == _cell(by_arm["static"]["difference"]), (row, csv)
         assert random_env == _cell(by_arm["random_env"]["difference"]), (row, csv)
+        assert select == (_cell(by_arm["random_env_select"]["difference"]) if len(by_arm["random_env_select"])
+                          else "—"), (row, csv)  # a study without the arm says so
         got = sorted(by_arm["static"]["seed"])
         assert seeds == f"{got[0]}–{got[-1]}", row
 
