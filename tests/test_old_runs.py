@@ -177,3 +177,24 @@ def test_resuming_an_old_run_is_refused_until_it_is_upgraded(old):
         list(run(preset("tiny").replace(loop={"epochs": 3}), out, resume=True, progress=False))
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".writer.lock"} == \
         {p: b for p, b in before.items() if p.name != ".writer.lock"}
+
+
+def test_a_run_of_the_single_file_table_layout_is_refused_then_split_by_the_upgrade(old):
+    """Runs written before per-epoch table files kept ``tasks.parquet`` and ``attempts.parquet`` whole: the reader
+    refuses them in one line naming the upgrade, which splits them by epoch with every row kept."""
+    import pandas as pd
+
+    from genenv_lab.rundir.read import read_table
+
+    run_dir = old / "runs" / RUNS[0]
+    before = {name: read_table(OLD / "runs" / RUNS[0], name) for name in ("tasks", "attempts")}
+    for name in ("tasks", "attempts"):
+        frames = [pd.read_parquet(p) for p in sorted((run_dir / name).glob("epoch_*.parquet"))]
+        pd.concat(frames, ignore_index=True).to_parquet(run_dir / f"{name}.parquet", index=False)
+        shutil.rmtree(run_dir / name)
+    with pytest.raises(RunDirError, match="genenv-lab upgrade"):
+        read_table(run_dir, "tasks")
+    assert "tasks.parquet split per epoch" in upgrade_run(run_dir)
+    for name, frame in before.items():
+        pd.testing.assert_frame_equal(read_table(run_dir, name), frame)
+        assert not (run_dir / f"{name}.parquet").exists()

@@ -79,8 +79,9 @@ def adapter_dir(run_dir: Path, epoch: int) -> Path:
 _EPOCH_FILE = re.compile(r"epoch_(\d+)\.parquet")
 
 
-def legacy_table(run_dir: str | Path, name: str) -> Path:
-    """Where a run written before the per-epoch layout keeps a whole table (``tasks.parquet``)."""
+def whole_table(run_dir: str | Path, name: str) -> Path:
+    """Where a table kept in one file lives: ``reference_tasks.parquet`` (written once); for ``tasks`` and
+    ``attempts``, the single file of a run written before per-epoch files, which only ``genenv-lab upgrade`` reads."""
     return Path(run_dir) / f"{name}.parquet"
 
 

@@ -13,7 +13,7 @@ from typing import Any, Collection, Iterator, Sequence
 import pandas as pd
 
 from genenv_lab.config import RunConfig, load_config
-from genenv_lab.rundir.layout import (BASELINE, CONFIG, EPOCHS, STATE, TABLES, RunDirError, legacy_table, state_count,
+from genenv_lab.rundir.layout import (BASELINE, CONFIG, EPOCHS, STATE, TABLES, RunDirError, state_count, whole_table,
     table_files)
 from genenv_lab.core.types import EpochRecord
 from genenv_lab.safe_io import MB, UnsafeFile, loads_json, read_regular, read_regular_with_stat
@@ -258,7 +258,10 @@ def read_table(run_dir: str | Path, name: str, epochs: Collection[int] | None = 
     import pyarrow as pa
 
     wanted = None if epochs is None else set(epochs)
-    whole = legacy_table(run_dir, name)  # reference_tasks, or a table of a run written before per-epoch files
+    whole = whole_table(run_dir, name)
+    if name in TABLES and whole.is_file():
+        raise RunDirError(f"{whole} is a table of a run written before per-epoch table files; run "
+                          "`genenv-lab upgrade RUN_DIR` on the run first")
     per_epoch = table_files(run_dir, name) if name in TABLES else []
     paths = [p for p in [whole] + [p for e, p in per_epoch if wanted is None or e in wanted] if p.is_file()]
     tables = [read_budgeted(p, WHOLE_TABLE_SCALE if p == whole else 1) for p in paths]
@@ -268,8 +271,6 @@ def read_table(run_dir: str | Path, name: str, epochs: Collection[int] | None = 
         frame = (pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]).to_pandas()
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):  # epochs whose column types disagree
         frame = pd.concat([t.to_pandas() for t in tables], ignore_index=True)
-    if wanted is not None and whole.is_file() and "epoch" in frame:  # a whole-run table: keep the epochs asked for
-        frame = frame[frame["epoch"].isin(wanted)].reset_index(drop=True)
     if name in ("tasks", "reference_tasks") and "features" in frame:
         frame["features"] = frame["features"].map(json.loads)
     return frame

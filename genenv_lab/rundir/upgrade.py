@@ -9,6 +9,8 @@ What it rewrites:
   ``env_loss``, ``agent_loss``) and namespaced in ``extra`` (``rwr/kl``, ``rwr/steps``, ``rwr/loss``,
   ``grpo/loss``), and six measurements sat in ``extra`` with no namespace. Every rewritten record is checked as this
   version's :class:`~genenv_lab.core.types.EpochRecord` before anything is written;
+- ``tasks.parquet``/``attempts.parquet`` of a run written before per-epoch table files: split into
+  ``tasks/epoch_NNN.parquet`` and ``attempts/epoch_NNN.parquet`` by their ``epoch`` column;
 - ``config.json``: the fields that moved section (``loop.eval_*`` → ``eval.*``, ``model.world_*`` → ``world.*``;
   :func:`genenv_lab.config.spellings.upgrade_config_dict`).
 
@@ -23,7 +25,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from genenv_lab.core.types import EpochRecord, jsonable
-from genenv_lab.rundir.layout import CONFIG, EPOCHS, LOCK, STATE, RunDirError, atomic_write_bytes, atomic_write_json
+from genenv_lab.rundir.layout import (CONFIG, EPOCHS, LOCK, STATE, TABLES, RunDirError, atomic_write_bytes,
+    atomic_write_json, atomic_write_parquet, whole_table)
 from genenv_lab.safe_io import MB, loads_json, read_regular
 
 RENAMED = {
@@ -99,7 +102,8 @@ def upgrade_run(run_dir: str | Path) -> str:
     config_path = run_dir / CONFIG
     config = _json_file(config_path) if config_path.is_file() else None
     new_config = upgrade_config_dict(config) if isinstance(config, dict) else config
-    if not renamed and new_config == config:
+    whole = [name for name in TABLES if whole_table(run_dir, name).is_file()]
+    if not renamed and new_config == config and not whole:
         return f"{run_dir}: already in this version's format; nothing changed"
     backup = run_dir.with_name(f".{run_dir.name}{BACKUP_SUFFIX}")
     if backup.exists():
@@ -109,9 +113,26 @@ def upgrade_run(run_dir: str | Path) -> str:
         atomic_write_bytes(run_dir / EPOCHS, "".join(line + "\n" for line in lines).encode())
     if new_config != config:
         atomic_write_json(config_path, new_config)
+    for name in whole:
+        _split_table(run_dir, name)
     what = [f"{renamed} epoch record(s) renamed"] if renamed else []
     what += ["config.json's moved fields"] if new_config != config else []
+    what += [f"{name}.parquet split per epoch" for name in whole]
     return f"{run_dir}: upgraded ({', '.join(what)}); the run as it was is in {backup}"
+
+
+def _split_table(run_dir: Path, name: str) -> None:
+    """A whole-run table written as one file, into one file per epoch (the layout every reader reads); the whole
+    file goes once every epoch's file is written."""
+    import pandas as pd
+
+    whole = whole_table(run_dir, name)
+    frame = pd.read_parquet(whole)
+    folder = run_dir / name
+    folder.mkdir(exist_ok=True)
+    for epoch, part in frame.groupby("epoch"):
+        atomic_write_parquet(folder / f"epoch_{int(epoch):03d}.parquet", part.reset_index(drop=True))
+    whole.unlink()
 
 
 def _refuse_if_written(run_dir: Path) -> None:

@@ -19,7 +19,8 @@ the epoch's table files (only its own rows: a commit never rewrites earlier epoc
 ``adapters/epoch_NNN`` → one line appended to ``epochs.jsonl`` → ``state.json`` says the epoch is complete. A run
 killed at any point resumes from ``last_complete_epoch``: table files, lines and adapter folders of later epochs
 are discarded first, so nothing is lost or duplicated. :func:`read_table` reads a table's epoch files as one frame
-(runs written before the per-epoch layout, with one ``tasks.parquet``/``attempts.parquet``, are read too).
+(a run written before the per-epoch layout, with one ``tasks.parquet``/``attempts.parquet``, is refused until
+``genenv-lab upgrade`` splits them).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import pandas as pd
 from genenv_lab.config import RunConfig
 from genenv_lab.core.types import Attempt, EpochRecord, GeneratedTask
 from genenv_lab.rundir.layout import (ADAPTERS, ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, LOCK, REFERENCE, STATE,
-    TABLES, TASKS, RunDirError, adapter_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, legacy_table,
+    TABLES, TASKS, RunDirError, adapter_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, whole_table,
     overwrite_in_place, state_count, table_files)
 from genenv_lab.rundir.read import (BASELINE_PREFIXES, read_epochs,
     read_state)
@@ -203,10 +204,6 @@ class RunWriter:
             for epoch, path in table_files(self.dir, name):
                 if epoch > last:
                     path.unlink()
-            legacy = legacy_table(self.dir, name)
-            if legacy.is_file():
-                frame = pd.read_parquet(legacy)
-                atomic_write_parquet(legacy, frame[frame["epoch"] <= last])
             for leftover in (self.dir / name).glob(".*.tmp") if (self.dir / name).is_dir() else []:
                 leftover.unlink()
         for folder in (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []:
@@ -236,7 +233,7 @@ class RunWriter:
         if (self.dir / EPOCHS).is_file() and (self.dir / EPOCHS).stat().st_size:
             found.append(EPOCHS)
         found += [f"{name}/" for name in TABLES
-                  if table_files(self.dir, name) or legacy_table(self.dir, name).is_file()]
+                  if table_files(self.dir, name) or whole_table(self.dir, name).is_file()]
         if (self.dir / ADAPTERS).is_dir() and any((self.dir / ADAPTERS).glob("epoch_*")):
             found.append(f"{ADAPTERS}/")
         if (self.dir / REFERENCE).is_file():
