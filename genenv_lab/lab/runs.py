@@ -5,13 +5,13 @@ are opened only when :mod:`.safety` allows it; its status and fingerprint are :m
 are importable from here too.
 
 Reading a run while it is written: each file is replaced atomically except ``epochs.jsonl``, which is appended
-(``runlog.read_epochs`` skips a torn last line). An epoch's tables are committed before its record and
+(``rundir.read.read_epochs`` skips a torn last line). An epoch's tables are committed before its record and
 ``state.json``, so rows of the epoch in flight can be on disk before it counts; :func:`load_run` keeps only epochs
 up to ``state.json``'s ``last_complete_epoch``, so every view shows the same committed epochs.
 
 :func:`load_run` never raises for what is inside a run directory: a missing, empty, corrupt or half-written file
 becomes a sentence in :attr:`RunData.problems` and an empty part, so one bad run cannot break the lab. It reads
-``config.json`` as plain JSON rather than through ``runlog.read_config``, so a run written by an older or newer
+``config.json`` as plain JSON rather than through ``rundir.read.read_config``, so a run written by an older or newer
 version (unknown or missing fields) still shows.
 
 A comparison folder (``genenv-lab compare --out``, recognised by its ``manifest.json``) can sit in the runs folder
