@@ -382,7 +382,7 @@ def main() -> None:
         for record in run(cfg, Path(tmp) / "run", backend=backend, progress=False):
             sync()
             ph = record.phase_s
-            row = {"epoch": record.epoch, "wall_s": round(record.wall_s, 3), "phase_s": ph,
+            row = {"epoch": record.epoch, "wall_s": round(record.wall_s, 3), "phase_s": dict(ph),
                    "valid_frac": record.valid_frac, "n_env_steps": record.extra["rwr/steps"], "used_gib": used_gib(),
                    "agent": {k: v for k, v in record.extra.items() if k.startswith("agent/")}}
             result["epochs"].append(row)
