@@ -4,7 +4,7 @@ lab panel that draws it. Pure: no I/O.
 A metric is one line here (:func:`_metric`), and the name it returns is how code says the key: the loop writes
 ``extra[REFERENCE_P_HAT]``, the lab and ``compare`` read ``record[P_HAT_MEAN]``, so a typo is a NameError at import,
 not an empty curve. Families whose members are open-ended (``grpo/*``: whatever TRL logs; ``features/*``: a domain's
-difficulty features; ``eval/*``: one per benchmark) are registered by their prefix (:func:`_family`).
+difficulty features; ``eval/*``: one per benchmark) are registered by their prefix (a key ending in ``/``).
 :class:`~genenv_lab.core.types.EpochRecord` checks every key it reads back against :func:`metric`;
 docs/run_directory.md's key table is :func:`markdown_table`; the trackers log what :func:`numbers` gives.
 
@@ -72,10 +72,6 @@ def _metric(key: str, doc: str, kind: str = "number", panel: str | None = None, 
     return key
 
 
-def _family(prefix: str, doc: str, kind: str = "number", panel: str | None = None) -> str:
-    return _metric(prefix, doc, kind, panel)
-
-
 # ---------------------------------------------------------------------------------------------- the record itself
 EPOCH = _metric("epoch", "1-based epoch number", "count", top=True)
 N_GENERATED = _metric("n_generated", "generations of the simulator this epoch (`seeds_per_epoch × n_variations`; the "
@@ -122,7 +118,7 @@ REFERENCE_FRONTIER_SHARE = _metric("reference/frontier_share", "with `loop.refer
 REFERENCE_P_HAT_GAP = _metric("reference/p_hat_gap", "with `loop.reference_tasks`: mean abs(p̂ − α) on the untrained "
                               "simulator's tasks (the simulator tracking the agent shows as `fresh/p_hat_gap` staying "
                               "small while this grows)", "fraction", "p_hat_gap")
-FEATURES = _family("features/", "mean of each numeric difficulty feature over the epoch's valid generations (e.g. "
+FEATURES = _metric("features/", "mean of each numeric difficulty feature over the epoch's valid generations (e.g. "
                    "`features/level`): where the simulator's difficulty went", "number", "difficulty")
 FEATURES_LEVEL = _metric("features/level", "the mean level of the epoch's valid generations (a domain with levels)",
                          "number", "difficulty")
@@ -156,7 +152,7 @@ SCREEN_USED_UP = _metric("screen/used_up", "`online_filter`: the ids of the task
                          "leave the pool for good, and `--resume` rebuilds the pool from this list", "list")
 
 # ---------------------------------------------------------------------------------------------- extra: the updates
-GRPO = _family("grpo/", "TRL's GRPO log of the epoch's agent update, mean over its optimiser steps (`loss`, `reward`, "
+GRPO = _metric("grpo/", "TRL's GRPO log of the epoch's agent update, mean over its optimiser steps (`loss`, `reward`, "
                "`frac_reward_zero_std`, `entropy`, `clip_ratio/region_mean`, `completions/mean_length`, "
                "`completions/clipped_ratio`, `grad_norm`, `learning_rate`, ...; null when TRL logs none)")
 GRPO_LOSS = _metric("grpo/loss", "the agent update's loss (TRL's log; an engine without it: the loss it returns)")
@@ -180,7 +176,7 @@ RWR_STEPS = _metric("rwr/steps", "the env update's optimiser steps (fewer than `
 RWR_KL_CAPPED = _metric("rwr/kl_capped", "1 when the KL cap stopped the env update; null without one", "flag")
 
 # ---------------------------------------------------------------------------------------------- extra: evaluation
-EVAL = _family("eval/", "with `eval.every`: the held-out score after the epoch (`eval/domain`: mean greedy reward on "
+EVAL = _metric("eval/", "with `eval.every`: the held-out score after the epoch (`eval/domain`: mean greedy reward on "
                "the domain's held-out set; a benchmark: its official metric)", "number", "validation")
 EVAL_DOMAIN = _metric("eval/domain", "the mean greedy reward on the domain's own held-out set", "fraction",
                       "validation")
@@ -225,16 +221,8 @@ def metric(key: str) -> Metric:
     return found
 
 
-def on_panel(panel: str, keys: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The registered keys (and, of a family, the members among ``keys``) that the lab's ``panel`` draws."""
-    out = [m.key for m in METRICS if m.panel == panel and not m.family]
-    families = [m.key for m in METRICS if m.panel == panel and m.family]
-    out += sorted(k for k in keys if k.startswith(tuple(families)) and k not in _REGISTRY)
-    return out
-
-
 PANELS = tuple(dict.fromkeys(m.panel for m in METRICS if m.panel))
-"""The lab panels the registry names, in order; ``genenv_lab.lab.figures`` has a builder for each."""
+"""The lab panels the registry names, in order; ``genenv_lab.lab.panels`` has an entry for each."""
 
 
 def markdown_table() -> str:
