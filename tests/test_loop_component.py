@@ -140,15 +140,20 @@ def test_a_commit_writes_only_its_own_epochs_rows(tmp_path, monkeypatch):
     assert len(tasks) == 153 and tasks["task_id"].is_unique and list(tasks["epoch"].unique()) == list(range(1, 52))
 
 
-def test_a_run_in_the_single_file_layout_reads_and_resumes(cfg, tmp_path, scripted_backend):
-    """A run written before the per-epoch layout (one tasks.parquet / attempts.parquet) is read as it was and
-    resumed: the new epochs go to per-epoch files beside it."""
+def test_a_run_in_the_single_file_layout_is_refused_then_resumes_once_upgraded(cfg, tmp_path, scripted_backend):
+    """A run written before the per-epoch layout (one tasks.parquet / attempts.parquet) is refused in one line that
+    names the upgrade; after ``genenv-lab upgrade`` it reads as it was and resumes into per-epoch files."""
+    from genenv_lab.rundir.upgrade import upgrade_run
+
     out = tmp_path / "old"
     list(run(cfg.replace(loop={"epochs": 2}), out, backend=scripted_backend(), progress=False))
     for name in ("tasks", "attempts"):
         frames = [pd.read_parquet(p) for p in sorted((out / name).glob("epoch_*.parquet"))]
         pd.concat(frames, ignore_index=True).to_parquet(out / f"{name}.parquet", index=False)
         shutil.rmtree(out / name)
+    with pytest.raises(RunDirError, match="genenv-lab upgrade"):
+        read_table(out, "tasks")
+    upgrade_run(out)
     before = read_table(out, "tasks")
     assert sorted(before["epoch"].unique()) == [1, 2]
     records = list(run(cfg.replace(loop={"epochs": 3}), out, resume=True, backend=scripted_backend(),
@@ -505,3 +510,33 @@ def test_a_fresh_start_on_a_full_disk_is_marked_failed_in_place(tmp_path, monkey
     with pytest.raises(OSError, match="No space left"):
         runlog.RunWriter(tmp_path / "r", preset("tiny"))
     assert read_state(tmp_path / "r")["status"] == "failed"
+
+
+def test_band_parents_are_the_recent_tasks_at_the_frontier_and_the_default_keeps_half_seeds(cfg):
+    """``env.parents``: ``band`` varies only pool tasks measured in the last ``stats_window`` epochs, in band (or
+    nearest α when none is), and chooses as ``seeds_and_pool`` until one is measured; ``seeds_and_pool`` gives every
+    other slot to a seed and draws exactly what it drew before the option existed (the same random stream)."""
+    import random
+
+    from genenv_lab.coevolution.simulator import choose_parents
+    from genenv_lab.core.types import LoopState, PoolTask
+
+    domain = get_domain(cfg.loop.domain)
+    seeds = domain.seed_tasks()
+    spec = seeds[0].spec
+    pool = [PoolTask(f"t{i}", seeds[0].seed_id, epoch, spec, p) for i, (epoch, p) in
+            enumerate([(1, 0.5), (4, 1.0), (4, 0.75), (5, 0.25), (5, 0.5), (5, float("nan"))])]
+    state = LoopState(epoch=5, pool=pool)
+    band = cfg.replace(env={"parents": "band", "seeds_per_epoch": 8, "stats_window": 2})
+    assert {p.parent_id for p in choose_parents(state, seeds, band, random.Random(0))} == {"t4"}  # t0 is too old
+    state.pool = pool[1:4]  # none in band: the nearest α (0.75 and 0.25)
+    assert {p.parent_id for p in choose_parents(state, seeds, band, random.Random(0))} == {"t2", "t3"}
+    state.pool = pool[5:]  # nothing measured yet: as seeds_and_pool
+    assert choose_parents(state, seeds, band, random.Random(0)) == choose_parents(
+        state, seeds, band.replace(env={"parents": "seeds_and_pool"}), random.Random(0))
+    state.pool = pool
+    default = cfg.replace(env={"seeds_per_epoch": 8})
+    chosen = choose_parents(state, seeds, default, random.Random(0))
+    rng = random.Random(0)
+    before = [rng.choice(pool).task_id if k % 2 else rng.choice(seeds).seed_id for k in range(8)]
+    assert [p.parent_id for p in chosen] == before

@@ -12,9 +12,11 @@
 from __future__ import annotations
 
 import inspect
+import os
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -212,13 +214,30 @@ def test_a_model_that_scales_its_logits_takes_the_full_rows():
     assert "scales" in prefix.supports_shared_prefix(Model())
 
 
+GLOO_ABORT = "terminate called without an active exception"
+"""What a rank printed when gloo's C++ side aborted it mid-step, with no Python error before it: twice in the
+project's full runs (stop 46's review, stop 62's CI), never in 18 launches in a row on a machine kept busy by two
+other processes."""
+
+
+def two_process_step(cmd: list[str]) -> subprocess.CompletedProcess:
+    """Run the driver under torchrun, Python stacks dumped on an abort (``PYTHONFAULTHANDLER``); launched once more
+    when, and only when, a rank died of :data:`GLOO_ABORT` (the driver writes its file only at the end, so a second
+    launch starts clean). Any other failure, or the abort twice, fails the test with the ranks' output."""
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    if proc.returncode != 0 and GLOO_ABORT in proc.stderr:
+        warnings.warn(f"a rank aborted in gloo ({GLOO_ABORT!r}); launched once more:\n{proc.stderr[-3000:]}", stacklevel=2)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    return proc
+
+
 @pytest.mark.parametrize("kl_beta", [0.0, 0.1])
 def test_under_two_processes_the_step_is_trls(tmp_path, kl_beta):
     from test_distributed import torchrun
 
     out = tmp_path / "two.pt"
-    proc = subprocess.run(torchrun(2) + [DRIVER, str(out), str(kl_beta)], capture_output=True, text=True,
-                          timeout=600)
+    proc = two_process_step(torchrun(2) + [DRIVER, str(out), str(kl_beta)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = torch.load(out, weights_only=False)
     shared, full = results["shared"], results["full"]
