@@ -127,3 +127,19 @@ def test_in_band_probability_is_the_binomial_mass_on_the_band_values(p, g, alpha
     # the probability of the complementary outcomes makes up the rest
     rest = sum(math.comb(g, j) * p**j * (1 - p) ** (g - j) for j in range(g + 1) if j / g not in kept)
     assert prob + rest == pytest.approx(1.0)
+
+
+measured = st.one_of(probs, st.just(math.nan))
+
+
+@given(st.lists(measured, max_size=30), probs, st.floats(min_value=0.0, max_value=0.5))
+def test_nearest_band_keeps_the_band_else_the_nearest(p_hats, alpha, k):
+    chosen = cur.nearest_band(p_hats, alpha, k)
+    values = [p for p in p_hats if not math.isnan(p)]
+    assert all(not math.isnan(p_hats[i]) for i in chosen) and chosen == sorted(set(chosen))
+    assert bool(chosen) == bool(values)  # something is chosen exactly when something was measured
+    if any(cur.in_band(p, alpha, k) for p in values):  # a band member: the chosen are exactly the band's
+        assert chosen == [i for i, p in enumerate(p_hats) if not math.isnan(p) and cur.in_band(p, alpha, k)]
+    elif values:  # none in band: every chosen one is as near α as any measured one
+        best = min(abs(p - alpha) for p in values)
+        assert all(abs(abs(p_hats[i] - alpha) - best) <= 1e-9 for i in chosen)

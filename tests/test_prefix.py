@@ -227,7 +227,8 @@ def two_process_step(cmd: list[str]) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     if proc.returncode != 0 and GLOO_ABORT in proc.stderr:
-        warnings.warn(f"a rank aborted in gloo ({GLOO_ABORT!r}); launched once more:\n{proc.stderr[-3000:]}", stacklevel=2)
+        warnings.warn(f"a rank aborted in gloo ({GLOO_ABORT!r}); launched once more:\n{proc.stderr[-3000:]}",
+                      stacklevel=2)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     return proc
 

@@ -20,7 +20,8 @@ from genenv_lab.core.seeds import epoch_seed
 from genenv_lab.backends.distributed import processes
 from genenv_lab.domains import Domain, LineageStats, SeedTask
 from genenv_lab.domains.base import reply_prefill
-from genenv_lab.core.types import GeneratedTask, LoopState, Parent
+from genenv_lab.core.curriculum import nearest_band
+from genenv_lab.core.types import GeneratedTask, LoopState, Parent, PoolTask
 
 
 def generate_tasks(state: LoopState, generator: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
@@ -73,16 +74,29 @@ def generate_reference(state: LoopState, backend: Backend, domain: Domain, seeds
 
 def choose_parents(state: LoopState, seeds: Sequence[SeedTask], cfg: RunConfig, rng: random.Random,
                    count: int | None = None) -> list[Parent]:
-    """This epoch's parents: base seeds, every other one from the pool when it has tasks."""
+    """This epoch's parents (``env.parents``): base seeds, every other one from the pool when it has tasks; or
+    (``band``) each from the recently measured pool tasks at the agent's frontier (:func:`band_parents`), as
+    ``seeds_and_pool`` until one is measured."""
+    frontier = band_parents(state, cfg) if cfg.env.parents == "band" else []
     out = []
     for k in range(cfg.env.seeds_per_epoch if count is None else count):
-        if state.pool and k % 2 == 1:
-            t = rng.choice(state.pool)
+        if frontier or (state.pool and k % 2 == 1):
+            t = rng.choice(frontier or state.pool)
             out.append(Parent(t.task_id, t.root_id, t.spec))
         else:
             s = rng.choice(seeds)
             out.append(Parent(s.seed_id, s.seed_id, s.spec))
     return out
+
+
+def band_parents(state: LoopState, cfg: RunConfig) -> list[PoolTask]:
+    """The pool tasks measured in the last ``env.stats_window`` epochs whose p̂ is in the band, or, when none is,
+    those nearest α (:func:`~genenv_lab.core.curriculum.nearest_band`); [] when none was measured. A variation
+    stays near its parent's difficulty more reliably than it follows the hint, so parents at p̂ ≈ α keep the
+    simulator's tasks at the agent's frontier as it moves."""
+    recent = [t for t in state.pool if t.epoch > state.epoch - cfg.env.stats_window]
+    c = cfg.curriculum
+    return [recent[i] for i in nearest_band([t.p_hat for t in recent], c.alpha, c.k_min)]
 
 
 def lineage_stats(state: LoopState, root_id: str, cfg: RunConfig, domain: Domain | None = None) -> LineageStats:

@@ -9,7 +9,7 @@ import dataclasses
 
 from genenv_lab.core.curriculum import ENV_REWARD_SHAPES
 from genenv_lab.config.schema import (AGENT_TRAINERS, DTYPES, ENGINES, EVAL_PROTOCOLS, IMPORTANCE_SAMPLING_LEVELS,
-    LOSS_TYPES, REWARD_SCALINGS, RunConfig, TRACKERS, WORLD_ANCHORS)
+    LOSS_TYPES, REWARD_SCALINGS, RunConfig, TRACKERS, WORLD_ANCHORS, ENV_PARENTS)
 from genenv_lab.config.variants import VARIANTS
 
 SECTIONS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "preset")
@@ -37,7 +37,8 @@ def field_choices() -> dict[tuple[str, str], tuple[str, ...]]:
             ("agent", "loss_type"): LOSS_TYPES, ("agent", "importance_sampling_level"): IMPORTANCE_SAMPLING_LEVELS,
             ("agent", "scale_rewards"): REWARD_SCALINGS, ("agent", "trainer"): AGENT_TRAINERS,
             ("loop", "variant"): VARIANTS,
-            ("loop", "report_to"): TRACKERS, ("eval", "protocol"): EVAL_PROTOCOLS, ("world", "anchor"): WORLD_ANCHORS}
+            ("loop", "report_to"): TRACKERS, ("eval", "protocol"): EVAL_PROTOCOLS, ("world", "anchor"): WORLD_ANCHORS,
+            ("env", "parents"): ENV_PARENTS}
 
 
 FIELD_METAVARS = {("loop", "domain"): "NAME|package.module:Class", ("model", "name_or_path"): "NAME|DIR"}

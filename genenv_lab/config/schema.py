@@ -34,6 +34,8 @@ DTYPES = ("float32", "bfloat16", "float16", "auto")
 EVAL_PROTOCOLS = ("per-turn", "official")
 """BFCL multi-turn's protocols of a run's held-out score (genenv_lab/evaluation/bfcl_multi_turn.py)."""
 WORLD_ANCHORS = ("newest", "seed", "task")
+ENV_PARENTS = ("seeds_and_pool", "band")
+"""Where the simulator's parents come from (``EnvConfig.parents``)."""
 MAX_SEED = 2**32 - 1  # numpy and torch take seeds below 2**32
 TASK_FILE = ("the path of an existing JSONL file of {\"id\", \"text\"} tasks, the name of one in the project's "
              "data/ folder (e.g. count_easy_seeds.jsonl), or empty: the domain's own")
@@ -147,6 +149,10 @@ class EnvConfig:
     """Per-token KL to the initial simulator (nats) at which the epoch's env steps stop."""
     stats_window: int = bounded(3, 1, 1000, integer=True)
     """Epochs of a lineage's success statistics shown in the env context."""
+    parents: str = "seeds_and_pool"
+    """The tasks the simulator varies each epoch: ``seeds_and_pool`` (method.md: base seeds, every other slot a
+    random pool task) or ``band`` (a labelled extension: every slot a task measured in the last ``stats_window``
+    epochs in the band, else nearest α; ``seeds_and_pool`` until one is measured), coevolution/simulator.py."""
     static_variations: int = bounded(5, 1, 1000, integer=True)
     """``static`` baseline: variations per base seed generated once before training (the paper: 5)."""
     teacher_model: str = ""
@@ -157,6 +163,7 @@ class EnvConfig:
 
     def __post_init__(self) -> None:
         check_bounds(self)  # the ranges declared on the fields (bounded(...))
+        require(self.parents in ENV_PARENTS, "EnvConfig", "parents", self.parents, f"one of {ENV_PARENTS}")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ arXiv 2512.19682.
   ``learnability`` 4p(1-p), ``min`` 2·min(p, 1-p), ``azr`` 1-p with 0 at p ∈ {0, 1}.
 - ``in_band`` / ``band_values``: the band filter |p̂ - α| ≤ k_min that keeps a generation in the environment
   update. p̂ has resolution 1/G, so ``band_values`` tells which values can pass at all.
+- ``nearest_band``: the measured tasks in the band, else those nearest α (the ``band`` parent choice).
 - ``in_band_probability``: P(p̂ in band) for a task of true success probability p (binomial sampling of G
   rollouts): what the band filter can keep at best, used to explain a run's in-band fraction
   (:mod:`genenv_lab.rundir.band_ceiling`).
@@ -100,6 +101,25 @@ def in_band(p_hat: float, alpha: float = 0.5, k_min: float = 0.1) -> bool:
     (True, False, True)
     """
     return abs(p_hat - alpha) <= k_min + _BAND_TOL
+
+
+def nearest_band(p_hats: Sequence[float], alpha: float = 0.5, k_min: float = 0.1) -> list[int]:
+    """Indices of the p̂ values in the band |p̂ − α| ≤ k_min or, when none is, of those nearest α (ties kept): the
+    tasks at the agent's frontier (``env.parents="band"``'s parents). NaN (unmeasured) values are never chosen; no
+    measured value gives [].
+
+    >>> nearest_band([1.0, 0.5, 0.375, float("nan")])
+    [1]
+    >>> nearest_band([1.0, 0.8, 0.8, 0.0])  # none in band: the solved-most-but-not-always ones
+    [1, 2]
+    >>> nearest_band([float("nan")])
+    []
+    """
+    gaps = [(abs(p - alpha), i) for i, p in enumerate(p_hats) if not math.isnan(p)]
+    if not gaps:
+        return []
+    reach = max(min(g for g, _ in gaps), k_min) + _BAND_TOL
+    return [i for g, i in gaps if g <= reach]
 
 
 def band_edges(alpha: float = 0.5, k_min: float = 0.1) -> tuple[float, float]:
