@@ -3,7 +3,12 @@ a pre-registration (docs/research/preregistration.md): p̂ and the in-band share
 untrained simulator's tasks, the simulator's levels, the dry-run share and the informative groups. Left out on purpose:
 ``eval/*``, ``heldout/*`` and ``dry/frontier_*`` (the frontier is read from the held-out answers).
 
-    python tools/training_side.py RUN_DIR [RUN_DIR ...]
+    python tools/training_side.py RUN_DIR [RUN_DIR ...] [--tasks-from EPOCH]
+
+With ``--tasks-from``, each run's table is followed by one line on its valid generated tasks from that epoch on:
+how their p̂ spread (the shares at 0, strictly between, at 1, and in the band). Calibration needs tasks between 0
+and 1: a world where the agent's rollouts of one task almost always agree has a mean p̂ that can sit at α while
+no task is in band.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from genenv_lab.rundir.read import read_epochs
+from genenv_lab.core.curriculum import in_band
+from genenv_lab.rundir.read import read_config, read_epochs, read_table
 
 COLUMNS = (("p̂", "p_hat_mean", None), ("band", "in_band_frac", None), ("ref p̂", None, "reference/p_hat"),
            ("level", None, "features/level"), ("max", None, "levels/max"), ("dry", None, "dry/step_frac"),
@@ -29,12 +35,32 @@ def cell(record: dict, top: str | None, extra: str | None) -> str:
     return f"{value:.2f}"
 
 
-def main(paths: list[str]) -> None:
-    for path in paths:
+def task_spread(run_dir: Path, first_epoch: int) -> dict[str, float]:
+    """The shares of the run's measured valid generated tasks of epochs ≥ ``first_epoch`` whose p̂ is 0, strictly
+    between 0 and 1, 1, and in the run's band, with their count and mean p̂."""
+    tasks = read_table(run_dir, "tasks")
+    p = tasks.loc[(tasks["epoch"] >= first_epoch) & tasks["valid"], "p_hat"].dropna()
+    c = read_config(run_dir).curriculum
+    n = max(len(p), 1)
+    return {"n": len(p), "p̂": float(p.mean()) if len(p) else float("nan"), "at 0": float((p == 0).sum() / n),
+            "between": float(((p > 0) & (p < 1)).sum() / n), "at 1": float((p == 1).sum() / n),
+            "in band": sum(in_band(v, c.alpha, c.k_min) for v in p) / n}
+
+
+def main(argv: list[str]) -> None:
+    first = None
+    if "--tasks-from" in argv:
+        i = argv.index("--tasks-from")
+        first, argv = int(argv[i + 1]), argv[:i] + argv[i + 2:]
+    for path in argv:
         print(path)
         print("epoch " + " ".join(f"{name:>7}" for name, _, _ in COLUMNS))
         for r in read_epochs(Path(path)):
             print(f"{r['epoch']:>5} " + " ".join(f"{cell(r, top, extra):>7}" for _, top, extra in COLUMNS))
+        if first is not None:
+            spread = task_spread(Path(path), first)
+            print(f"tasks of epochs {first}+: " + ", ".join(
+                f"{k} {v}" if k == "n" else f"{k} {v:.2f}" for k, v in spread.items()))
 
 
 if __name__ == "__main__":
