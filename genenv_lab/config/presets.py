@@ -60,6 +60,13 @@ def _cpu_dry_hint_long() -> RunConfig:
     return _cpu_dry_hint().replace(preset="cpu-dry-hint-long", loop={"epochs": 40}, env={"static_variations": 13})
 
 
+def _cpu_dry_hint_band() -> RunConfig:
+    # cpu-dry-hint-long where the curriculum calibrates on training seeds: parents in the band, and an agent whose
+    # rollouts of one task disagree (temperature 1.5) and learn more slowly (docs/research/curriculum_cpu.md).
+    return _cpu_dry_hint_long().replace(preset="cpu-dry-hint-band", env={"parents": "band"},
+                                        agent={"temperature": 1.5, "lr": 3e-4})
+
+
 def _cpu_times() -> RunConfig:
     # The times-tables world: it calibrates, a fixed set teaches as much (docs/research/README.md).
     return _cpu_demo().replace(preset="cpu-times", env={"temperature": 1.0},
@@ -114,6 +121,7 @@ PRESETS = {
     "cpu-dry": _cpu_dry,
     "cpu-dry-hint": _cpu_dry_hint,
     "cpu-dry-hint-long": _cpu_dry_hint_long,
+    "cpu-dry-hint-band": _cpu_dry_hint_band,
     "cpu-times": _cpu_times,
     "cpu-smollm2": _cpu_smollm2,
     "cpu-smollm2-dry": _cpu_smollm2_dry,
@@ -125,8 +133,8 @@ PRESETS = {
     "a100": lambda: _gpu("a100", "Qwen/Qwen3-4B", dtype="bfloat16", seeds=64, variations=4, g=10, prompts=8,
                          completion=512, mem=0.5),
 }
-CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-times", "cpu-smollm2",
-               "cpu-smollm2-dry")
+CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-dry-hint-band", "cpu-times",
+               "cpu-smollm2", "cpu-smollm2-dry")
 
 
 def preset(name: str) -> RunConfig:
