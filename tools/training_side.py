@@ -13,6 +13,7 @@ no task is in band.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -48,11 +49,13 @@ def task_spread(run_dir: Path, first_epoch: int) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> None:
-    first = None
-    if "--tasks-from" in argv:
-        i = argv.index("--tasks-from")
-        first, argv = int(argv[i + 1]), argv[:i] + argv[i + 2:]
-    for path in argv:
+    parser = argparse.ArgumentParser(prog="python tools/training_side.py", description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    parser.add_argument("--tasks-from", type=int, metavar="EPOCH",
+                        help="also print the per-task p̂ spread of the valid tasks of this epoch on")
+    args = parser.parse_args(argv)
+    first = args.tasks_from
+    for path in args.runs:
         print(path)
         print("epoch " + " ".join(f"{name:>7}" for name, _, _ in COLUMNS))
         for r in read_epochs(Path(path)):
