@@ -540,3 +540,25 @@ def test_band_parents_are_the_recent_tasks_at_the_frontier_and_the_default_keeps
     rng = random.Random(0)
     before = [rng.choice(pool).task_id if k % 2 else rng.choice(seeds).seed_id for k in range(8)]
     assert [p.parent_id for p in chosen] == before
+
+
+def test_the_seed_probe_reads_the_agents_greedy_answers_to_the_seeds_every_epoch(cfg, tmp_path, scripted_backend):
+    """``loop.seed_probe``: after each epoch, whatever ``eval.every`` says, the agent's greedy answers to the run's
+    seeds. The scripted agent solves a task greedily once its skill (one more per GRPO call) passes the task's
+    operand count, so the probe must count exactly the seeds at or above that skill as missed."""
+    from genenv_lab.core.metrics import PROBE_SEEDS_GREEDY, PROBE_SEEDS_MISSED
+
+    seeds = get_domain(cfg.loop.domain).seed_tasks()
+    operands = [s.spec.features["n_operands"] for s in seeds]
+    backend = scripted_backend(num_generations=4)
+    probed = cfg.replace(loop={"seed_probe": True, "epochs": 3}, eval={"every": 0})
+    records = []
+    for record in run(probed, tmp_path / "p", backend=backend, progress=False):
+        missed = sum(n >= backend.skill for n in operands)
+        assert record[PROBE_SEEDS_MISSED] == missed
+        assert record[PROBE_SEEDS_GREEDY] == pytest.approx(1 - missed / len(seeds))
+        records.append(record)
+    assert [r[PROBE_SEEDS_GREEDY] for r in records] == sorted(r[PROBE_SEEDS_GREEDY] for r in records)
+    assert [r[PROBE_SEEDS_GREEDY] for r in read_epochs(tmp_path / "p")] == [r[PROBE_SEEDS_GREEDY] for r in records]
+    plain = list(run(cfg.replace(loop={"epochs": 1}), tmp_path / "q", backend=scripted_backend(), progress=False))
+    assert plain[0].get(PROBE_SEEDS_GREEDY) is None

@@ -5,8 +5,9 @@ The model answers every item greedily with the ``agent`` adapter; its raw output
 which :func:`genenv_lab.evaluation.score_predictions` scores with the benchmark's official metric (or the
 approximation its summary names). So a model evaluated here and predictions produced anywhere else are scored by
 the same code. During a run, :func:`evaluate_epoch` is the held-out score logged per epoch (``eval/*``; a domain's
-held-out set with levels adds its frontier, ``heldout/frontier_level``) and
-:func:`check_eval_data` fails at once when its benchmark data is missing.
+held-out set with levels adds its frontier, ``heldout/frontier_level``), :func:`seed_probe` the greedy answers to the
+run's seed tasks (``loop.seed_probe``, a training-side reading), and :func:`check_eval_data` fails at once when its
+benchmark data is missing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from genenv_lab.core import curriculum as cur
 from genenv_lab.backends.base import Backend
@@ -26,7 +27,7 @@ from genenv_lab.evaluation.common import resolve_data_dir
 from genenv_lab.evaluation.runner import (chosen_categories, get_benchmark, load_items, prompt_messages,
     score_predictions)
 from genenv_lab.core.types import TaskSpec
-from genenv_lab.core.metrics import EVAL, EVAL_DOMAIN, HELDOUT_FRONTIER_LEVEL
+from genenv_lab.core.metrics import EVAL, EVAL_DOMAIN, HELDOUT_FRONTIER_LEVEL, PROBE_SEEDS_GREEDY, PROBE_SEEDS_MISSED
 
 
 def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int | None = None,
@@ -196,7 +197,20 @@ def heldout_rewards(backend: Backend, domain: Domain, cfg: RunConfig) -> list[tu
     if not items:
         raise ValueError(f"domain {domain.name!r} ships no held-out set (data/{domain.name}_heldout.jsonl); "
                          "set eval.benchmark to a benchmark instead")
-    items = items[: cfg.eval.limit or None]
+    return greedy_rewards(backend, domain, items[: cfg.eval.limit or None], cfg)
+
+
+def greedy_rewards(backend: Backend, domain: Domain, items: Sequence, cfg: RunConfig) -> list[tuple[TaskSpec, float]]:
+    """(task, reward) of the agent's greedy answer to each of ``items`` (held-out or seed tasks, each with a
+    ``spec``)."""
     outs = backend.generate("agent", [domain.agent_messages(s.spec) for s in items], n=1,
                             max_new_tokens=cfg.agent.max_completion_length, temperature=0.0)
     return [(s.spec, domain.safe_score(s.spec, o[0])[0]) for s, o in zip(items, outs)]
+
+
+def seed_probe(backend: Backend, domain: Domain, seeds: Sequence, cfg: RunConfig) -> dict[str, float]:
+    """``loop.seed_probe``'s readings after an epoch: the agent's mean greedy reward on the run's seed tasks and how
+    many it got wrong (training items: a choice may be made on them, unlike the held-out score)."""
+    results = greedy_rewards(backend, domain, seeds, cfg)
+    return {PROBE_SEEDS_GREEDY: cur.mean_or_nan(r for _, r in results),
+            PROBE_SEEDS_MISSED: sum(r < cfg.agent.success_threshold for _, r in results)}

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from genenv_lab.backends.base import Backend
 from genenv_lab.backends.distributed import Processes, processes
 from genenv_lab.backends.factory import check_engine, make_backend
-from genenv_lab.coevolution.heldout import check_eval_data, evaluate_epoch
+from genenv_lab.coevolution.heldout import check_eval_data, evaluate_epoch, seed_probe
 from genenv_lab.coevolution.loop import run_epoch
 from genenv_lab.coevolution.resolve import resolve
 from genenv_lab.coevolution.state import restore_state
@@ -195,6 +195,9 @@ def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
         s.bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.eval.benchmark}")
         later.update(scores := evaluate_epoch(backend, cfg, s.eval_dir, state.epoch))
         state = with_frontier(state, scores)
+    if cfg.loop.seed_probe:
+        s.bar.set_postfix_str(f"epoch {state.epoch}: seed probe")
+        later.update(seed_probe(backend, s.domain, s.seeds, cfg))
     if s.procs.world_size > 1:  # every process must hold the same adapters before the epoch is committed
         later[PROCESSES_ADAPTER_SHA256] = s.procs.check_in_sync(backend, backend.adapters)
     record = s.writer.commit_epoch(result.record.with_extra(later), result.tasks, result.attempts,

@@ -276,6 +276,10 @@ class LoopConfig:
     """Seed of everything random in the run (sampling, data order, initialisation of the adapters)."""
     save_adapters: bool = True
     """Save both adapters after every epoch under ``adapters/epoch_NNN/``."""
+    seed_probe: bool = False
+    """After every epoch, the agent's greedy answers to the run's seed tasks (``extra["probe/seeds_greedy"]``,
+    ``probe/seeds_missed``): a training-side reading of what it keeps of the easy end, for choices made on training
+    seeds where the held-out score may not be read."""
     report_to: str = "none"
     """Also log each epoch's record to a tracker: ``tensorboard`` (event files under ``<run>/tensorboard/``),
     ``wandb`` or ``trackio`` (genenv_lab/rundir/trackers.py)."""

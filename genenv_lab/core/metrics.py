@@ -183,6 +183,12 @@ EVAL_DOMAIN = _metric("eval/domain", "the mean greedy reward on the domain's own
 HELDOUT_FRONTIER_LEVEL = _metric("heldout/frontier_level", "the lowest level with a held-out item the agent did not "
                                  "solve greedily after the epoch (one past the highest when it solved them all)",
                                  "number", "frontier")
+PROBE_SEEDS_GREEDY = _metric("probe/seeds_greedy", "with `loop.seed_probe`: the mean greedy reward of the epoch's "
+                             "agent on the run's seed tasks (training items, so a training-side reading: what the "
+                             "agent keeps of the easy end while its tasks move on), every epoch whatever `eval.every` "
+                             "says", "fraction")
+PROBE_SEEDS_MISSED = _metric("probe/seeds_missed", "with `loop.seed_probe`: how many of those seed tasks the greedy "
+                             "answer got wrong", "count")
 DRY_STEP_FRAC = _metric("dry/step_frac", "the share of the epoch's GRPO optimiser steps none of whose groups was "
                         "informative (the dry-run instrument, `genenv_lab.core.dryrun`)", "fraction", "dry_run")
 DRY_FRONTIER_LEVEL = _metric("dry/frontier_level", "the held-out frontier the epoch trained against (the previous "
