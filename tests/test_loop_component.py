@@ -546,7 +546,7 @@ def test_the_seed_probe_reads_the_agents_greedy_answers_to_the_seeds_every_epoch
     """``loop.seed_probe``: after each epoch, whatever ``eval.every`` says, the agent's greedy answers to the run's
     seeds. The scripted agent solves a task greedily once its skill (one more per GRPO call) passes the task's
     operand count, so the probe must count exactly the seeds at or above that skill as missed."""
-    from genenv_lab.core.metrics import PROBE_SEEDS_GREEDY, PROBE_SEEDS_MISSED
+    from genenv_lab.core.metrics import PROBE_REFERENCE_GREEDY, PROBE_SEEDS_GREEDY, PROBE_SEEDS_MISSED
 
     seeds = get_domain(cfg.loop.domain).seed_tasks()
     operands = [s.spec.features["n_operands"] for s in seeds]
@@ -560,5 +560,26 @@ def test_the_seed_probe_reads_the_agents_greedy_answers_to_the_seeds_every_epoch
         records.append(record)
     assert [r[PROBE_SEEDS_GREEDY] for r in records] == sorted(r[PROBE_SEEDS_GREEDY] for r in records)
     assert [r[PROBE_SEEDS_GREEDY] for r in read_epochs(tmp_path / "p")] == [r[PROBE_SEEDS_GREEDY] for r in records]
+    assert all(r.get(PROBE_REFERENCE_GREEDY) is None for r in records)  # no counterfactual set in this run
     plain = list(run(cfg.replace(loop={"epochs": 1}), tmp_path / "q", backend=scripted_backend(), progress=False))
     assert plain[0].get(PROBE_SEEDS_GREEDY) is None
+
+
+def test_the_seed_probe_reads_the_counterfactual_set_greedily_too(cfg, tmp_path, scripted_backend):
+    """With ``loop.reference_tasks``, the probe also answers the untrained simulator's tasks greedily: the scripted
+    agent's greedy answer is right exactly below its skill, so the reading is the share of those tasks whose operand
+    count is below it."""
+    from genenv_lab.core.metrics import PROBE_REFERENCE_GREEDY
+    from genenv_lab.rundir.read import read_table
+
+    backend = scripted_backend(num_generations=4)
+    probed = cfg.replace(loop={"seed_probe": True, "epochs": 2, "reference_tasks": 6}, eval={"every": 0})
+    records = []
+    for record in run(probed, tmp_path / "r", backend=backend, progress=False):
+        records.append((record, backend.skill))
+    reference = read_table(tmp_path / "r", "reference_tasks")
+    operands = [f["n_operands"] for f in reference.loc[reference["valid"].astype(bool), "features"].map(
+        lambda f: f if isinstance(f, dict) else json.loads(f))]
+    assert operands
+    for record, skill in records:
+        assert record[PROBE_REFERENCE_GREEDY] == pytest.approx(sum(n < skill for n in operands) / len(operands))

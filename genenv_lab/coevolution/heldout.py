@@ -27,7 +27,8 @@ from genenv_lab.evaluation.common import resolve_data_dir
 from genenv_lab.evaluation.runner import (chosen_categories, get_benchmark, load_items, prompt_messages,
     score_predictions)
 from genenv_lab.core.types import TaskSpec
-from genenv_lab.core.metrics import EVAL, EVAL_DOMAIN, HELDOUT_FRONTIER_LEVEL, PROBE_SEEDS_GREEDY, PROBE_SEEDS_MISSED
+from genenv_lab.core.metrics import (EVAL, EVAL_DOMAIN, HELDOUT_FRONTIER_LEVEL, PROBE_REFERENCE_GREEDY,
+                                     PROBE_SEEDS_GREEDY, PROBE_SEEDS_MISSED)
 
 
 def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int | None = None,
@@ -208,9 +209,15 @@ def greedy_rewards(backend: Backend, domain: Domain, items: Sequence, cfg: RunCo
     return [(s.spec, domain.safe_score(s.spec, o[0])[0]) for s, o in zip(items, outs)]
 
 
-def seed_probe(backend: Backend, domain: Domain, seeds: Sequence, cfg: RunConfig) -> dict[str, float]:
-    """``loop.seed_probe``'s readings after an epoch: the agent's mean greedy reward on the run's seed tasks and how
-    many it got wrong (training items: a choice may be made on them, unlike the held-out score)."""
-    results = greedy_rewards(backend, domain, seeds, cfg)
-    return {PROBE_SEEDS_GREEDY: cur.mean_or_nan(r for _, r in results),
-            PROBE_SEEDS_MISSED: sum(r < cfg.agent.success_threshold for _, r in results)}
+def seed_probe(backend: Backend, domain: Domain, seeds: Sequence, reference: Sequence,
+               cfg: RunConfig) -> dict[str, float]:
+    """``loop.seed_probe``'s readings after an epoch: the agent's mean greedy reward on the run's seed tasks, how
+    many of them it got wrong and, when the run has a counterfactual set (``reference``), its mean greedy reward
+    there. All training items: a choice may be made on them, unlike the held-out score."""
+    results = [r for _, r in greedy_rewards(backend, domain, [*seeds, *reference], cfg)]
+    on_seeds = results[: len(seeds)]
+    out = {PROBE_SEEDS_GREEDY: cur.mean_or_nan(on_seeds),
+           PROBE_SEEDS_MISSED: sum(r < cfg.agent.success_threshold for r in on_seeds)}
+    if reference:
+        out[PROBE_REFERENCE_GREEDY] = cur.mean_or_nan(results[len(seeds):])
+    return out

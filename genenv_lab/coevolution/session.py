@@ -197,7 +197,7 @@ def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
         state = with_frontier(state, scores)
     if cfg.loop.seed_probe:
         s.bar.set_postfix_str(f"epoch {state.epoch}: seed probe")
-        later.update(seed_probe(backend, s.domain, s.seeds, cfg))
+        later.update(seed_probe(backend, s.domain, s.seeds, state.reference, cfg))
     if s.procs.world_size > 1:  # every process must hold the same adapters before the epoch is committed
         later[PROCESSES_ADAPTER_SHA256] = s.procs.check_in_sync(backend, backend.adapters)
     record = s.writer.commit_epoch(result.record.with_extra(later), result.tasks, result.attempts,

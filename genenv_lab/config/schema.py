@@ -278,8 +278,8 @@ class LoopConfig:
     """Save both adapters after every epoch under ``adapters/epoch_NNN/``."""
     seed_probe: bool = False
     """After every epoch, the agent's greedy answers to the run's seed tasks (``extra["probe/seeds_greedy"]``,
-    ``probe/seeds_missed``): a training-side reading of what it keeps of the easy end, for choices made on training
-    seeds where the held-out score may not be read."""
+    ``probe/seeds_missed``) and to the counterfactual set (``probe/reference_greedy``): a training-side reading of
+    what it keeps of the easy end, for choices made on training seeds where the held-out score may not be read."""
     report_to: str = "none"
     """Also log each epoch's record to a tracker: ``tensorboard`` (event files under ``<run>/tensorboard/``),
     ``wandb`` or ``trackio`` (genenv_lab/rundir/trackers.py)."""

@@ -189,6 +189,10 @@ PROBE_SEEDS_GREEDY = _metric("probe/seeds_greedy", "with `loop.seed_probe`: the 
                              "says", "fraction")
 PROBE_SEEDS_MISSED = _metric("probe/seeds_missed", "with `loop.seed_probe`: how many of those seed tasks the greedy "
                              "answer got wrong", "count")
+PROBE_REFERENCE_GREEDY = _metric("probe/reference_greedy", "with `loop.seed_probe` and `loop.reference_tasks`: the "
+                                 "mean greedy reward of the epoch's agent on the untrained simulator's tasks (the "
+                                 "counterfactual set, training-side too; `reference/p_hat` is its sampled reading)",
+                                 "fraction")
 DRY_STEP_FRAC = _metric("dry/step_frac", "the share of the epoch's GRPO optimiser steps none of whose groups was "
                         "informative (the dry-run instrument, `genenv_lab.core.dryrun`)", "fraction", "dry_run")
 DRY_FRONTIER_LEVEL = _metric("dry/frontier_level", "the held-out frontier the epoch trained against (the previous "
