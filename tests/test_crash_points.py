@@ -167,3 +167,31 @@ def test_resume_with_unreadable_state_refuses_and_changes_nothing(tiny_cfg, tmp_
         list(run(cfg, out, resume=True, backend=scripted_backend(num_generations=4), progress=False))
     assert "\n" not in str(err.value) and "state.json" in str(err.value)
     assert _files(out) == before
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_an_interrupt_leaves_the_run_interrupted_even_when_a_library_wraps_it(tiny_cfg, tmp_path, scripted_backend,
+                                                                              wrapped):
+    """Ctrl-C (or the lab's Stop) in the middle of an epoch marks the run ``interrupted``, also when it arrived
+    inside a library that hands it on wrapped (Python raises a ``RuntimeError`` from a ``KeyboardInterrupt`` met in
+    ``__set_name__``; the lab's own test once caught one while peft was importing), and the caller still sees a
+    ``KeyboardInterrupt``; the epochs committed before it stay."""
+    from genenv_lab.coevolution.session import run
+    from genenv_lab.rundir.read import read_epochs, read_state
+
+    class Interrupted(scripted_backend):
+        def train_agent(self, trainer, prompts, reward_fn):
+            if self.calls["grpo"] == 1:  # the second epoch's update
+                if not wrapped:
+                    raise KeyboardInterrupt
+                try:
+                    raise KeyboardInterrupt
+                except KeyboardInterrupt as inner:
+                    raise RuntimeError("Error calling __set_name__ on 'Field' instance") from inner
+            return super().train_agent(trainer, prompts, reward_fn)
+
+    out = tmp_path / "r"
+    with pytest.raises(KeyboardInterrupt):
+        list(run(tiny_cfg.replace(loop={"epochs": 3}), out, backend=Interrupted(), progress=False))
+    assert read_state(out)["status"] == "interrupted"
+    assert [r.epoch for r in read_epochs(out)] == [1]

@@ -144,6 +144,9 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         writer.finish(saved_env_version if state is None else state.env_version, status="interrupted")
         raise
     except Exception as exc:
+        if interrupted(exc):  # e.g. Ctrl-C inside an import, which Python hands on wrapped in a RuntimeError
+            writer.finish(saved_env_version if state is None else state.env_version, status="interrupted")
+            raise KeyboardInterrupt from exc
         writer.fail(exc, saved_env_version if state is None else state.env_version)
         raise
     finally:
@@ -154,6 +157,29 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
             session.bar.close()
             if session.tracker is not None:
                 session.tracker.close()
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` stands for an interrupt: a ``KeyboardInterrupt`` among its causes or contexts (Python wraps
+    one raised inside ``__set_name__`` or an import hook in another exception, so a Ctrl-C or the lab's Stop while
+    a library is importing arrives as a ``RuntimeError``).
+
+    >>> try:
+    ...     try:
+    ...         raise KeyboardInterrupt
+    ...     except KeyboardInterrupt as inner:
+    ...         raise RuntimeError("Error calling __set_name__") from inner
+    ... except RuntimeError as exc:
+    ...     interrupted(exc), interrupted(ValueError("no"))
+    (True, False)
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def set_up(cfg: RunConfig, writer, procs: Processes, backend: Backend | None, eval_dir: Path,
