@@ -216,8 +216,8 @@ def test_a_model_that_scales_its_logits_takes_the_full_rows():
 
 GLOO_ABORT = "terminate called without an active exception"
 """What a rank printed when gloo's C++ side aborted it mid-step, with no Python error before it: twice in the
-project's full runs (stop 46's review, stop 62's CI), never in 18 launches in a row on a machine kept busy by two
-other processes."""
+project's full runs (stop 46's review, stop 62's CI), never in 18 launches in a row here (6 on a quiet machine, 12
+beside two busy processes)."""
 
 
 def two_process_step(cmd: list[str]) -> subprocess.CompletedProcess:
