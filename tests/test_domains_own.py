@@ -246,3 +246,28 @@ def test_every_shipped_domain_passes_the_checks_a_users_domain_must(name):
     """``check-domain`` is what a user's domain must pass; each domain the project ships passes it too (its seeds
     parse back to themselves, a seed task commits as a run would, its scorer is fast, its held-out set loads)."""
     assert check_domain(get_domain(name)) == [], name
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_an_interrupt_a_library_hands_on_wrapped_is_still_one_line_and_exit_130(monkeypatch, capsys, wrapped):
+    """A Ctrl-C met inside a library's import (``__set_name__``, an import hook) arrives as a RuntimeError whose
+    cause is the KeyboardInterrupt; the command line reads it as the interrupt it is, not as an error."""
+    import argparse
+
+    from genenv_lab.cli import commands
+
+    def command(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as inner:
+            if not wrapped:
+                raise
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from inner
+
+    class Parser:
+        def parse_args(self, argv):
+            return argparse.Namespace(debug=False, func=command)
+
+    monkeypatch.setattr(commands, "build_parser", Parser)
+    assert commands.main([]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["interrupted (Ctrl-C or a signal)"]

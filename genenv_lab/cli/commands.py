@@ -155,10 +155,12 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     try:
         return args.func(args)
-    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (a --domain module still importing)
-        print("interrupted (Ctrl-C or a signal)", file=sys.stderr)
-        return 130
-    except (OSError, RuntimeError, ValueError, KeyError, ImportError) as exc:
+    except (KeyboardInterrupt, OSError, RuntimeError, ValueError, KeyError, ImportError) as exc:
+        from genenv_lab.coevolution.session import interrupted
+
+        if interrupted(exc):  # Ctrl-C before a command's own handling (a --domain module still importing), also
+            print("interrupted (Ctrl-C or a signal)", file=sys.stderr)  # when a library hands it on wrapped
+            return 130
         # what the commands do not turn into their own message (a full disk, a read-only --out, a corrupt file
         # deep in a library): one line, the traceback with --debug
         print(f"error: {type(exc).__name__}: {exc} (genenv-lab --debug ... shows the traceback)", file=sys.stderr)
