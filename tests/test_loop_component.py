@@ -583,3 +583,51 @@ def test_the_seed_probe_reads_the_counterfactual_set_greedily_too(cfg, tmp_path,
     assert operands
     for record, skill in records:
         assert record[PROBE_REFERENCE_GREEDY] == pytest.approx(sum(n < skill for n in operands) / len(operands))
+
+
+def _probe_file(path, texts):
+    path.write_text("".join(json.dumps({"id": f"probe-{k}", "text": t}) + "\n" for k, t in enumerate(texts)))
+    return str(path)
+
+
+def test_a_probe_file_is_read_greedily_beside_the_seeds(cfg, tmp_path, scripted_backend):
+    """``loop.probe``: more training items, answered greedily after every epoch with the seeds. The scripted agent is
+    right exactly below its skill, so the reading counts the items whose operand count reaches it."""
+    from genenv_lab.core.metrics import PROBE_SEEDS_GREEDY, PROBE_SET_GREEDY, PROBE_SET_MISSED
+
+    texts = ["Expression: 3 + 4 + 5\nQuestion: What is 3 + 4 + 5?", "Expression: 2 * 9\nQuestion: What is 2 * 9?",
+             "Expression: 1 + 2 + 3 + 4\nQuestion: What is 1 + 2 + 3 + 4?"]
+    probe = get_domain(cfg.loop.domain).probe_tasks(_probe_file(tmp_path / "probe.jsonl", texts))
+    operands = [t.spec.features["n_operands"] for t in probe]
+    assert sorted(operands) == [2, 3, 4]
+    backend = scripted_backend(num_generations=4)
+    probed = cfg.replace(loop={"seed_probe": True, "probe": str(tmp_path / "probe.jsonl"), "epochs": 3},
+                         eval={"every": 0})
+    for record in run(probed, tmp_path / "p", backend=backend, progress=False):
+        missed = sum(n >= backend.skill for n in operands)
+        assert record[PROBE_SET_MISSED] == missed and record[PROBE_SET_GREEDY] == pytest.approx(1 - missed / 3)
+        assert record[PROBE_SEEDS_GREEDY] is not None
+    assert read_epochs(tmp_path / "p")[-1][PROBE_SET_MISSED] == missed
+
+
+def test_a_probe_file_that_poses_a_held_out_item_is_refused_before_any_model_loads(cfg, tmp_path):
+    """A choice is made on the probe, so it may not hold a held-out item: the run stops at set-up with the file's
+    line, and a probe given without the seed probe is a config error saying what to do."""
+    from genenv_lab.config import ConfigError
+
+    held = get_domain(cfg.loop.domain).heldout_tasks()[0].spec.text
+    bad = _probe_file(tmp_path / "bad.jsonl", ["Expression: 3 + 4\nQuestion: What is 3 + 4?", held])
+    with pytest.raises(ValueError, match=r"bad\.jsonl:2: .*held-out"):
+        list(run(cfg.replace(loop={"seed_probe": True, "probe": bad}), tmp_path / "b", progress=False))
+    with pytest.raises(ConfigError, match="seed_probe=true"):
+        cfg.replace(loop={"probe": bad})
+
+
+def test_the_counting_probe_is_short_counts_off_the_held_out_set():
+    """``data/count_probe.jsonl``, the counting presets' probe: counts from 1–4 to at most 12, none of them a held-out
+    item (the domain's own check refuses one), every start and the short end covered."""
+    probe = get_domain("count").probe_tasks("count_probe.jsonl")
+    held = {t.spec.text for t in get_domain("count").heldout_tasks()}
+    assert len(probe) >= 20 and not held & {t.spec.text for t in probe}
+    assert {t.spec.features["start"] for t in probe} == {1, 2, 3, 4}
+    assert min(t.spec.features["level"] for t in probe) == 3 and max(t.spec.features["level"] for t in probe) == 12

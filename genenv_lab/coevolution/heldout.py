@@ -6,8 +6,8 @@ which :func:`genenv_lab.evaluation.score_predictions` scores with the benchmark'
 approximation its summary names). So a model evaluated here and predictions produced anywhere else are scored by
 the same code. During a run, :func:`evaluate_epoch` is the held-out score logged per epoch (``eval/*``; a domain's
 held-out set with levels adds its frontier, ``heldout/frontier_level``), :func:`seed_probe` the greedy answers to the
-run's seed tasks (``loop.seed_probe``, a training-side reading), and :func:`check_eval_data` fails at once when its
-benchmark data is missing.
+run's seed tasks and a probe file (``loop.seed_probe``, ``loop.probe``; training-side readings), and
+:func:`check_eval_data` fails at once when its benchmark data is missing.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from genenv_lab.evaluation.runner import (chosen_categories, get_benchmark, load
     score_predictions)
 from genenv_lab.core.types import TaskSpec
 from genenv_lab.core.metrics import (EVAL, EVAL_DOMAIN, HELDOUT_FRONTIER_LEVEL, PROBE_REFERENCE_GREEDY,
-                                     PROBE_SEEDS_GREEDY, PROBE_SEEDS_MISSED)
+                                     PROBE_SEEDS_GREEDY, PROBE_SEEDS_MISSED, PROBE_SET_GREEDY,
+                                     PROBE_SET_MISSED)
 
 
 def predict(backend, benchmark: str, *, data_dir=None, category=None, limit: int | None = None,
@@ -209,15 +210,18 @@ def greedy_rewards(backend: Backend, domain: Domain, items: Sequence, cfg: RunCo
     return [(s.spec, domain.safe_score(s.spec, o[0])[0]) for s, o in zip(items, outs)]
 
 
-def seed_probe(backend: Backend, domain: Domain, seeds: Sequence, reference: Sequence,
-               cfg: RunConfig) -> dict[str, float]:
-    """``loop.seed_probe``'s readings after an epoch: the agent's mean greedy reward on the run's seed tasks, how
-    many of them it got wrong and, when the run has a counterfactual set (``reference``), its mean greedy reward
-    there. All training items: a choice may be made on them, unlike the held-out score."""
-    results = [r for _, r in greedy_rewards(backend, domain, [*seeds, *reference], cfg)]
-    on_seeds = results[: len(seeds)]
-    out = {PROBE_SEEDS_GREEDY: cur.mean_or_nan(on_seeds),
-           PROBE_SEEDS_MISSED: sum(r < cfg.agent.success_threshold for r in on_seeds)}
+def seed_probe(backend: Backend, domain: Domain, seeds: Sequence, reference: Sequence, cfg: RunConfig,
+               probe: Sequence = ()) -> dict[str, float]:
+    """``loop.seed_probe``'s readings after an epoch: the agent's mean greedy reward on the run's seed tasks and how
+    many of them it got wrong; when the run has a counterfactual set (``reference``), its mean greedy reward there;
+    with a probe file (``loop.probe``), the same two readings on its items. All training items: a choice may be
+    made on them, unlike the held-out score."""
+    results = [r for _, r in greedy_rewards(backend, domain, [*seeds, *probe, *reference], cfg)]
+    on_seeds, on_probe = results[: len(seeds)], results[len(seeds): len(seeds) + len(probe)]
+    missed = cfg.agent.success_threshold
+    out = {PROBE_SEEDS_GREEDY: cur.mean_or_nan(on_seeds), PROBE_SEEDS_MISSED: sum(r < missed for r in on_seeds)}
+    if probe:
+        out |= {PROBE_SET_GREEDY: cur.mean_or_nan(on_probe), PROBE_SET_MISSED: sum(r < missed for r in on_probe)}
     if reference:
-        out[PROBE_REFERENCE_GREEDY] = cur.mean_or_nan(results[len(seeds):])
+        out[PROBE_REFERENCE_GREEDY] = cur.mean_or_nan(results[len(seeds) + len(probe):])
     return out

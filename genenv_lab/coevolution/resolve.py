@@ -18,8 +18,9 @@ from genenv_lab.config.presets import PRESETS, preset
 def resolve(cfg: RunConfig) -> RunConfig:
     """``cfg`` checked against what is installed, before any model loads, each problem one :class:`ConfigError`
     line as a bad field value is: ``loop.domain`` names a domain (shipped, ``package.module:Class`` or registered by
-    a package), ``model.name_or_path="tiny-world"`` has a world for that domain, ``loop.seeds``/``loop.heldout``
-    name existing files, and ``eval.benchmark`` (when ``eval.every`` is set) is a benchmark or ``domain``.
+    a package), ``model.name_or_path="tiny-world"`` has a world for that domain, ``loop.seeds``, ``loop.heldout``
+    and ``loop.probe`` name existing files, and ``eval.benchmark`` (when ``eval.every`` is set) is a benchmark or
+    ``domain``.
 
     A preset, a run's ``config.json`` and a config from :func:`for_domain` are complete (their domain's settings
     are in them), so ``resolve(preset("tiny")) == preset("tiny")``; the config comes back as given."""
@@ -33,7 +34,7 @@ def resolve(cfg: RunConfig) -> RunConfig:
             raise ConfigError(f"ModelConfig.name_or_path='tiny-world' is invalid here: {exc}") from None
     from genenv_lab.domains.base import task_file
 
-    for name in ("seeds", "heldout"):
+    for name in ("seeds", "heldout", "probe"):
         value = getattr(cfg.loop, name)
         require(not value or Path(task_file(value)).is_file(), "LoopConfig", name, value, TASK_FILE)
     ev = cfg.eval

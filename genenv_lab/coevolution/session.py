@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import threading
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -105,8 +105,8 @@ def preflight(cfg: RunConfig, *, models: bool = True) -> None:
 
 @dataclass
 class _Session:
-    """What a run holds from set-up to finish: the domain and its seeds, the engine, the writer, the tracker, the
-    progress bar and where held-out evaluation writes."""
+    """What a run holds from set-up to finish: the domain, its seeds and probe items (``loop.probe``), the engine,
+    the writer, the tracker, the progress bar and where held-out evaluation writes."""
 
     cfg: RunConfig
     writer: Any
@@ -117,6 +117,7 @@ class _Session:
     bar: Any
     tracker: Any
     eval_dir: Path
+    probe: list[SeedTask] = field(default_factory=list)
 
     def on_phase(self, state: LoopState, phase: str) -> None:
         _stop_if_requested(self.procs)
@@ -187,6 +188,7 @@ def set_up(cfg: RunConfig, writer, procs: Processes, backend: Backend | None, ev
     """The domain and seeds, the engine (its adapters as the last committed epoch left them, on a resume), the
     loop state, the tracker and the progress bar; the untrained agent's held-out score (epoch 0) once."""
     domain = domain_of(cfg)
+    probe = domain.probe_tasks(cfg.loop.probe) if cfg.loop.probe else []  # a bad file fails before any model loads
     for warning in cfg.warnings():
         writer.event("warning: " + warning)
         warnings.warn(warning, stacklevel=3)
@@ -197,7 +199,7 @@ def set_up(cfg: RunConfig, writer, procs: Processes, backend: Backend | None, ev
     tracker = open_tracker(cfg.loop.report_to, writer.dir, cfg.to_dict()) if procs.is_main else None
     bar = tqdm(total=cfg.loop.epochs, initial=state.epoch, desc="co-evolution", unit="epoch",
                disable=not (progress and procs.is_main))
-    session = _Session(cfg, writer, procs, domain, domain.seed_tasks(), backend, bar, tracker, eval_dir)
+    session = _Session(cfg, writer, procs, domain, domain.seed_tasks(), backend, bar, tracker, eval_dir, probe)
     if cfg.eval.every and state.epoch == 0 and (writer.dir / BASELINE).is_file():
         state = with_frontier(state, read_baseline(writer.dir, BASELINE_PREFIXES))  # resumed before epoch 1
     elif cfg.eval.every and state.epoch == 0:
@@ -223,7 +225,7 @@ def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
         state = with_frontier(state, scores)
     if cfg.loop.seed_probe:
         s.bar.set_postfix_str(f"epoch {state.epoch}: seed probe")
-        later.update(seed_probe(backend, s.domain, s.seeds, state.reference, cfg))
+        later.update(seed_probe(backend, s.domain, s.seeds, state.reference, cfg, s.probe))
     if s.procs.world_size > 1:  # every process must hold the same adapters before the epoch is committed
         later[PROCESSES_ADAPTER_SHA256] = s.procs.check_in_sync(backend, backend.adapters)
     record = s.writer.commit_epoch(result.record.with_extra(later), result.tasks, result.attempts,

@@ -280,6 +280,10 @@ class LoopConfig:
     """After every epoch, the agent's greedy answers to the run's seed tasks (``extra["probe/seeds_greedy"]``,
     ``probe/seeds_missed``) and to the counterfactual set (``probe/reference_greedy``): a training-side reading of
     what it keeps of the easy end, for choices made on training seeds where the held-out score may not be read."""
+    probe: str = ""
+    """With ``seed_probe``: a JSONL file of more training items (a name in ``data/`` or a path; ``count_probe.jsonl``
+    for the counting presets) the agent answers greedily after every epoch (``probe/set_greedy``,
+    ``probe/set_missed``). A file that poses a held-out item is refused: a choice is made on these."""
     report_to: str = "none"
     """Also log each epoch's record to a tracker: ``tensorboard`` (event files under ``<run>/tensorboard/``),
     ``wandb`` or ``trackio`` (genenv_lab/rundir/trackers.py)."""
@@ -287,8 +291,10 @@ class LoopConfig:
         check_bounds(self)  # the ranges declared on the fields (bounded(...))
         w = "LoopConfig"
         require(isinstance(self.domain, str) and self.domain != "", w, "domain", self.domain, "a domain name")
-        for name in ("seeds", "heldout"):  # that the file exists: genenv_lab.coevolution.resolve
+        for name in ("seeds", "heldout", "probe"):  # that the file exists: genenv_lab.coevolution.resolve
             require(isinstance(getattr(self, name), str), w, name, getattr(self, name), TASK_FILE)
+        require(not self.probe or self.seed_probe, w, "probe", self.probe,
+                "empty, or given with seed_probe=true (the probe set is read with the seeds, after every epoch)")
         require(self.variant in VARIANTS, w, "variant", self.variant, f"one of {VARIANTS}")
         require(self.report_to in TRACKERS, w, "report_to", self.report_to, f"one of {TRACKERS}")
 

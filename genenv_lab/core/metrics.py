@@ -193,6 +193,11 @@ PROBE_REFERENCE_GREEDY = _metric("probe/reference_greedy", "with `loop.seed_prob
                                  "mean greedy reward of the epoch's agent on the untrained simulator's tasks (the "
                                  "counterfactual set, training-side too; `reference/p_hat` is its sampled reading)",
                                  "fraction")
+PROBE_SET_GREEDY = _metric("probe/set_greedy", "with `loop.probe`: the mean greedy reward of the epoch's agent on the "
+                           "probe file's training items (for the counting presets, `count_probe.jsonl`: short counts "
+                           "off the held-out set, where forgetting shows first)", "fraction")
+PROBE_SET_MISSED = _metric("probe/set_missed", "with `loop.probe`: how many of the probe file's items the greedy "
+                           "answer got wrong", "count")
 DRY_STEP_FRAC = _metric("dry/step_frac", "the share of the epoch's GRPO optimiser steps none of whose groups was "
                         "informative (the dry-run instrument, `genenv_lab.core.dryrun`)", "fraction", "dry_run")
 DRY_FRONTIER_LEVEL = _metric("dry/frontier_level", "the held-out frontier the epoch trained against (the previous "

@@ -116,6 +116,11 @@ class Domain:
         source = self._heldout_source()
         return self._load(source) if source else []
 
+    def probe_tasks(self, filename: str) -> list[SeedTask]:
+        """The training items of a probe file (``loop.probe``), validated on load as the seeds are; an item that
+        poses a held-out question is a ``ValueError`` naming its line, since choices are made on the probe."""
+        return self._load(filename, parse=self.safe_parse)
+
     def _heldout_source(self) -> str | None:
         if self.heldout_file:
             return self.heldout_file
