@@ -631,3 +631,19 @@ def test_the_counting_probe_is_short_counts_off_the_held_out_set():
     assert len(probe) >= 20 and not held & {t.spec.text for t in probe}
     assert {t.spec.features["start"] for t in probe} == {1, 2, 3, 4}
     assert min(t.spec.features["level"] for t in probe) == 3 and max(t.spec.features["level"] for t in probe) == 12
+
+
+def test_each_epoch_records_how_varied_its_tasks_are(cfg, tmp_path, scripted_backend):
+    """``diversity/entropy``: the entropy of the questions the epoch's valid tasks pose, as the tasks table holds
+    them; a comparison row carries it as ``diversity``."""
+    from genenv_lab.compare.table import table_rows
+    from genenv_lab.core.diversity import entropy_bits
+    from genenv_lab.core.metrics import DIVERSITY_ENTROPY
+
+    records = list(run(cfg, tmp_path / "d", backend=scripted_backend(num_generations=4), progress=False))
+    tasks = read_table(tmp_path / "d", "tasks")
+    for record in records:
+        questions = tasks.loc[(tasks["epoch"] == record.epoch) & tasks["valid"].astype(bool), "question"]
+        assert len(questions) > 1 and record[DIVERSITY_ENTROPY] == pytest.approx(entropy_bits(questions))
+    rows = table_rows("tiny:genenv", "genenv", 0, records, {})
+    assert [r["diversity"] for r in rows] == [r[DIVERSITY_ENTROPY] for r in records]

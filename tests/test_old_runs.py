@@ -33,8 +33,8 @@ def old(tmp_path) -> Path:
 @pytest.fixture
 def upgraded(old) -> Path:
     lines = upgrade_path(old)
-    assert len(lines) == 2 and all("upgraded (2 epoch record(s) renamed, config.json's moved fields)" in x
-                                   for x in lines)
+    said = "upgraded (2 epoch record(s) rewritten in current keys, config.json's moved fields)"
+    assert len(lines) == 2 and all(said in x for x in lines)
     return old
 
 
@@ -198,3 +198,21 @@ def test_a_run_of_the_single_file_table_layout_is_refused_then_split_by_the_upgr
     for name, frame in before.items():
         pd.testing.assert_frame_equal(read_table(run_dir, name), frame)
         assert not (run_dir / f"{name}.parquet").exists()
+
+
+def test_the_upgrade_computes_the_diversity_an_old_run_did_not_log(upgraded):
+    """``diversity/entropy`` is computed from each epoch's tasks table, as a run logs it today; an epoch that wrote
+    no tasks (``static`` after it drew its fixed set) gets null, as a new one does."""
+    from genenv_lab.core.diversity import entropy_bits
+    from genenv_lab.rundir.read import read_table
+
+    assert not any("diversity/entropy" in r["extra"] for run in RUNS for r in raw_records(OLD / "runs" / run))
+    empty = 0
+    for run in RUNS:
+        tasks = read_table(upgraded / "runs" / run, "tasks")
+        for record in raw_records(upgraded / "runs" / run):
+            valid = tasks.loc[(tasks["epoch"] == record["epoch"]) & tasks["valid"].astype(bool), "question"]
+            got = record["extra"]["diversity/entropy"]
+            assert got == pytest.approx(entropy_bits(valid)) if len(valid) else got is None
+            empty += not len(valid)
+    assert empty  # the fixture has such an epoch

@@ -13,17 +13,17 @@ import pandas as pd
 from genenv_lab.core import curriculum as cur
 from genenv_lab.config import RunConfig
 from genenv_lab.core.metrics import (AGENT_REWARD_MEAN, CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS,
-    DRY_FRONTIER_INFORMATIVE, DRY_STEP_FRAC, EVAL, EVAL_DOMAIN, FEATURES_LEVEL, FRAC_ZERO_STD, IN_BAND_FRAC,
-    LEVELS_MAX, N_AGENT_PROMPTS, P_HAT_MEAN, REFERENCE_FRONTIER_SHARE, REFERENCE_IN_BAND_FRAC, REFERENCE_P_HAT,
-    VALID_FRAC, WALL_S)
+    DIVERSITY_ENTROPY, DRY_FRONTIER_INFORMATIVE, DRY_STEP_FRAC, EVAL, EVAL_DOMAIN, FEATURES_LEVEL, FRAC_ZERO_STD,
+    IN_BAND_FRAC, LEVELS_MAX, N_AGENT_PROMPTS, P_HAT_MEAN, REFERENCE_FRONTIER_SHARE, REFERENCE_IN_BAND_FRAC,
+    REFERENCE_P_HAT, VALID_FRAC, WALL_S)
 
 COLUMNS = ("label", "variant", "seed", "epoch", "heldout", P_HAT_MEAN, IN_BAND_FRAC, "p_hat_reference",
            VALID_FRAC, AGENT_REWARD_MEAN, "tasks_consumed", "agent_rollouts", "agent_tokens", WALL_S,
            "informative_frac", "informative_groups", "dry_step_frac", "frontier_informative", "level_mean",
-           "level_max", "supply_in_band", "supply_frontier")
+           "level_max", "supply_in_band", "supply_frontier", "diversity")
 METRICS = ("heldout", P_HAT_MEAN, "p_hat_reference", IN_BAND_FRAC, "tasks_consumed", "agent_rollouts",
            "agent_tokens", VALID_FRAC, "informative_frac", "informative_groups", "dry_step_frac",
-           "frontier_informative", "level_mean", "supply_in_band", "supply_frontier")
+           "frontier_informative", "level_mean", "supply_in_band", "supply_frontier", "diversity")
 RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_epoch", "stayed", "epochs_in_band")
 REACH_COLUMNS = ("label", "reference", "target_heldout", "baseline_epoch", "baseline_rollouts", "reached_at_epoch",
                  "reference_rollouts", "ratio", "verdict")
@@ -77,7 +77,8 @@ def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], 
                      "tasks_consumed": consumed.get(r.epoch, 0), "agent_rollouts": done,
                      "agent_tokens": extra.get(CUMULATIVE_AGENT_TOKENS), WALL_S: r.get(WALL_S),
                      **dry_columns(r, extra), "supply_in_band": extra.get(REFERENCE_IN_BAND_FRAC),
-                     "supply_frontier": extra.get(REFERENCE_FRONTIER_SHARE)})
+                     "supply_frontier": extra.get(REFERENCE_FRONTIER_SHARE),
+                     "diversity": extra.get(DIVERSITY_ENTROPY)})
     return rows
 
 

@@ -120,6 +120,10 @@ REFERENCE_P_HAT_GAP = _metric("reference/p_hat_gap", "with `loop.reference_tasks
                               "small while this grows)", "fraction", "p_hat_gap")
 FEATURES = _metric("features/", "mean of each numeric difficulty feature over the epoch's valid generations (e.g. "
                    "`features/level`): where the simulator's difficulty went", "number", "difficulty")
+DIVERSITY_ENTROPY = _metric("diversity/entropy", "the entropy (bits) of the questions the epoch's valid generated "
+                            "tasks pose (`genenv_lab.core.diversity`): log2 of their number when every task differs, "
+                            "0 when one task fills the epoch; low where the simulator's update narrows what it writes",
+                            "number", "diversity")
 FEATURES_LEVEL = _metric("features/level", "the mean level of the epoch's valid generations (a domain with levels)",
                          "number", "difficulty")
 LEVELS_COUNTS = _metric("levels/counts", "`{level: tasks}` of the epoch's valid generations (a domain with levels)",

@@ -11,6 +11,8 @@ What it rewrites:
   version's :class:`~genenv_lab.core.types.EpochRecord` before anything is written;
 - ``tasks.parquet``/``attempts.parquet`` of a run written before per-epoch table files: split into
   ``tasks/epoch_NNN.parquet`` and ``attempts/epoch_NNN.parquet`` by their ``epoch`` column;
+- ``epochs.jsonl`` again: the keys a record has held since, computed from what the run wrote then: the
+  ``diversity/entropy`` of each epoch's valid tasks (:data:`BACKFILLED`), from its tasks table;
 - ``config.json``: the fields that moved section (``loop.eval_*`` → ``eval.*``, ``model.world_*`` → ``world.*``;
   :func:`genenv_lab.config.spellings.upgrade_config_dict`).
 
@@ -24,9 +26,11 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
+from genenv_lab.core.diversity import entropy_bits
+from genenv_lab.core.metrics import DIVERSITY_ENTROPY
 from genenv_lab.core.types import EpochRecord, jsonable
-from genenv_lab.rundir.layout import (CONFIG, EPOCHS, LOCK, STATE, TABLES, RunDirError, atomic_write_bytes,
-    atomic_write_json, atomic_write_parquet, whole_table)
+from genenv_lab.rundir.layout import (CONFIG, EPOCHS, LOCK, STATE, TABLES, TASKS, RunDirError, atomic_write_bytes,
+    atomic_write_json, atomic_write_parquet, table_files, whole_table)
 from genenv_lab.safe_io import MB, loads_json, read_regular
 
 RENAMED = {
@@ -42,6 +46,9 @@ RENAMED = {
     "p_hat_gap_reference": "reference/p_hat_gap",
 }
 """Old key → its name since 2026-12. Every new name is a key of the record's ``extra``."""
+
+BACKFILLED = (DIVERSITY_ENTROPY,)
+"""Keys every record has held since 2026-12-06, computed for an older record from its epoch's tasks table."""
 
 TOP_LEVEL_OLD = ("env_kl", "n_env_steps", "env_loss", "agent_loss")
 """The old keys that sat at the record's top level (the others sat in ``extra``)."""
@@ -115,7 +122,7 @@ def upgrade_run(run_dir: str | Path) -> str:
         atomic_write_json(config_path, new_config)
     for name in whole:
         _split_table(run_dir, name)
-    what = [f"{renamed} epoch record(s) renamed"] if renamed else []
+    what = [f"{renamed} epoch record(s) rewritten in current keys"] if renamed else []
     what += ["config.json's moved fields"] if new_config != config else []
     what += [f"{name}.parquet split per epoch" for name in whole]
     return f"{run_dir}: upgraded ({', '.join(what)}); the run as it was is in {backup}"
@@ -165,6 +172,7 @@ def _upgraded_epochs(run_dir: Path) -> tuple[list[str], int]:
         return [], 0
     raw = read_regular(path, 256 * MB, EPOCHS).decode("utf-8", errors="strict").split("\n")
     raw = [line for line in raw if line.strip()]
+    questions = _valid_questions(run_dir)
     out, changed = [], 0
     for i, line in enumerate(raw, 1):
         try:
@@ -174,7 +182,7 @@ def _upgraded_epochs(run_dir: Path) -> tuple[list[str], int]:
                 changed += 1  # a torn last line: dropped
                 continue
             raise RunDirError(f"{path}:{i} is not valid JSON; nothing was changed") from None
-        new = current_names(record) if isinstance(record, dict) else record
+        new = backfilled(current_names(record), questions) if isinstance(record, dict) else record
         try:
             checked = EpochRecord.from_dict(new).to_dict()
         except ValueError as exc:
@@ -182,3 +190,37 @@ def _upgraded_epochs(run_dir: Path) -> tuple[list[str], int]:
         changed += new != record
         out.append(json.dumps(jsonable(checked), allow_nan=False))
     return out, changed
+
+
+def backfilled(record: Mapping[str, Any], questions: Mapping[int, list[str]]) -> dict[str, Any]:
+    """``record`` with the keys of :data:`BACKFILLED` it lacks, computed from ``questions`` (its epoch's valid
+    tasks' questions; none: NaN, as a new run writes for an epoch without generated tasks). A record that has them,
+    or is not a record this module can read, comes back equal.
+
+    >>> backfilled({"epoch": 2, "extra": {}}, {2: ["Count from 1 to 5.", "Count from 2 to 6."]})
+    {'epoch': 2, 'extra': {'diversity/entropy': 1.0}}
+    """
+    extra = record.get("extra")
+    if not isinstance(extra, dict) or all(k in extra for k in BACKFILLED) or not isinstance(record.get("epoch"), int):
+        return dict(record)
+    return {**record, "extra": {**extra, DIVERSITY_ENTROPY: entropy_bits(questions.get(record["epoch"], []))}}
+
+
+def _valid_questions(run_dir: Path) -> dict[int, list[str]]:
+    """The questions of each epoch's valid generated tasks, from the tasks table in either layout (one file, or one
+    per epoch); a table that cannot be read is a RunDirError in one line, and nothing is changed."""
+    from genenv_lab.rundir.read import WHOLE_TABLE_SCALE, read_budgeted
+
+    whole = whole_table(run_dir, TASKS)
+    paths = [(whole, WHOLE_TABLE_SCALE)] if whole.is_file() else [(p, 1) for _, p in table_files(run_dir, TASKS)]
+    out: dict[int, list[str]] = {}
+    for path, scale in paths:
+        try:
+            frame = read_budgeted(path, scale).select(["epoch", "valid", "question"]).to_pandas()
+        except RunDirError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever pyarrow raises on a damaged file
+            raise RunDirError(f"{path} cannot be read ({type(exc).__name__}); nothing was changed") from None
+        for epoch, question in frame.loc[frame["valid"].astype(bool), ["epoch", "question"]].itertuples(index=False):
+            out.setdefault(int(epoch), []).append(question)
+    return out
