@@ -54,10 +54,9 @@ def scripted_counter() -> type[fakes.ScriptedCounter]:
 
 TIERS = {
     "unit": ("test_curriculum", "test_diversity", "test_rwr", "test_screening", "test_efficiency", "test_dryrun",
-             "test_verdict",
-             "test_structure", "test_eval_scorers", "test_eval_calls", "test_eval_fuzz", "test_eval_bfcl",
-             "test_bfcl_multi_turn", "test_domain_fuzz", "test_domain_qa", "test_domain_tools", "test_arith",
-             "test_count", "test_times", "test_diagnostics", "test_bounded_reads", "test_config",
+             "test_verdict", "test_structure", "test_eval_scorers", "test_eval_calls", "test_eval_fuzz",
+             "test_eval_bfcl", "test_bfcl_multi_turn", "test_domain_fuzz", "test_domain_qa", "test_domain_tools",
+             "test_arith", "test_count", "test_times", "test_diagnostics", "test_bounded_reads", "test_config",
              "test_environment_file", "test_offline_html", "test_tailing", "test_metric_names", "test_slim_wheel",
              "test_gpu_profiles"),
     "component": ("test_loop_component", "test_loop_online_filter", "test_agent_trainer", "test_agent_trainers",

@@ -611,14 +611,15 @@ def test_a_probe_file_is_read_greedily_beside_the_seeds(cfg, tmp_path, scripted_
 
 
 def test_a_probe_file_that_poses_a_held_out_item_is_refused_before_any_model_loads(cfg, tmp_path):
-    """A choice is made on the probe, so it may not hold a held-out item: the run stops at set-up with the file's
-    line, and a probe given without the seed probe is a config error saying what to do."""
+    """A choice is made on the probe, so it may not hold a held-out item: the run stops before its folder is written,
+    with the file's line, and a probe given without the seed probe is a config error saying what to do."""
     from genenv_lab.config import ConfigError
 
     held = get_domain(cfg.loop.domain).heldout_tasks()[0].spec.text
     bad = _probe_file(tmp_path / "bad.jsonl", ["Expression: 3 + 4\nQuestion: What is 3 + 4?", held])
     with pytest.raises(ValueError, match=r"bad\.jsonl:2: .*held-out"):
         list(run(cfg.replace(loop={"seed_probe": True, "probe": bad}), tmp_path / "b", progress=False))
+    assert not (tmp_path / "b").exists()
     with pytest.raises(ConfigError, match="seed_probe=true"):
         cfg.replace(loop={"probe": bad})
 

@@ -216,3 +216,16 @@ def test_the_upgrade_computes_the_diversity_an_old_run_did_not_log(upgraded):
             assert got == pytest.approx(entropy_bits(valid)) if len(valid) else got is None
             empty += not len(valid)
     assert empty  # the fixture has such an epoch
+
+
+def test_a_damaged_tasks_table_stops_the_upgrade_in_one_line_with_nothing_changed(old):
+    """The diversity an old record lacks is read from its tasks table: a table that cannot be read stops the
+    upgrade with its path, before anything is written or copied."""
+    run_dir = old / "runs" / RUNS[0]
+    table = sorted((run_dir / "tasks").iterdir())[0]
+    table.write_bytes(b"PAR1 not a parquet file")
+    before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    with pytest.raises(RunDirError, match=f"{table.name} cannot be read .*nothing was changed"):
+        upgrade_run(run_dir)
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
+    assert not run_dir.with_name(f".{run_dir.name}{BACKUP_SUFFIX}").exists()

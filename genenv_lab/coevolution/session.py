@@ -82,8 +82,8 @@ def _stop_if_requested(procs: Processes) -> None:
 
 def preflight(cfg: RunConfig, *, models: bool = True) -> None:
     """Everything that can fail in seconds, checked before the run folder is written or a model loads: the engine,
-    the models' sources and the LoRA targets (``models``: unless a backend is given), the held-out data, the
-    tracker's package."""
+    the models' sources and the LoRA targets (``models``: unless a backend is given), the held-out data, the probe
+    file's items (``loop.probe``: none may be a held-out item), the tracker's package."""
     resolve(cfg)  # first the names the config gives, against their registries (genenv_lab.coevolution.resolve)
     if models:
         from genenv_lab.models.loading import check_model_source, check_target_modules  # torch: only when a model loads
@@ -96,6 +96,8 @@ def preflight(cfg: RunConfig, *, models: bool = True) -> None:
         if models:
             check_target_modules(cfg.model.name_or_path, cfg.model.target_modules, cfg.model.targets_chosen)
         check_eval_data(cfg)
+        if cfg.loop.probe:
+            domain_of(cfg).probe_tasks(cfg.loop.probe)
     except ConfigError:
         raise
     except (ValueError, TypeError) as exc:
@@ -188,7 +190,7 @@ def set_up(cfg: RunConfig, writer, procs: Processes, backend: Backend | None, ev
     """The domain and seeds, the engine (its adapters as the last committed epoch left them, on a resume), the
     loop state, the tracker and the progress bar; the untrained agent's held-out score (epoch 0) once."""
     domain = domain_of(cfg)
-    probe = domain.probe_tasks(cfg.loop.probe) if cfg.loop.probe else []  # a bad file fails before any model loads
+    probe = domain.probe_tasks(cfg.loop.probe) if cfg.loop.probe else []  # checked by preflight
     for warning in cfg.warnings():
         writer.event("warning: " + warning)
         warnings.warn(warning, stacklevel=3)

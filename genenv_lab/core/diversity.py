@@ -2,8 +2,8 @@
 reward-weighted regression narrows to a few shapes of task reads low (0 when one task fills the epoch); one that
 writes every task once reads log2 of their number. Pure: no I/O.
 
-Written by hand: the Shannon entropy of a list's counts is one line of NumPy, and no dependency of this package
-other than SciPy (not one) names it.
+Written by hand: the Shannon entropy of a list's counts is one line of NumPy; SciPy, which names it, is not a
+dependency of this package.
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ def _upgraded_epochs(run_dir: Path) -> tuple[list[str], int]:
         return [], 0
     raw = read_regular(path, 256 * MB, EPOCHS).decode("utf-8", errors="strict").split("\n")
     raw = [line for line in raw if line.strip()]
-    questions = _valid_questions(run_dir)
+    questions: dict[int, list[str]] | None = None  # the tasks tables are read only for a record that needs them
     out, changed = [], 0
     for i, line in enumerate(raw, 1):
         try:
@@ -182,7 +182,10 @@ def _upgraded_epochs(run_dir: Path) -> tuple[list[str], int]:
                 changed += 1  # a torn last line: dropped
                 continue
             raise RunDirError(f"{path}:{i} is not valid JSON; nothing was changed") from None
-        new = backfilled(current_names(record), questions) if isinstance(record, dict) else record
+        new = current_names(record) if isinstance(record, dict) else record
+        if lacks_backfilled(new):
+            questions = _valid_questions(run_dir) if questions is None else questions
+            new = backfilled(new, questions)
         try:
             checked = EpochRecord.from_dict(new).to_dict()
         except ValueError as exc:
@@ -200,15 +203,24 @@ def backfilled(record: Mapping[str, Any], questions: Mapping[int, list[str]]) ->
     >>> backfilled({"epoch": 2, "extra": {}}, {2: ["Count from 1 to 5.", "Count from 2 to 6."]})
     {'epoch': 2, 'extra': {'diversity/entropy': 1.0}}
     """
-    extra = record.get("extra")
-    if not isinstance(extra, dict) or all(k in extra for k in BACKFILLED) or not isinstance(record.get("epoch"), int):
+    if not lacks_backfilled(record):
         return dict(record)
-    return {**record, "extra": {**extra, DIVERSITY_ENTROPY: entropy_bits(questions.get(record["epoch"], []))}}
+    entropy = entropy_bits(questions.get(record["epoch"], []))
+    return {**record, "extra": {**record["extra"], DIVERSITY_ENTROPY: entropy}}
+
+
+def lacks_backfilled(record: Any) -> bool:
+    """Whether ``record`` is an epoch record (an object with an integer ``epoch`` and an ``extra`` object) missing a
+    key of :data:`BACKFILLED`."""
+    return (isinstance(record, dict) and isinstance(record.get("epoch"), int) and isinstance(record.get("extra"), dict)
+            and not all(k in record["extra"] for k in BACKFILLED))
 
 
 def _valid_questions(run_dir: Path) -> dict[int, list[str]]:
     """The questions of each epoch's valid generated tasks, from the tasks table in either layout (one file, or one
     per epoch); a table that cannot be read is a RunDirError in one line, and nothing is changed."""
+    import pyarrow as pa
+
     from genenv_lab.rundir.read import WHOLE_TABLE_SCALE, read_budgeted
 
     whole = whole_table(run_dir, TASKS)
@@ -217,9 +229,7 @@ def _valid_questions(run_dir: Path) -> dict[int, list[str]]:
     for path, scale in paths:
         try:
             frame = read_budgeted(path, scale).select(["epoch", "valid", "question"]).to_pandas()
-        except RunDirError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - whatever pyarrow raises on a damaged file
+        except (OSError, KeyError, pa.ArrowException) as exc:  # a damaged file, or one without those columns
             raise RunDirError(f"{path} cannot be read ({type(exc).__name__}); nothing was changed") from None
         for epoch, question in frame.loc[frame["valid"].astype(bool), ["epoch", "question"]].itertuples(index=False):
             out.setdefault(int(epoch), []).append(question)
