@@ -13,6 +13,7 @@ from typing import Sequence
 from genenv_lab.core import curriculum as cur
 from genenv_lab.core.dryrun import dry_metrics, frontier_share, level_of
 from genenv_lab.core.diversity import entropy_bits
+from genenv_lab.core.niches import top_share
 from genenv_lab.config import RunConfig
 from genenv_lab.coevolution.rewards import RewardLog
 from genenv_lab.core.screening import Screening
@@ -21,7 +22,7 @@ from genenv_lab.core.metrics import (AGENT_SCORE_ERRORS, FRESH_P_HAT_GAP, FRESH_
     REFERENCE_FRONTIER_SHARE, REFERENCE_IN_BAND_FRAC, REFERENCE_P_HAT, REFERENCE_P_HAT_GAP, RWR_KL, RWR_KL_CAPPED,
     RWR_LOSS, RWR_RAN, RWR_STEPS,
     SCREEN_FILL, SCREEN_KEPT, SCREEN_P_HAT_MEAN, SCREEN_ROLLOUTS, SCREEN_SCREENED, SCREEN_SOLVED, SCREEN_UNSOLVED,
-    SCREEN_USED_UP, FEATURES, DIVERSITY_ENTROPY)
+    SCREEN_USED_UP, FEATURES, DIVERSITY_ENTROPY, DIVERSITY_NICHES, DIVERSITY_TOP_SHARE)
 
 
 class PhaseTimer:
@@ -59,6 +60,8 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
     extra.update(rwr_metrics(env_update))
     extra.update(feature_means(valid))
     extra[DIVERSITY_ENTROPY] = entropy_bits(t.question for t in valid)
+    extra[DIVERSITY_NICHES] = len(state.niches)
+    extra[DIVERSITY_TOP_SHARE] = top_share(state.niches)
     extra.update(state.consumed.metrics())
     extra.update(dry_metrics(rewards.trained_groups(), cfg.agent.prompts_per_step, state.frontier,
                              (t.features for t in valid)))

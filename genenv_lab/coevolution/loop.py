@@ -38,7 +38,7 @@ import dataclasses
 import random
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 
 from genenv_lab.core import curriculum as cur
@@ -49,6 +49,7 @@ from genenv_lab.config import RunConfig
 from genenv_lab.core.seeds import epoch_seed
 from genenv_lab.domains import Domain, SeedTask
 from genenv_lab.core.efficiency import Consumption
+from genenv_lab.core.niches import add_counts, niche_weights
 from genenv_lab.coevolution.epoch_stats import PhaseTimer, epoch_record
 from genenv_lab.coevolution.rewards import RewardLog
 from genenv_lab.core.screening import Screening, informative, screen
@@ -132,7 +133,9 @@ def finish_epoch(plan: EpochPlan, backend: Backend, domain: Domain, cfg: RunConf
     the pool (:func:`aggregate`), the counterfactual's p̂ and the epoch's record."""
     state, rewards, timer, screening = plan.state, plan.rewards, plan.timer, plan.screening
     epoch = state.epoch + 1
-    tasks, measured = score_generations(plan.tasks, plan.fresh, rewards, cfg)
+    niches = task_niches(plan.tasks, domain)
+    counts = add_counts(state.niches, list(niches.values()))
+    tasks, measured = score_generations(plan.tasks, plan.fresh, rewards, cfg, niches, counts)
     attempts = rewards.attempts(epoch, cfg.agent.success_threshold)
     consumed = consume(state, backend, rewards, attempts, plan.screen_outs)
     on_phase("env update")
@@ -141,7 +144,7 @@ def finish_epoch(plan: EpochPlan, backend: Backend, domain: Domain, cfg: RunConf
         env_update = update_env(backend, cfg, env_examples) if env_examples else None
     env_version = state.env_version + (1 if env_update and env_update.steps > 0 else 0)
     new_state = aggregate(state, tasks, measured, epoch, env_version, cfg, plan.reference,
-                          used_up=screening.used_up if screening else (), consumed=consumed)
+                          used_up=screening.used_up if screening else (), consumed=consumed, niches=counts)
     if new_state.reference:
         on_phase("reference rollouts")
         with timer("reference"):
@@ -227,11 +230,21 @@ def agent_batch(fresh: list[BatchTask], state: LoopState, seeds: Sequence[SeedTa
     return unique
 
 
-def score_generations(tasks: list[GeneratedTask], fresh: list[BatchTask], rewards: RewardLog,
-                      cfg: RunConfig) -> tuple[list[GeneratedTask], dict[str, Measured]]:
+def task_niches(tasks: Sequence[GeneratedTask], domain: Domain) -> dict[str, str]:
+    """The niche (:meth:`~genenv_lab.domains.Domain.niche`) of each valid generation, by task id: the niche
+    penalty's memory counts them (``LoopState.niches``)."""
+    return {t.task_id: domain.niche(_spec(t)) for t in tasks if t.valid}
+
+
+def score_generations(tasks: list[GeneratedTask], fresh: list[BatchTask], rewards: RewardLog, cfg: RunConfig,
+                      niches: Mapping[str, str] | None = None,
+                      counts: Mapping[str, int] | None = None) -> tuple[list[GeneratedTask], dict[str, Measured]]:
     """p̂, R_env and band membership of every fresh task, and the epoch's generations with them (copies: ``tasks``
     is left as it was); the in-band generations carry their RWR weights (``genenv`` only: the baselines never update
-    the simulator)."""
+    the simulator), with the niche penalty where ``cfg.niche_gamma`` > 0 (a labelled extension,
+    :func:`genenv_lab.core.niches.niche_weights`: ``niches`` maps task ids to niches, ``counts`` holds the run's
+    valid generations per niche, this epoch's included; ``genenv_placebo`` shuffles the multipliers with the
+    epoch's own random stream, so a resumed epoch weighs as the uninterrupted one did)."""
     c = cfg.curriculum
     measured = {}
     for b in fresh:
@@ -243,25 +256,34 @@ def score_generations(tasks: list[GeneratedTask], fresh: list[BatchTask], reward
     scored = [dataclasses.replace(t, p_hat=m.p_hat, env_reward=m.env_reward, in_band=m.in_band)
               if (m := measured.get(t.task_id)) else t for t in tasks]
     kept = [i for i, t in enumerate(scored) if t.in_band] if cfg.variant.trains_env else []
-    for i, w in zip(kept, cur.rwr_weights([scored[i].env_reward for i in kept], c.rwr_lambda)):
+    gamma = cfg.niche_gamma if niches is not None else 0.0
+    placebo = random.Random(f"niche-placebo:{cfg.loop.seed}:{tasks[0].epoch}") \
+        if tasks and gamma and cfg.variant.niches == "placebo" else None
+    weights = niche_weights([scored[i].env_reward for i in kept],
+                            [niches.get(scored[i].task_id, "") for i in kept] if niches else [""] * len(kept),
+                            counts or {}, c.rwr_lambda, gamma, placebo)
+    for i, w in zip(kept, weights):
         scored[i] = dataclasses.replace(scored[i], weight=w)
     return scored, measured
 
 
 def aggregate(state: LoopState, tasks: list[GeneratedTask], measured: dict[str, Measured], epoch: int,
               env_version: int, cfg: RunConfig, reference: Sequence[GeneratedTask] = (), *,
-              used_up: Sequence[str] = (), consumed: Consumption | None = None) -> LoopState:
+              used_up: Sequence[str] = (), consumed: Consumption | None = None,
+              niches: Mapping[str, int] | None = None) -> LoopState:
     """D_train ← D_train ∪ valid generated tasks (tasks, not frozen traces: GRPO re-rolls them).
 
     ``filter_only`` reproduces the authors' release: the epoch's tasks ranked by p̂ lose their easiest and hardest
     10 % by rank (``k = int(0.1·n)``, slicing ``[k:-k]``, so that fewer than 10 tasks leave nothing, as in the
     release), and the pool keeps only the last epoch's tasks. ``online_filter``'s ``used_up`` tasks leave it.
+    ``niches``: the run's valid generations per niche after this epoch (the state's, when not given).
     """
     new = [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t), t.p_hat) for t in tasks if t.valid]
     pool = next_pool(state.pool, [t for t in new if t.task_id in measured], new, cfg, used_up=used_up)
     ref = state.reference or [PoolTask(t.task_id, t.root_id, t.epoch, _spec(t)) for t in reference if t.valid]
     return LoopState(epoch=epoch, env_version=env_version, pool=pool, reference=ref,
-                     consumed=state.consumed if consumed is None else consumed, frontier=state.frontier)
+                     consumed=state.consumed if consumed is None else consumed, frontier=state.frontier,
+                     niches=dict(state.niches if niches is None else niches))
 
 
 def consume(state: LoopState, backend: Backend, rewards: RewardLog, attempts: Sequence[Attempt],

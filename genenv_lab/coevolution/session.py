@@ -195,7 +195,8 @@ def set_up(cfg: RunConfig, writer, procs: Processes, backend: Backend | None, ev
         writer.event("warning: " + warning)
         warnings.warn(warning, stacklevel=3)
     backend = backend or make_backend(cfg, domain)
-    state = restore_state(writer.dir, writer.last_epoch, saved_env_version, cfg) if writer.last_epoch else LoopState()
+    state = restore_state(writer.dir, writer.last_epoch, saved_env_version, cfg, domain) if writer.last_epoch \
+        else LoopState()
     if writer.last_epoch:
         backend.load_adapters(adapter_dir(writer.dir, writer.last_epoch))
     tracker = open_tracker(cfg.loop.report_to, writer.dir, cfg.to_dict()) if procs.is_main else None

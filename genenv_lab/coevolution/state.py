@@ -15,6 +15,8 @@ from genenv_lab.core import curriculum as cur
 from genenv_lab.config import RunConfig
 from genenv_lab.core.metrics import HELDOUT_FRONTIER_LEVEL, SCREEN_USED_UP
 from genenv_lab.core.efficiency import KEYS, Consumption
+from genenv_lab.core.niches import add_counts
+from genenv_lab.domains import Domain
 from genenv_lab.rundir.read import BASELINE_PREFIXES, read_baseline, read_epochs, read_table
 from genenv_lab.core.types import EpochRecord, LoopState, PoolTask, TaskSpec
 
@@ -32,9 +34,9 @@ def next_pool(pool: list[PoolTask], measured: list[PoolTask], new: list[PoolTask
     return out
 
 
-def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConfig) -> LoopState:
-    """Rebuild the loop state from a run directory's committed epochs (the same pool :func:`aggregate` built, and
-    what the agent has consumed so far)."""
+def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConfig, domain: Domain) -> LoopState:
+    """Rebuild the loop state from a run directory's committed epochs (the same pool :func:`aggregate` built, what
+    the agent has consumed so far, and the niche penalty's memory: every committed valid generation's niche)."""
     def pool_tasks(frame) -> list[PoolTask]:
         out = []
         for row in frame[frame["valid"]].itertuples() if len(frame) else []:
@@ -46,8 +48,10 @@ def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConf
     tasks = tasks[tasks["epoch"] <= last_epoch] if len(tasks) else tasks
     records = {r.epoch: r for r in read_epochs(run_dir) if r.epoch <= last_epoch}
     pool: list[PoolTask] = []
+    niches: dict[str, int] = {}
     for epoch in range(1, last_epoch + 1):  # replayed epoch by epoch, as aggregate() built it
         new = pool_tasks(tasks[tasks["epoch"] == epoch]) if len(tasks) else []
+        niches = add_counts(niches, [domain.niche(t.spec) for t in new])
         pool = next_pool(pool, [t for t in new if not math.isnan(t.p_hat)], new, cfg,
                          used_up=_extra(records.get(epoch)).get(SCREEN_USED_UP) or ())
     attempts = read_table(run_dir, "attempts")
@@ -56,7 +60,8 @@ def restore_state(run_dir: Path, last_epoch: int, env_version: int, cfg: RunConf
                      reference=pool_tasks(read_table(run_dir, "reference_tasks")),
                      consumed=restore_consumption(_extra(records.get(last_epoch)), attempts),
                      frontier=restore_frontier([_extra(records.get(e)) for e in range(1, last_epoch + 1)],
-                                               read_baseline(run_dir, BASELINE_PREFIXES)))
+                                               read_baseline(run_dir, BASELINE_PREFIXES)),
+                     niches=niches)
 
 
 def restore_frontier(extras: list[Mapping], baseline: Mapping) -> float | None:

@@ -153,6 +153,12 @@ class EnvConfig:
     """The tasks the simulator varies each epoch: ``seeds_and_pool`` (method.md: base seeds, every other slot a
     random pool task) or ``band`` (a labelled extension: every slot a task measured in the last ``stats_window``
     epochs in the band, else nearest α; ``seeds_and_pool`` until one is measured), coevolution/simulator.py."""
+    niche_gamma: float = bounded(0.0, 0.0, 8.0)
+    """A labelled extension beyond the paper (0: off, the paper's RWR): each in-band generation's RWR weight is
+    divided by (1 + n)^γ, n = the simulator's valid generations so far in the run in the same niche (the domain's
+    ``niche``: counting's (start, end), else the canonical question), so that the update stops sharpening the
+    simulator onto the kinds of task it already writes most (genenv_lab/core/niches.py; docs/method.md, "Keeping the
+    simulator's tasks varied"). Try 0.5–1; variant ``genenv_placebo`` shuffles the multipliers across niches."""
     static_variations: int = bounded(5, 1, 1000, integer=True)
     """``static`` baseline: variations per base seed generated once before training (the paper: 5)."""
     teacher_model: str = ""
@@ -353,6 +359,9 @@ class RunConfig:
         require(self.loop.variant != "offline_teacher" or bool(self.env.teacher_model), "EnvConfig",
                  "teacher_model", self.env.teacher_model, "a model id or directory when loop.variant is "
                  "'offline_teacher'")
+        require(self.variant.niches != "placebo" or self.env.niche_gamma > 0, "EnvConfig", "niche_gamma",
+                self.env.niche_gamma, f"> 0 with loop.variant {self.loop.variant!r} (its placebo shuffles the niche "
+                "penalty's multipliers; at 0 there are none)")
 
     @property
     def budget(self) -> int:
@@ -371,6 +380,13 @@ class RunConfig:
 
         found = band_warning(self.agent.num_generations, self.curriculum.alpha, self.curriculum.k_min)
         return [found] if found else []
+
+    @property
+    def niche_gamma(self) -> float:
+        """The niche penalty's γ this run applies: ``env.niche_gamma``, or 0 for a variant that runs the paper's RWR
+        (``genenv_paper``) or never updates the simulator."""
+        v = self.variant
+        return self.env.niche_gamma if v.trains_env and v.niches != "off" else 0.0
 
     @property
     def variant(self) -> Variant:

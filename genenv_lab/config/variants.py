@@ -35,10 +35,19 @@ class Variant:
     oversamples: bool = False
     """The simulator writes ``loop.screen_factor`` × its usual ``n_variations`` per parent, and the fresh tasks are
     chosen among them by screening (curation at equal budget: its generations and screening rollouts are counted)."""
+    niches: str = "config"
+    """The niche penalty on the simulator's RWR weights (``env.niche_gamma``, a labelled extension,
+    :mod:`genenv_lab.core.niches`): ``config`` as the config sets it, ``off`` the paper's RWR whatever the config says,
+    ``placebo`` the config's multipliers shuffled across the epoch's niches (the control that tells the memory from
+    the reweighting)."""
 
 
 VARIANT_TABLE = {v.name: v for v in (
     Variant("genenv"),
+    # the paper's RWR as written, beside a preset whose genenv carries the niche penalty (env.niche_gamma > 0)
+    Variant("genenv_paper", niches="off"),
+    # the niche penalty's placebo: the same multipliers, shuffled across niches (no memory behind them)
+    Variant("genenv_placebo", niches="placebo"),
     Variant("random_env", trains_env=False),
     Variant("static", fixed_set="untrained", trains_env=False),
     Variant("filter_only", trains_env=False, shows_statistics=False, one_variation_each=True, rank_trim=0.1,
@@ -51,5 +60,7 @@ VARIANT_TABLE = {v.name: v for v in (
     Variant("random_env_select", trains_env=False, screens=True, keeps="in_band", oversamples=True),
 )}
 KEEPS = ("informative", "in_band")
+NICHES = ("config", "off", "placebo")
+"""How a variant applies ``env.niche_gamma`` (:attr:`Variant.niches`)."""
 """What a screening variant may keep (:attr:`Variant.keeps`)."""
 VARIANTS = tuple(VARIANT_TABLE)

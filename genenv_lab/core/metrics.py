@@ -124,6 +124,13 @@ DIVERSITY_ENTROPY = _metric("diversity/entropy", "the entropy (bits) of the ques
                             "tasks pose (`genenv_lab.core.diversity`): log2 of their number when every task differs, "
                             "0 when one task fills the epoch; low where the simulator's update narrows what it writes",
                             "number", "diversity")
+DIVERSITY_NICHES = _metric("diversity/niches", "the distinct niches (`Domain.niche`: counting's (start, end), else the "
+                           "canonical question) among the simulator's valid generations from epoch 1 to this one: the "
+                           "niche penalty's memory (`env.niche_gamma`, `genenv_lab.core.niches`)", "count",
+                           "niches")
+DIVERSITY_TOP_SHARE = _metric("diversity/top_share", "the share of the run's valid generations so far in its most "
+                              "written niche: 1 when the simulator writes one kind of task, 1/k when it spreads over k",
+                              "fraction")
 FEATURES_LEVEL = _metric("features/level", "the mean level of the epoch's valid generations (a domain with levels)",
                          "number", "difficulty")
 LEVELS_COUNTS = _metric("levels/counts", "`{level: tasks}` of the epoch's valid generations (a domain with levels)",

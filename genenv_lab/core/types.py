@@ -257,6 +257,9 @@ class LoopState:
     """The held-out frontier of the latest evaluation (the lowest level the agent did not solve,
     :func:`genenv_lab.core.dryrun.frontier_level`); None without one. The next epoch's ``dry/frontier_*`` count at
     it."""
+    niches: dict[str, int] = field(default_factory=dict)
+    """The simulator's valid generations so far per niche (``Domain.niche``): the niche penalty's memory
+    (``env.niche_gamma``), rebuilt from the tasks table on ``--resume``."""
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ habit of TRL and nanochat: ``score`` is a plain function returning a float in [0
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -71,6 +72,17 @@ class ParseResult:
     @property
     def valid(self) -> bool:
         return self.spec is not None
+
+
+def canonical_question(text: str) -> str:
+    """A question in a canonical spelling: lower case, no space beside a symbol, single spaces between words, so
+    that ``4*11`` and ``4 * 11`` read as one question.
+
+    >>> canonical_question("  What is 4 * 11 ?"), canonical_question("what is 4*11?")
+    ('what is 4*11?', 'what is 4*11?')
+    """
+    text = re.sub(r"\s*([^\w\s])\s*", r"\1", text.lower())
+    return " ".join(text.split())
 
 
 class Domain:
@@ -172,6 +184,13 @@ class Domain:
     def describe(self, features: dict[str, Any]) -> str:
         """A short difficulty summary of a task from its features, shown to the simulator (``k=v`` pairs)."""
         return ", ".join(f"{k} {v}" for k, v in features.items())
+
+    def niche(self, spec: TaskSpec) -> str:
+        """The kind of task ``spec`` is, for the niche penalty's memory (``env.niche_gamma``,
+        :mod:`genenv_lab.core.niches`): two tasks of one niche train the simulator towards the same thing. The
+        default is the canonical question (:func:`canonical_question`); a domain whose difficulty lives in a few
+        features names them instead (counting: its start and end)."""
+        return canonical_question(spec.question)
 
     def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float,
                      k_min: float = 0.1) -> list[dict[str, str]]:

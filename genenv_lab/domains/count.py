@@ -115,6 +115,10 @@ class CountDomain(Domain):
     def describe(self, features: dict[str, Any]) -> str:
         return f"up to {features.get('level', '?')}"
 
+    def niche(self, spec: TaskSpec) -> str:
+        """A count's niche is its (start, end): what decides how hard it is."""
+        return f"{spec.features['start']} to {spec.features['level']}"
+
     def agent_messages(self, spec: TaskSpec) -> list[dict[str, str]]:
         start = spec.text.split(":", 1)[1].split()[0]
         return [{"role": "system", "content": self.system_prompt_agent}, {"role": "user", "content": spec.question},

@@ -167,6 +167,8 @@ PANELS: tuple[Panel, ...] = (
     Panel("levels", "simulator's highest level (levels/max)", registered("levels"), "level", signals),
     Panel("diversity", "diversity of the simulator's valid tasks (entropy)", registered("diversity"), "bits",
           signals),
+    Panel("niches", "niches the simulator has written so far (its memory)", registered("niches"), "niches",
+          signals),
     Panel("frontier_groups", "groups at the frontier: informative · all (dot)", registered("frontier_groups"),
           "groups", signals),
     Panel("supply", "untrained simulator's supply: in band · at or above the frontier (dot)", registered("supply"),

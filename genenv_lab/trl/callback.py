@@ -259,7 +259,7 @@ class GenEnvCurriculum(TrainerCallback):
         if last:
             self.engine.load_env(adapter_dir(self.writer.dir, last))
             self.state = restore_state(self.writer.dir, last, int(read_state(self.writer.dir)["env_version"]),
-                                       self.cfg)
+                                       self.cfg, self.domain)
         elif self.cfg.eval.every and not (self.writer.dir / BASELINE).is_file():
             scores = evaluate_epoch(self.engine, self.cfg, self.writer.dir, 0)
             self.writer.write_baseline(scores)
