@@ -62,13 +62,13 @@ def test_finished_comparison_reads_like_collect_and_draws(made):
     card, fig, summary, residence, runs = _everything(cmp)
     assert "cmp1 · ✔ finished" in card and "**4 runs**: 4 finished" in card and "`tiny:random_env`" in card
     assert "missing" not in card
-    # report_figure: 10 panels (held-out, tasks consumed, held-out per task, p̂ sim, p̂ untrained sim, valid,
-    # held-out per agent rollouts, held-out per completion tokens, dry steps, mean level) × 2 labels, and two
-    # tables: the rollouts to reach, the data efficiency paired by seed
+    # report_figure: 12 panels (held-out, tasks consumed, held-out per task, p̂ sim, p̂ untrained sim, valid,
+    # held-out per agent rollouts, held-out per completion tokens, dry steps, mean level, task entropy, untrained
+    # supply in band) × 2 labels, and two tables: the rollouts to reach, the data efficiency paired by seed
     scatters = [t for t in fig.data if isinstance(t, go.Scatter)]
     tables = [t for t in fig.data if isinstance(t, go.Table)]
-    assert len(REPORT_PANELS) == 10
-    assert len(scatters) == 10 * 2 and {t.name for t in scatters} == set(LABELS) and len(tables) == 2
+    assert len(REPORT_PANELS) == 12
+    assert len(scatters) == 12 * 2 and {t.name for t in scatters} == set(LABELS) and len(tables) == 2
     efficiency = [t for t in scatters if t.xaxis == "x3"]
     assert len(efficiency) == 2 and all(list(t.x)[0] == 0 for t in efficiency)  # untrained agent: no task yet
     assert all(list(t.x) == [1, 2] for t in scatters if t.xaxis == "x4")  # p̂: training epochs only
@@ -110,7 +110,7 @@ def test_half_finished_comparison_shows_what_exists_and_names_what_is_missing(ma
 
     card, fig, summary, residence, runs = _everything(cmp)
     assert "half · ● running" in card and "1 run(s) missing" in card and "`runs/tiny_random_env-s1`" in card
-    assert "3 of 4 runs so far" in fig.layout.title.text and len(fig.data) == 10 * 2 + 2
+    assert "3 of 4 runs so far" in fig.layout.title.text and len(fig.data) == 12 * 2 + 2
     assert summary.set_index("label")[["epoch", "seeds"]].to_dict("index") == {
         "tiny:genenv": {"epoch": 2, "seeds": 1}, "tiny:random_env": {"epoch": 2, "seeds": 1}}
     assert len(residence) == 3
@@ -162,7 +162,7 @@ def test_corrupt_comparisons_give_a_message_and_never_raise(made, tmp_path):
     assert any("2 seed(s)" in p for p in cmp.problems) and any("has no label" in p for p in cmp.problems)
     assert any(p.startswith("tiny_genenv-s0: ") and "not valid JSON" in p for p in cmp.problems)
     assert any(p.startswith("tiny_random_env-s0: ") and "attempts table is unreadable" in p for p in cmp.problems)
-    assert len(cmp.table) == 2 * 3 and len(fig.data) == 10 * 2 + 2  # both runs, epochs 0-2, still drawn
+    assert len(cmp.table) == 2 * 3 and len(fig.data) == 12 * 2 + 2  # both runs, epochs 0-2, still drawn
     assert set(cmp.table.loc[cmp.table["label"] == "tiny:random_env", "tasks_consumed"]) == {0.0}
 
     assert load_comparison(tmp_path / "gone").status == "missing"

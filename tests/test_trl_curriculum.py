@@ -6,6 +6,7 @@ doc page's script as written; the Unsloth venv's TRL when that venv exists."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -194,12 +195,13 @@ def test_loop_epoch_and_curriculum_epoch_give_the_same_tasks_p_hat_and_rwr_batch
 
 
 def _driver(out: Path, *args: str, python: str = sys.executable, env_extra: dict | None = None,
-            check_kill: bool = False) -> subprocess.CompletedProcess:
+            check_kill: bool | None = False) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", **(env_extra or {})}
     proc = subprocess.run([python, str(DRIVER), str(out), *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
-    want = -signal.SIGKILL if check_kill else 0
-    assert proc.returncode == want, f"{args}: exit {proc.returncode}\n{proc.stderr[-4000:]}"
+    if check_kill is not None:
+        want = -signal.SIGKILL if check_kill else 0
+        assert proc.returncode == want, f"{args}: exit {proc.returncode}\n{proc.stderr[-4000:]}"
     return proc
 
 
@@ -239,6 +241,73 @@ def test_sigkill_at_each_window_of_the_commit_then_resume_loses_no_committed_epo
     _driver(tmp_path, "--resume")
     _check_finished(run, before)
     assert "without its earlier rollouts" not in (run / "events.log").read_text()
+
+
+def test_a_kill_while_finishing_an_epoch_whose_last_step_is_a_checkpoint_then_resume(tmp_path):
+    """Round 6, T1: the trainer's step checkpoint at the end of epoch 2's pass exists when the kill lands in its
+    finish_epoch; the resumed trainer counts the pass done and calls no on_epoch_end for it, so the curriculum
+    finishes the epoch on resume. Every planned epoch is committed, each task rolled out exactly G times."""
+    run = tmp_path / "run"
+    _driver(tmp_path, "--kill", "finish:2", check_kill=True)
+    before = _committed(run)
+    assert [r["epoch"] for r in before] == [1]
+    _driver(tmp_path, "--resume")
+    _check_finished(run, before)
+    assert "epoch 2 finished on resume" in (run / "events.log").read_text()
+
+
+def test_a_checkpoint_names_its_run(tmp_path):
+    """Round 6, T2: a fresh run into an output_dir that holds another run's curriculum checkpoints is refused, and so
+    is a resume from another run's checkpoint; nothing of the other run is touched."""
+    _driver(tmp_path, "--epochs", "1")
+    trainer_dir = tmp_path / "trainer"
+    snapshot = sorted((p.relative_to(trainer_dir), p.stat().st_mtime_ns) for p in trainer_dir.rglob("*"))
+    fresh = _driver(tmp_path, "--epochs", "1", "--run", "other", check_kill=None)
+    assert fresh.returncode != 0 and "holds a curriculum run's checkpoints" in fresh.stderr
+    resumed = _driver(tmp_path, "--epochs", "2", "--run", "other", "--resume", check_kill=None)
+    assert resumed.returncode != 0 and "is a checkpoint of another run" in resumed.stderr
+    assert sorted((p.relative_to(trainer_dir), p.stat().st_mtime_ns) for p in trainer_dir.rglob("*")) == snapshot
+
+
+def test_a_retry_in_the_same_process_after_the_trainer_raised(tmp_path):
+    """Round 6, T4/T5: a trainer that raises (here a reward function's error) leaves the run marked failed with the
+    error in events.log, and a new curriculum with resume=True in the same process (a notebook kernel) trains it
+    on, through ``curriculum.train`` or after a bare ``trainer.train``."""
+    from genenv_lab.rundir.read import read_epochs, read_state
+
+    def broken(prompts=None, completions=None, **kwargs):
+        raise ValueError("my reward function is broken")
+
+    run = tmp_path / "runs" / "run"
+    trainer, curriculum, _ = _user_trainer(tmp_path, epochs=1, reward_funcs=[broken])
+    with pytest.raises(ValueError, match="broken"):
+        curriculum.train(trainer)
+    assert read_state(run)["status"] == "failed" and "my reward function is broken" in (run / "events.log").read_text()
+    trainer, curriculum, _ = _user_trainer(tmp_path, epochs=1, reward_funcs=[broken], resume=True)
+    with pytest.raises(ValueError, match="broken"):
+        trainer.train(resume_from_checkpoint=curriculum.resume_from)  # no curriculum.train: nothing marks it
+    trainer, curriculum, _ = _user_trainer(tmp_path, epochs=1, resume=True)
+    curriculum.train(trainer)
+    assert [r["epoch"] for r in read_epochs(run)] == [1] and read_state(run)["status"] == "finished"
+    assert "lock taken over" in (run / "events.log").read_text()
+
+
+def test_rollouts_given_no_finite_reward_are_counted_and_left_out_of_p_hat(tmp_path):
+    """Round 6, T6: NaN, None and inf from a user's reward function are no reward: counted as score errors, never a
+    failure or a success in p̂."""
+    from genenv_lab.rundir.read import read_epochs, read_table
+
+    def none_or_nan(prompts=None, completions=None, **kwargs):
+        return [None if i % 3 == 0 else (math.nan if i % 3 == 1 else math.inf) for i in range(len(completions))]
+
+    trainer, curriculum, _ = _user_trainer(tmp_path, epochs=1, reward_funcs=[none_or_nan])
+    curriculum.train(trainer)
+    run = tmp_path / "runs" / "run"
+    (record,) = read_epochs(run)
+    attempts = read_table(run, "attempts")
+    assert record["extra"]["agent/score_errors"] == len(attempts) > 0
+    assert all(record[k] is None or math.isnan(record[k]) for k in ("p_hat_mean", "in_band_frac"))
+    assert attempts["reward"].isna().all() and not attempts["success"].any()
 
 
 def test_sigkill_at_a_moment_in_the_middle_then_resume(tmp_path):

@@ -1,11 +1,15 @@
 """A TRL user's GRPO script with the curriculum (as docs/trl.md's), run by tests/test_trl_curriculum.py in a child
 process that may be killed (SIGKILL) at a chosen point, then resumed.
 
-    python tests/trl_curriculum_driver.py OUT [--resume] [--kill stage:E|commit:E|step:N] [--epochs N] [--unsloth]
+    python tests/trl_curriculum_driver.py OUT [--resume] [--kill stage:E|commit:E|step:N|finish:E] [--epochs N]
+        [--run NAME] [--unsloth]
 
 ``stage:E``: right after epoch E is staged, before the trainer's checkpoint; ``commit:E``: after the checkpoint of
-epoch E, before its commit; ``step:N``: after optimiser step N. The trainer is TRL's, unmodified; the kill points are
-set by patching the curriculum's own staging functions or by a second callback.
+epoch E, before its commit; ``step:N``: after optimiser step N; ``finish:E``: inside the loop's ``finish_epoch`` of
+epoch E (the RWR update), after the trainer's step checkpoint at the end of its pass (``save_steps`` 2 divides the
+pass). ``--run``: the run folder's name under OUT (default ``run``; the trainer's ``output_dir`` is OUT/trainer).
+The trainer is TRL's, unmodified; the kill points are set by patching the curriculum's own staging functions or by
+a second callback.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--kill", default="")
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--run", default="run")
     parser.add_argument("--unsloth", action="store_true", help="import Unsloth first, as its users do")
     opts = parser.parse_args()
     if opts.unsloth:
@@ -35,6 +40,7 @@ def main() -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     from genenv_lab import GenEnvCurriculum
+    from genenv_lab.trl import callback
     from genenv_lab.trl import resume as rs
     from genenv_lab.trl import tiny_model
 
@@ -57,6 +63,15 @@ def main() -> None:
             real_commit(writer)
 
         rs.commit_staged = commit
+    elif where == "finish":
+        real_finish = callback.finish_epoch
+
+        def finish(plan, *args, **kwargs):
+            if plan.state.epoch + 1 == int(at):
+                _die()
+            return real_finish(plan, *args, **kwargs)
+
+        callback.finish_epoch = finish
 
     class KillAtStep(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
@@ -70,7 +85,7 @@ def main() -> None:
     args = GRPOConfig(output_dir=os.path.join(opts.out, "trainer"), num_generations=4, per_device_train_batch_size=8,
                       max_completion_length=12, num_train_epochs=opts.epochs, learning_rate=1e-3, logging_steps=1,
                       save_strategy="steps", save_steps=2, report_to="none", disable_tqdm=True, use_cpu=True)
-    curriculum = GenEnvCurriculum(model, tokenizer, args, domain="arith", run_dir=os.path.join(opts.out, "run"),
+    curriculum = GenEnvCurriculum(model, tokenizer, args, domain="arith", run_dir=os.path.join(opts.out, opts.run),
                                   config="tiny", resume=opts.resume)
     trainer = GRPOTrainer(model=model, args=args, processing_class=tokenizer, reward_funcs=curriculum.reward_funcs(),
                           train_dataset=curriculum.dataset, callbacks=[curriculum, KillAtStep()])

@@ -4,6 +4,7 @@ GRPO's advantages come from the same rewards)."""
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from genenv_lab.core import curriculum as cur
@@ -22,7 +23,8 @@ class RewardLog:
         self.prompts = {b.task_id: _render(domain.agent_messages(b.spec)) for b in batch}
         self.records: dict[str, list[tuple[str, float]]] = {t: [] for t in self.specs}
         self.score_errors = 0
-        """Completions whose scorer raised (or returned a reward outside [0, 1]): scored 0, counted."""
+        """Completions whose scorer raised (or returned a reward outside [0, 1]): scored 0, counted; and rollouts a
+        user's reward functions gave no finite reward (:meth:`record`): left out of p̂, counted."""
         self.order: list[str] = []
         """Task ids in the order their first completion was scored: the order the trainer drew them in (TRL shuffles
         the batch; it asks for the rewards of one optimiser step's tasks at a time). Under N processes this
@@ -38,16 +40,23 @@ class RewardLog:
         self.record(task_ids, completions, rewards)
         return rewards
 
-    def record(self, task_ids: Sequence[str], completions: Sequence[str], rewards: Sequence[float]) -> None:
+    def record(self, task_ids: Sequence[str], completions: Sequence[str], rewards: Sequence[float | None]) -> None:
         """Keep each completion's reward under its task id (rewards scored elsewhere: a TRL user's own reward
-        functions, :class:`genenv_lab.trl.GenEnvCurriculum`)."""
+        functions, :class:`genenv_lab.trl.GenEnvCurriculum`). A reward that is not a finite number (NaN, ±inf,
+        None: no reward was given) is kept as NaN and counted in :attr:`score_errors`; p̂ and every statistic
+        leave it out (:meth:`rewards`)."""
         for task_id, completion, reward in zip(task_ids, completions, rewards):
             if not self.records[task_id]:
                 self.order.append(task_id)
-            self.records[task_id].append((completion, float(reward)))
+            value = math.nan if reward is None else float(reward)
+            if not math.isfinite(value):
+                self.score_errors += 1
+                value = math.nan
+            self.records[task_id].append((completion, value))
 
     def rewards(self, task_id: str) -> list[float]:
-        return [r for _, r in self.records.get(task_id, [])]
+        """The task's rewards that were given (finite): what its p̂ and its GRPO statistics read."""
+        return [r for _, r in self.records.get(task_id, []) if not math.isnan(r)]
 
     def groups(self) -> list[list[float]]:
         return [self.rewards(t) for t in self.records if self.records[t]]
@@ -60,7 +69,8 @@ class RewardLog:
     def attempts(self, epoch: int, threshold: float) -> list[Attempt]:
         out = []
         for task_id, recs in self.records.items():
-            adv = cur.group_advantages([r for _, r in recs])
+            given = iter(cur.group_advantages(self.rewards(task_id)))
+            adv = [math.nan if math.isnan(r) else next(given) for _, r in recs]
             for (completion, reward), a in zip(recs, adv):
                 out.append(Attempt(task_id=task_id, epoch=epoch, source=self.sources[task_id],
                                    prompt=self.prompts[task_id], completion=completion, reward=reward,

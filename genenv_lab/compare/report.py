@@ -31,7 +31,11 @@ REPORT_PANELS = (  # (y metric, x column, title, row, col)
     ("dry_step_frac", "epoch", f"share of GRPO steps without an informative group<br>(an epoch ran dry at ≥ "
      f"{RAN_DRY_STEP_FRAC:g})", 4, 1),
     ("level_mean", "epoch", "mean level of the simulator's valid tasks", 4, 2),
+    ("diversity", "epoch", "task entropy of the simulator's valid tasks (bits)", 5, 1),
+    ("supply_in_band", "epoch", "the untrained simulator's tasks in band for this agent", 5, 2),
 )
+REPORT_HEIGHT = 1700
+"""Pixels of the report figure's five rows."""
 X_TITLES = {"epoch": "epoch", "tasks_consumed": "training tasks consumed",
             "agent_rollouts": "cumulative agent rollouts", "agent_tokens": "cumulative agent completion tokens"}
 REACH_TITLE = "rollouts genenv needs to reach each baseline's final held-out score<br>(ratio: baseline's ÷ genenv's)"
@@ -43,19 +47,21 @@ EFFICIENCY_CELL = (4, 3)
 
 
 def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1) -> go.Figure:
-    """Eight panels, mean ± std over seeds per label (error bars on both axes where the x axis is a count, which
+    """Ten panels, mean ± std over seeds per label (error bars on both axes where the x axis is a count, which
     differs between seeds): held-out score and training tasks consumed per epoch (epoch 0: the untrained agent),
     held-out score against tasks consumed (data efficiency), p̂ on the simulator's tasks and on the untrained
     simulator's tasks with the α band shaded, the valid fraction of the generations, held-out score against
     cumulative agent rollouts and against completion tokens (compute); a table: for each baseline, the agent
     rollouts genenv needs to reach its final held-out score, as a ratio (:func:`rollouts_to_reach_table`); and the
     dry-run instrument: the share of GRPO steps without an informative group and the mean level of the simulator's
-    valid tasks per epoch, beside the data-efficiency table paired by seed (:func:`efficiency_figure_table`)."""
+    valid tasks per epoch, beside the data-efficiency table paired by seed (:func:`efficiency_figure_table`); and
+    how varied the simulator's tasks are (``diversity/entropy``) beside the untrained simulator's supply in band,
+    where training the simulator should tell from curation."""
     summary = summarise(table)
-    specs = [[{}, {}, {}], [{}, {}, {}], [{}, {}, {"type": "table"}], [{}, {}, {"type": "table"}]]
+    specs = [[{}, {}, {}], [{}, {}, {}], [{}, {}, {"type": "table"}], [{}, {}, {"type": "table"}], [{}, {}, None]]
     cells = sorted([(row, col, title) for *_, title, row, col in REPORT_PANELS]
                    + [(*REACH_CELL, REACH_TITLE), (*EFFICIENCY_CELL, EFFICIENCY_TITLE)])
-    fig = make_subplots(rows=4, cols=3, specs=specs, horizontal_spacing=0.07, vertical_spacing=0.08,
+    fig = make_subplots(rows=5, cols=3, specs=specs, horizontal_spacing=0.07, vertical_spacing=0.065,
                         subplot_titles=[title for *_, title in cells])
     palette = ["#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880"]
     for i, label in enumerate(summary["label"].unique() if len(summary) else []):
@@ -90,7 +96,8 @@ def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1
                            cells={"values": cells, "align": "left", "font": {"size": 10}, "height": 22}),
                   row=REACH_CELL[0], col=REACH_CELL[1])
     fig.add_trace(efficiency_figure_table(table), row=EFFICIENCY_CELL[0], col=EFFICIENCY_CELL[1])
-    fig.update_layout(template="plotly_white", height=1400, title="GenEnv and baselines (mean ± std over seeds)")
+    fig.update_layout(template="plotly_white", height=REPORT_HEIGHT,
+                      title="GenEnv and baselines (mean ± std over seeds)")
     return fig
 
 

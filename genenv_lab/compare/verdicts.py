@@ -152,6 +152,7 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
                   for p in presets]
     found = [text + _efficiency_text(efficiency, p, reference_variant)
              + _dry_line(dry, p, reference_variant, fixed_variant) + supply_line(table, p, reference_variant)
+             + diversity_line(table, p, reference_variant)
              for p, text in zip(presets, paragraphs) if text]
     return "\n\n".join(found) if found else (
         f"No {reference_variant} arm with a baseline beside it (a sweep, or {reference_variant} alone): no verdict.")
@@ -230,6 +231,43 @@ def supply_line(table: pd.DataFrame, preset_name: str, reference_variant: str = 
             f"{reference_variant}'s agent trains against) {went} from {first.supply_frontier:.2f} at epoch "
             f"{by_epoch.index[0]} to {last.supply_frontier:.2f} by epoch {by_epoch.index[-1]}; its tasks in band for "
             f"that agent: {first.supply_in_band:.2f} → {last.supply_in_band:.2f}.")
+
+
+UNTRAINED_VARIANT = "random_env"
+"""The arm whose simulator writes every epoch but is never trained: the diversity line's yardstick."""
+NARROWER_BY = 0.5
+"""Bits of task entropy below the untrained simulator's at which the diversity line says the tasks narrow."""
+
+
+def diversity_line(table: pd.DataFrame, preset_name: str, reference_variant: str = REFERENCE_VARIANT) -> str:
+    """How varied the simulator's tasks are, in one line for one preset: ``diversity/entropy`` (bits) of the
+    reference arm's and of the untrained simulator's (``random_env``) over the second half of the epochs (mean over
+    epochs, then seeds), and whether the trained one narrows (:data:`NARROWER_BY` bits or more below), with the other
+    trained arms beside them. "" when either arm has no reading.
+
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "diversity": d}
+    ...         for s in (0, 1) for e in (1, 2, 3, 4) for v, d in (("genenv", 4 - e / 2), ("random_env", 3.8))]
+    >>> line = diversity_line(pd.DataFrame(rows), "p")
+    >>> "genenv's tasks span 2.25 bits against 3.80 for the untrained simulator" in line, line.endswith("narrow.")
+    (True, True)
+    """
+    if "diversity" not in table:
+        return ""
+    rows = table[(table["epoch"] > 0) & (table["label"].astype(str).str.split(":").str[0] == preset_name)]
+    if rows.empty:
+        return ""
+    last = int(rows["epoch"].max())
+    late = rows[rows["epoch"] > last // 2]
+    bits = late.groupby(["variant", "seed"])["diversity"].mean().groupby("variant").mean().dropna()
+    if reference_variant not in bits or UNTRAINED_VARIANT not in bits:
+        return ""
+    ref, untrained = bits[reference_variant], bits[UNTRAINED_VARIANT]
+    others = [f"{v} {b:.2f}" for v, b in bits.items() if v not in (reference_variant, UNTRAINED_VARIANT)
+              and v.startswith("genenv")]
+    said = "they narrow" if ref <= untrained - NARROWER_BY else "not narrower"
+    return (f"\nDiversity: {reference_variant}'s tasks span {ref:.2f} bits against {untrained:.2f} for the untrained "
+            f"simulator ({UNTRAINED_VARIANT}) over epochs {last // 2 + 1}–{last}: {said}"
+            + (f" (also: {'; '.join(others)})" if others else "") + ".")
 
 
 def _per_epoch(row) -> str:

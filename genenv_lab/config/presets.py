@@ -133,6 +133,9 @@ PRESETS = {
     "a100": lambda: _gpu("a100", "Qwen/Qwen3-4B", dtype="bfloat16", seeds=64, variations=4, g=10, prompts=8,
                          completion=512, mem=0.5),
 }
+TRL_PRESET_PREFIX = "trl-"
+"""The preset name of a run written by :class:`genenv_lab.trl.GenEnvCurriculum` starts with this (its base preset
+follows): such a run is continued by the user's own script with ``resume=True``, not by ``genenv-lab run``."""
 CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-dry-hint-band", "cpu-times",
                "cpu-smollm2", "cpu-smollm2-dry")
 

@@ -301,7 +301,7 @@ def _first_band(cmp: ComparisonData) -> tuple[float, float]:
     return next((cmp.bands[label] for label in cmp.labels if label in cmp.bands), default)
 
 
-def comparison_figure(cmp: ComparisonData, *, height: int = 1400) -> go.Figure:
+def comparison_figure(cmp: ComparisonData, *, height: int = 1700) -> go.Figure:
     """:func:`genenv_lab.compare.report_figure` of the runs that exist so far (held-out score, training tasks
     consumed, data efficiency, p̂ on the simulator's and on the untrained simulator's tasks, valid fraction,
     held-out score against cumulative agent rollouts and completion tokens, the share of GRPO steps without an

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from genenv_lab.config.presets import TRL_PRESET_PREFIX
 from genenv_lab.rundir.layout import ATTEMPTS, CONFIG, EPOCHS, EVENTS, STATE, TASKS
 from genenv_lab.safe_io import loads_json, read_regular
 from genenv_lab.lab.safety import FILE_LIMITS, unsafe_files
@@ -51,9 +52,11 @@ def killed_note(state: dict[str, Any], path: Path, preset: str = "P") -> str:
         when = f"last write {_age(age)} ago"
     except ValueError:
         when = "no write seen"
+    how = (f"rerun your TRL script with `GenEnvCurriculum(..., run_dir='{path}', resume=True)`"
+           if preset.startswith(TRL_PRESET_PREFIX) else f"`genenv-lab run --preset {preset} --out {path} --resume`")
     return (f"state.json says running but its writer (pid {state.get('pid')}) is not alive on this machine "
-            f"({when}): the run was killed, or it runs on another machine or container. Continue a killed run "
-            f"with `genenv-lab run --preset {preset} --out {path} --resume`.")
+            f"({when}): the run was killed, or it runs on another machine or container. Continue a killed run: "
+            f"{how}.")
 
 
 def _age(seconds: float) -> str:

@@ -63,6 +63,12 @@ def _tasks_frame(rows: list[dict]) -> pd.DataFrame:
     return frame
 
 
+_HELD: dict[str, "RunWriter"] = {}
+"""The run locks this process holds, by lock file, and their writers: a later writer of the same process with
+``reclaim`` (a TRL curriculum's retry in a notebook kernel after its trainer raised) takes an abandoned one's lock
+over instead of being refused."""
+
+
 def _leftover(path: Path) -> bool:
     """A file that a writer killed before committing anything may leave: its lock, or a temp file of an atomic
     write (``.<name>.<random>.tmp``)."""
@@ -72,11 +78,18 @@ def _leftover(path: Path) -> bool:
 class RunWriter:
     """Creates or resumes a run directory and commits epochs atomically."""
 
-    def __init__(self, run_dir: str | Path, cfg: RunConfig, *, resume: bool = False, world_size: int = 1):
+    def __init__(self, run_dir: str | Path, cfg: RunConfig, *, resume: bool = False, world_size: int = 1,
+                 reclaim: bool = False):
         self.dir = Path(run_dir)
+        self.reclaim = reclaim
+        """A writer of this process that also has ``reclaim`` and still holds the run's lock is abandoned and its
+        lock taken over, instead of a refusal: the TRL curriculum's retry in a notebook kernel after the trainer
+        raised (:class:`genenv_lab.trl.GenEnvCurriculum`; one trainer trains per process)."""
         self.cfg = cfg
         self.world_size = world_size
         self._lock_fd: int | None = None
+        self._lock_key = ""
+        self._taken_over = False
         self._state_before: bytes | None = None
         self._fresh_state = False  # this writer wrote the first state.json of a fresh start
         try:
@@ -100,7 +113,8 @@ class RunWriter:
                                   "--out")
             procs = f", {world_size} processes" if world_size > 1 else ""
             self.event(f"{'resumed after epoch ' + str(self.last_epoch) if resume else 'started'} "
-                       f"(pid {os.getpid()}{procs})")
+                       f"(pid {os.getpid()}{procs})"
+                       + ("; the lock taken over from an earlier writer of this process" if self._taken_over else ""))
         except BaseException as exc:
             self._failed_start(exc)
             raise
@@ -126,6 +140,13 @@ class RunWriter:
         import fcntl
 
         fd = os.open(self.dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        self._lock_key = str((self.dir / LOCK).resolve())
+        earlier = _HELD.get(self._lock_key)
+        if earlier is not None and earlier is not self and self.reclaim and earlier.reclaim:
+            # a writer of this same process still holds it: one whose trainer raised in a notebook kernel and was
+            # never finished; it is abandoned, and its lock taken over
+            earlier.release()
+            self._taken_over = True
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -137,12 +158,19 @@ class RunWriter:
             raise RunDirError(f"{self.dir} is being written by another process (pid {pid}); wait for it to finish "
                               "or stop it, then --resume") from None
         self._lock_fd = fd
+        _HELD[self._lock_key] = self
 
     def release(self) -> None:
         """Give up the writer lock (idempotent); the loop calls it however the run ends."""
         if self._lock_fd is not None:
+            _HELD.pop(self._lock_key, None)
             os.close(self._lock_fd)
             self._lock_fd = None
+
+    @property
+    def holds_lock(self) -> bool:
+        """Whether this writer still holds the run's lock (it has not finished, failed or been taken over)."""
+        return self._lock_fd is not None
 
     # ------------------------------------------------------------------------------------------------- resume
     def _prepare_resume(self) -> int:

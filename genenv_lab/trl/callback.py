@@ -32,7 +32,7 @@ from genenv_lab.config import RunConfig, preset
 from genenv_lab.domains import Domain, get_domain
 from genenv_lab.coevolution.heldout import evaluate_epoch
 from genenv_lab.coevolution.loop import EpochPlan, finish_epoch, plan_epoch
-from genenv_lab.coevolution.session import with_frontier
+from genenv_lab.coevolution.session import interrupted, with_frontier
 from genenv_lab.rundir.layout import BASELINE, RunDirError, adapter_dir
 from genenv_lab.rundir.write import RunWriter
 from genenv_lab.rundir.read import read_state
@@ -152,13 +152,36 @@ class GenEnvCurriculum(TrainerCallback):
                     self._check_group(task_id)
                 parts.append([math.nan if r is None else float(r) for r in rewards])
                 if len(parts) == len(funcs):
-                    total = [sum(w * r for w, r in zip(weights, rs) if not math.isnan(r)) for rs in zip(*parts)]
-                    self.plan.rewards.record(list(task_id), _texts(completions), total)
+                    self.plan.rewards.record(list(task_id), _texts(completions), _totals(parts, weights))
                 return rewards
 
             return recorded
 
         return [wrap(i, f) for i, f in enumerate(funcs)]
+
+    def train(self, trainer, **kwargs: Any):
+        """``trainer.train(resume_from_checkpoint=self.resume_from, **kwargs)``, and when it raises (a reward
+        function's error, Ctrl-C, a notebook's stop button) the run is marked ``interrupted`` (Ctrl-C) or ``failed``
+        with the error in ``events.log`` and its lock released, so that a retry in the same process continues it
+        with ``resume=True``; the exception is raised again. Calling ``trainer.train`` directly works too: a later
+        curriculum of the same process takes the run's lock over from this one."""
+        kwargs.setdefault("resume_from_checkpoint", self.resume_from)
+        try:
+            return trainer.train(**kwargs)
+        except BaseException as exc:
+            self.abandon(exc)
+            raise
+
+    def abandon(self, exc: BaseException) -> None:
+        """The trainer stopped on ``exc``: mark the run ``interrupted`` or ``failed`` and release its lock (a run
+        already finished, or never opened, is left as it is)."""
+        writer = self.writer
+        if writer is None or not writer.holds_lock:
+            return
+        if interrupted(exc):
+            writer.finish(self.state.env_version, status="interrupted")
+        else:
+            writer.fail(exc, self.state.env_version)
 
     # ------------------------------------------------------------------------------------------ the callback
     def on_train_begin(self, args, state, control, model=None, **kwargs):
@@ -172,8 +195,13 @@ class GenEnvCurriculum(TrainerCallback):
             self._restore(state.global_step)
             if self.state.epoch < self.cfg.loop.epochs:
                 self._plan()
-            if self._mid_epoch is not None:
-                self._restore_rollouts(self._mid_epoch)
+            if self._mid_epoch is not None and self._restore_rollouts(self._mid_epoch) and not self._missing():
+                # the checkpoint ends a pass: the trainer counts it done and calls no on_epoch_end for it, so the
+                # epoch is finished here, as on_epoch_end would have, and committed (its checkpoint exists)
+                self.writer.event(f"epoch {self.state.epoch + 1} finished on resume: the checkpoint at step "
+                                  f"{state.global_step} holds its whole pass")
+                self._finish(state)
+                rs.commit_staged(self.writer)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if self.plan is not None and logs:
@@ -185,23 +213,13 @@ class GenEnvCurriculum(TrainerCallback):
         plan = self.plan
         if plan is None:
             return
-        missing = [b.task_id for b in plan.batch if not plan.rewards.records[b.task_id]]
+        missing = self._missing()
         if missing:  # the trainer stopped inside the pass (max_steps): the epoch stays unfinished
             self.writer.event(f"epoch {plan.state.epoch + 1} not finished: {len(missing)} of its tasks were not "
                               "rolled out when the trainer's pass ended")
             return
         with self._own_rng():
-            self.state, result = finish_epoch(plan, self.engine, self.domain, self.cfg, self._agent_update(state))
-            later = {TRL_GLOBAL_STEP: state.global_step}
-            if self.cfg.eval.every and self.state.epoch % self.cfg.eval.every == 0:
-                later.update(scores := evaluate_epoch(self.engine, self.cfg, self.writer.dir, self.state.epoch))
-                self.state = with_frontier(self.state, scores)
-            result = dataclasses.replace(result, record=result.record.with_extra(later))
-            rs.stage(self.writer.dir, result, state.global_step, self.engine.save_adapters)
-            self.plan, self._logs = None, []
-            if self.state.epoch < self.cfg.loop.epochs:
-                self._plan()
-        self._start_step = state.global_step
+            self._finish(state)
         control.should_save = True
         return control
 
@@ -219,6 +237,26 @@ class GenEnvCurriculum(TrainerCallback):
             self.writer.finish(self.state.env_version)
 
     # -------------------------------------------------------------------------------------------- internals
+    def _missing(self) -> list[str]:
+        """The tasks of the epoch in flight that no rollout has attempted yet."""
+        plan = self.plan
+        return [b.task_id for b in plan.batch if not plan.rewards.records[b.task_id]] if plan else []
+
+    def _finish(self, state) -> None:
+        """The epoch in flight after its pass: the loop's :func:`finish_epoch`, the held-out evaluation when due,
+        the epoch staged at the trainer's step (committed once a checkpoint holds it), the next epoch's tasks."""
+        self.state, result = finish_epoch(self.plan, self.engine, self.domain, self.cfg, self._agent_update(state))
+        later = {TRL_GLOBAL_STEP: state.global_step}
+        if self.cfg.eval.every and self.state.epoch % self.cfg.eval.every == 0:
+            later.update(scores := evaluate_epoch(self.engine, self.cfg, self.writer.dir, self.state.epoch))
+            self.state = with_frontier(self.state, scores)
+        result = dataclasses.replace(result, record=result.record.with_extra(later))
+        rs.stage(self.writer.dir, result, state.global_step, self.engine.save_adapters)
+        self.plan, self._logs = None, []
+        if self.state.epoch < self.cfg.loop.epochs:
+            self._plan()
+        self._start_step = state.global_step
+
     def _open(self, model) -> None:
         """Add the ``env`` adapter, build the engine around the model, open (or resume) the run directory."""
         if model is None:
@@ -230,20 +268,43 @@ class GenEnvCurriculum(TrainerCallback):
         self.cfg = curriculum_config(self.base_config, self.args, self.domain_name, model, agent, math.ceil(epochs))
         if self.cfg.loop.variant == "offline_teacher":
             raise ValueError("GenEnvCurriculum does not run the offline_teacher baseline (it needs a second model)")
+        used = rs.curriculum_checkpoints(self.args.output_dir) if not self.resume else []
+        if used:
+            raise RunDirError(f"output_dir {self.args.output_dir} holds a curriculum run's checkpoints "
+                              f"({used[-1].name}): a fresh run would overwrite them; choose an empty output_dir, or "
+                              "pass resume=True to continue that run")
         attach_env(model, agent, self.env_lora, self.cfg.loop.seed)
         self.model, self.engine = model, ModelEngine(self.cfg, model, self.tokenizer, agent)
         try:
-            self.writer = RunWriter(self.run_dir, self.cfg, resume=self.resume)
+            self.writer = RunWriter(self.run_dir, self.cfg, resume=self.resume, reclaim=True)
         except RunDirError as exc:
             raise RunDirError(str(exc).replace("pass --resume", "pass resume=True")) from None
         for warning in self.cfg.warnings():
             self.writer.event("warning: " + warning)
             warnings.warn(warning, stacklevel=3)
 
+    def _identity(self) -> dict[str, str]:
+        return rs.run_identity(self.writer.dir, self.cfg.to_dict())
+
+    def _check_checkpoint(self, step: int) -> dict[str, Any] | None:
+        """The curriculum's file of the checkpoint the trainer resumed from (None at step 0 or without one), refused
+        in one line when it names another run: its agent is not this run's."""
+        if step <= 0:
+            return None
+        folder = rs.checkpoint_dir(self.args.output_dir, step)
+        saved = rs.read_checkpoint_state(folder)
+        theirs = (saved or {}).get("run")
+        if theirs and theirs != self._identity():
+            raise RunDirError(f"{folder} is a checkpoint of another run ({theirs.get('run_dir')}, config "
+                              f"{theirs.get('config')}), not of {self.writer.dir}: resume with this run's own "
+                              "output_dir, or start a fresh run_dir")
+        return saved
+
     def _restore(self, step: int) -> None:
         """The curriculum's state at the trainer's ``step``: the staged epoch committed when the checkpoint holds
         it, the ``env`` adapter, the pool and the consumption as the last committed epoch left them."""
         self._mid_epoch = None
+        saved = self._check_checkpoint(step)
         staged = rs.staged_step(self.writer.dir)
         if staged is not None:
             if staged[0] == self.writer.last_epoch + 1 and staged[1] <= step:
@@ -266,7 +327,7 @@ class GenEnvCurriculum(TrainerCallback):
             self.state = with_frontier(self.state, scores)
         self._start_step = last_step
         if step > last_step:
-            self._mid_epoch = rs.read_checkpoint_state(rs.checkpoint_dir(self.args.output_dir, step)) or {}
+            self._mid_epoch = saved or {}
 
     def _plan(self) -> None:
         self.plan = plan_epoch(self.state, self.engine, self.domain, self.seeds, self.cfg, size=self.size)
@@ -275,14 +336,16 @@ class GenEnvCurriculum(TrainerCallback):
         self._served, self._logs = {}, []
         self._started_at = time.perf_counter()
 
-    def _restore_rollouts(self, saved: dict[str, Any]) -> None:
+    def _restore_rollouts(self, saved: dict[str, Any]) -> bool:
         """The rollouts of the epoch in flight before a mid-epoch checkpoint (and its logged steps), when the
-        checkpoint holds them for the same tasks; else the epoch goes on with what is rolled out from here."""
-        same = saved.get("epoch") == self.state.epoch and saved.get("prompts") == self._prompts
+        checkpoint holds them for the same tasks (True); else the epoch goes on with what is rolled out from here
+        (False)."""
+        same = self.plan is not None and saved.get("epoch") == self.state.epoch and saved.get("prompts") == \
+            self._prompts
         if not same:
             self.writer.event(f"warning: resumed inside epoch {self.state.epoch + 1} without its earlier rollouts "
                               "(the checkpoint holds none for these tasks); its p̂ counts the rollouts from here")
-            return
+            return False
         rewards = self.plan.rewards
         for task_id in saved["order"]:
             pairs = saved["records"][task_id]
@@ -290,11 +353,12 @@ class GenEnvCurriculum(TrainerCallback):
         rewards.score_errors = saved["score_errors"]
         self._logs = list(saved["logs"])
         self._started_at -= float(saved.get("elapsed", 0.0))
+        return True
 
     def _checkpoint_state(self, step: int) -> dict[str, Any]:
         plan = self.plan
         rewards = plan.rewards if plan else None
-        return {"format": 1, "epoch": self.state.epoch, "global_step": step,
+        return {"format": 1, "run": self._identity(), "epoch": self.state.epoch, "global_step": step,
                 "prompts": self._prompts if plan else {},
                 "records": {t: [[c, r] for c, r in rewards.records[t]] for t in rewards.order} if plan else {},
                 "order": list(rewards.order) if plan else [], "score_errors": rewards.score_errors if plan else 0,
@@ -360,6 +424,22 @@ def _check_args(args) -> None:
         problems.append("remove_unused_columns=False (GRPOConfig's default: the dataset's slot column is read)")
     if problems:
         raise ValueError("GenEnvCurriculum needs " + "; ".join(problems))
+
+
+def _totals(parts: Sequence[Sequence[float]], weights: Sequence[float]) -> list[float]:
+    """Each rollout's total reward, TRL's way (the weighted sum of the functions' rewards, NaN ones skipped); NaN
+    for a rollout that no function gave a finite reward, so that the reward log counts it as a score error instead
+    of a failure.
+
+    >>> _totals([[1.0, math.nan, math.nan], [0.5, 0.5, math.inf]], [1.0, 2.0])
+    [2.0, 1.0, nan]
+    """
+    out = []
+    for rewards in zip(*parts):
+        given = [w * r for w, r in zip(weights, rewards) if not math.isnan(r)]
+        total = sum(given) if given else math.nan
+        out.append(total if math.isfinite(total) else math.nan)
+    return out
 
 
 def _texts(completions) -> list[str]:

@@ -22,6 +22,7 @@ import torch
 
 from genenv_lab.backends.hf import OPTIMIZER_FILE, HFBackend, read_adapter, thinking_off
 from genenv_lab.config import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, REWARD_SCALINGS, ConfigError, RunConfig
+from genenv_lab.config.presets import TRL_PRESET_PREFIX
 from genenv_lab.backends.distributed import processes
 from genenv_lab.models.loading import ADAPTERS, prepare_tokenizer
 
@@ -138,7 +139,7 @@ def curriculum_config(base: RunConfig, args, domain: str, model, agent_adapter: 
     try:
         from genenv_lab.coevolution.resolve import for_domain, resolve
 
-        cfg = base.replace(preset=f"trl-{base.preset}", model=section, agent=agent,
+        cfg = base.replace(preset=f"{TRL_PRESET_PREFIX}{base.preset}", model=section, agent=agent,
                            loop={"domain": domain, "epochs": max(1, epochs), "save_adapters": True})
         if domain != base.loop.domain:  # the domain's recommended settings, except the ones given here
             return for_domain(cfg, domain, given={"model": section, "agent": agent})

@@ -16,6 +16,7 @@ So the run directory's committed epochs are always those of a checkpoint the tra
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -116,6 +117,23 @@ def read_checkpoint_state(folder: Path) -> dict[str, Any] | None:
         return None
     with open(path) as fh:
         return json.load(fh)
+
+
+def run_identity(run_dir: Path, cfg_dict: dict[str, Any]) -> dict[str, str]:
+    """What names a run in its checkpoints: its run directory (resolved) and a hash of its configuration less the
+    number of epochs (which a resume may raise)."""
+    config = {k: (dict(v, epochs=None) if k == "loop" else v) for k, v in cfg_dict.items()}
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return {"run_dir": str(Path(run_dir).resolve()), "config": digest}
+
+
+def curriculum_checkpoints(output_dir: str | Path) -> list[Path]:
+    """The checkpoint folders in ``output_dir`` that hold a curriculum's file."""
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    root = Path(output_dir)
+    return sorted(f for f in root.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if (f / CHECKPOINT_FILE).is_file()) \
+        if root.is_dir() else []
 
 
 def last_checkpoint(output_dir: str | Path) -> str | None:
