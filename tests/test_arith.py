@@ -77,3 +77,21 @@ def test_evaluate_matches_python_on_safe_expressions(nums, ops):
 def test_parse_never_raises(text):
     r = D.parse("Expression: " + text + "\nQuestion: q")
     assert r.valid or r.reason
+
+
+def test_a_held_out_item_spelt_otherwise_is_refused_as_training_or_probe_item(tmp_path):
+    """Round 6, PB1: the held-out guard compares the domain's canonical form of the question, so `4*11` (or other
+    case and spacing) is refused like held-out `4 * 11`, as a generated task and as a probe item."""
+    import json
+
+    from genenv_lab.domains.base import HELDOUT_REASON
+
+    d = get_domain("arith")
+    for text in ("Expression: 4*11\nQuestion: What is the value of 4*11?",
+                 "Expression: 4 * 11\nQuestion: what is the value of 4  *  11 ?"):
+        assert d.safe_parse(text).reason == HELDOUT_REASON
+    assert d.safe_parse("Expression: 4 * 12\nQuestion: What is the value of 4 * 12?").valid
+    probe = tmp_path / "probe.jsonl"
+    probe.write_text(json.dumps({"id": "p0", "text": "Expression: 4*11\nQuestion: What is the value of 4*11?"}) + "\n")
+    with pytest.raises(ValueError, match="probe.jsonl:1: .*held-out item"):
+        d.probe_tasks(str(probe))

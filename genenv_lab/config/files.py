@@ -35,9 +35,15 @@ def config_file_data(path: str | Path) -> dict:
     yaml_file = path.suffix.lower() in (".yaml", ".yml")
     try:
         raw = read_regular(path, 4 * MB, "config file")
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path} cannot be read as a configuration ({exc})") from None
+    deep = nesting_problem(raw)
+    if deep:
+        raise ConfigError(f"{path} is not read as a configuration: {deep}")
+    try:
         if not yaml_file:
             data = loads_json(raw)
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
         raise ConfigError(f"{path} cannot be read as a configuration ({exc})") from None
     if yaml_file:
         try:
@@ -62,8 +68,9 @@ def config_from_data(data: dict) -> RunConfig:
     A ``preset`` is applied, not only shown: ``{"preset": "tiny", "loop": {"epochs": 1}}`` is the tiny preset with
     one epoch. Any other name is the label of a configuration built from the dataclasses' defaults (``"custom"``,
     the default, or your own) and must be printable ASCII; one that is a preset's name spelled otherwise (``Tiny``,
-    ``tiny ``, a fullwidth ``ｔｉｎｙ``, a dotless-i ``tıny``) is refused, so a label never claims a preset it is
-    not."""
+    ``tiny ``, a fullwidth ``ｔｉｎｙ``, a dotless-i ``tıny``) or a letter or two from one (``tinyy``,
+    ``cpu-dry-hint-lon``: one edit for a name of up to 5 letters, two for a longer one) is refused with the name it is
+    near, so a label never claims a preset it is not and a typo never runs the defaults."""
     from collections.abc import Mapping
 
     from genenv_lab.config.presets import PRESETS, preset
@@ -73,7 +80,8 @@ def config_from_data(data: dict) -> RunConfig:
         return RunConfig.from_dict(data)
     if name not in PRESETS:
         folded = unicodedata.normalize("NFKC", name).replace("\u0131", "i").strip().casefold()
-        near = next((p for p in PRESETS if p == folded), None)
+        near = next((p for p in PRESETS if p == folded), None) or next(
+            (p for p in PRESETS if _edits(folded, p) <= (1 if len(p) <= 5 else 2)), None)
         if near or not (name.isascii() and name.isprintable()):
             raise ConfigError(f"preset={ascii(name)[:60]} is not a preset's name as written"
                               + (f" (did you mean {near!r}?)" if near else "") + f": give one of {', '.join(PRESETS)} "
@@ -88,6 +96,57 @@ def config_from_data(data: dict) -> RunConfig:
         mine = merged.get(key)
         merged[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, Mapping) else value
     return RunConfig.from_dict(merged)
+
+
+MAX_NESTING = 32
+"""The deepest nesting a configuration file may hold (brackets, indentation levels, ``- `` items on one line); a
+configuration needs four."""
+
+
+def nesting_problem(raw: bytes | str) -> str | None:
+    r"""Why a configuration file's text nests too deeply to hand to a parser, or None: one linear scan, before
+    PyYAML's pure-Python scanner (which takes minutes over 100,000 nested ``[``) or the JSON reader see it. Brackets
+    inside quotes count too: a configuration's strings hold none that deep.
+
+    >>> nesting_problem("loop: {epochs: 3}"), nesting_problem("a: " + "[" * 40 + "]" * 40)[:40]
+    (None, 'brackets nested 33 deep (at most 32 are ')
+    >>> nesting_problem("a:\n" + "".join(" " * (4 * i) + f"k{i}:\n" for i in range(40)))[:34]
+    'indentation 132 columns deep (at m'
+    """
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return (f"brackets nested {depth} deep (at most {MAX_NESTING} are read), at character {i}; a "
+                        "configuration nests four levels")
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    for n, line in enumerate(text.splitlines(), 1):
+        body = line.lstrip(" \t")
+        indent = len(line) - len(body)
+        if indent > 4 * MAX_NESTING:
+            return f"indentation {indent} columns deep (at most {4 * MAX_NESTING}) on line {n}"
+        items = len(re.match(r"(?:-[ \t]+)*", body).group(0).split("-")) - 1
+        if items > MAX_NESTING:
+            return f"{items} list items nested on line {n} (at most {MAX_NESTING})"
+    return None
+
+
+def _edits(a: str, b: str) -> int:
+    """The Levenshtein distance of two short strings (the standard library has none; a preset's name is a few
+    dozen characters at most).
+
+    >>> _edits("tinyy", "tiny"), _edits("cpu-dry-hint-lon", "cpu-dry-hint-long"), _edits("mine", "tiny")
+    (1, 1, 2)
+    """
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
 
 
 def _load_yaml(yaml, raw):

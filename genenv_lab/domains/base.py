@@ -185,12 +185,18 @@ class Domain:
         """A short difficulty summary of a task from its features, shown to the simulator (``k=v`` pairs)."""
         return ", ".join(f"{k} {v}" for k, v in features.items())
 
+    def canonical(self, question: str) -> str:
+        """The question in this domain's canonical spelling: two spellings of one question read the same (the
+        held-out guard compares these). The default (:func:`canonical_question`) ignores case and the spaces beside
+        symbols; a domain whose questions differ in case or spacing overrides it."""
+        return canonical_question(question)
+
     def niche(self, spec: TaskSpec) -> str:
         """The kind of task ``spec`` is, for the niche penalty's memory (``env.niche_gamma``,
         :mod:`genenv_lab.core.niches`): two tasks of one niche train the simulator towards the same thing. The
-        default is the canonical question (:func:`canonical_question`); a domain whose difficulty lives in a few
-        features names them instead (counting: its start and end)."""
-        return canonical_question(spec.question)
+        default is the canonical question (:meth:`canonical`); a domain whose difficulty lives in a few features
+        names them instead (counting: its start and end)."""
+        return self.canonical(spec.question)
 
     def env_messages(self, seed: TaskSpec, stats: LineageStats, alpha: float,
                      k_min: float = 0.1) -> list[dict[str, str]]:
@@ -239,20 +245,21 @@ class Domain:
             result = self.parse(text)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - a model wrote the text; nothing may stop training
             return ParseResult(reason=f"unparseable generation ({type(exc).__name__})")
-        if result.valid and result.spec.question in self.heldout_questions:
+        if result.valid and self.canonical(result.spec.question) in self.heldout_questions:
             return ParseResult(reason=HELDOUT_REASON)
         return result
 
     @cached_property
     def heldout_questions(self) -> frozenset[str]:
-        """The questions of :meth:`heldout_tasks`, read once: a generated task that poses one of them is rejected
-        by :meth:`safe_parse` whatever the domain's own parser does, so no domain trains on its held-out set."""
+        """The questions of :meth:`heldout_tasks` in canonical form (:meth:`canonical`), read once: a generated
+        task that poses one of them, however it is spaced or cased, is rejected by :meth:`safe_parse` whatever the
+        domain's own parser does, so no domain trains on its held-out set."""
         try:
-            return frozenset(t.spec.question for t in self.heldout_tasks())
+            tasks = self.heldout_tasks()
         except Exception:  # noqa: BLE001 - a parser that fails on a held-out item: keep every item it reads
             source = self._heldout_source()
             tasks = self._load(source, parse=self._quiet_parse, strict=False) if source else []
-            return frozenset(t.spec.question for t in tasks)
+        return frozenset(self.canonical(t.spec.question) for t in tasks)
 
     def _quiet_parse(self, text: str) -> ParseResult:
         try:
