@@ -3,6 +3,7 @@ folder of the scripted counter (levels, a frontier, a fixed set that runs dry), 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from genenv_lab.compare import compare_grid, dry_run_table, variant_entries
 from genenv_lab.lab.runs import load_run
-from genenv_lab.lab.story import PANELS, pair_caption, pair_frame, pair_numbers, partner_name, story_figure
+from genenv_lab.lab.story import PANELS, pair_caption, pair_frame, pair_numbers, story_figure
 
 pytest.importorskip("gradio", reason="the lab needs the app extra: pip install -e '.[app]'")
 
@@ -57,4 +58,18 @@ def test_the_lab_opens_on_the_run_beside_its_twin_and_hides_the_story_elsewhere(
     shutil.copytree(runs / "tiny_genenv-s0", alone / "tiny_genenv-s0")
     solo = app.Lab(alone.resolve())
     assert solo.story_of(solo.load("tiny_genenv-s0")) == (None, "") and solo.first_view(None)["story"] is None
-    assert partner_name("tiny_genenv-s0") == "tiny_static-s0" and partner_name("my run") is None
+    # Round 6, L1: the story pairs by configuration, not by folder name: renamed folders still pair, and a run of
+    # another seed named like the twin does not
+    renamed = tmp_path / "renamed"
+    shutil.copytree(runs / "tiny_genenv-s0", renamed / "mine")
+    shutil.copytree(runs / "tiny_static-s0", renamed / "fixed")
+    lab = app.Lab(renamed.resolve())
+    assert lab.story_of(lab.load("mine"))[0] is not None
+    impostor = tmp_path / "impostor"
+    shutil.copytree(runs / "tiny_genenv-s0", impostor / "tiny_genenv-s0")
+    shutil.copytree(runs / "tiny_static-s0", impostor / "tiny_static-s0")
+    config = json.loads((impostor / "tiny_static-s0" / "config.json").read_text())
+    config["loop"]["seed"] = 7
+    (impostor / "tiny_static-s0" / "config.json").write_text(json.dumps(config))
+    lab = app.Lab(impostor.resolve())
+    assert lab.story_of(lab.load("tiny_genenv-s0")) == (None, "")

@@ -17,7 +17,7 @@ from genenv_lab.lab.glance import glance_figure
 from genenv_lab.lab.names import LabError, resolve_run, shown_name
 from genenv_lab.lab.runs import RunData, discover_runs, is_comparison, load_run, with_attempts
 from genenv_lab.lab.status import fingerprint
-from genenv_lab.lab.story import FIXED_SET_VARIANT, pair_caption, pair_numbers, partner_name, story_figure
+from genenv_lab.lab.story import FIXED_SET_VARIANT, fixed_set_partner, pair_caption, pair_numbers, story_figure
 
 NONE = "(none)"
 """The choice of the "Compare with" list that compares with nothing."""
@@ -87,7 +87,7 @@ class RunsFolder:
         names = [summary.name for summary in summaries]
         if run is not None and run not in names:
             raise LabError(f"--run {run!r}: no such run in {self.root} (runs: {', '.join(names) or 'none yet'})")
-        paired = [n for n in names if partner_name(n) in names and partner_name(n) != n]
+        paired = [s.name for s in summaries if fixed_set_partner(s, summaries) is not None]
         first = run or (paired[0] if paired else names[0] if names else None)  # a run beside its fixed set first
         view = {"summaries": summaries, "names": names, "run": first, "card": "_No run selected._", "glance": None,
                 "hist": None, "curves": None, "story": None, "story_caption": ""}
@@ -103,10 +103,15 @@ class RunsFolder:
         return view
 
     def story_of(self, run: RunData) -> tuple[Any, str]:
-        """The story figure of ``run`` beside its fixed set's run (same preset and seed, arm ``static``) and its
-        caption, or (None, "") when the run is the fixed set's or has no such partner in the runs folder."""
-        partner = partner_name(run.name)
-        if run.variant == FIXED_SET_VARIANT or partner is None or partner == run.name:
+        """The story figure of ``run`` beside its fixed set's run (the same world and seed by their configurations,
+        arm ``static``: :func:`fixed_set_partner`) and its caption, or (None, "") when the run is the fixed set's or
+        has no such partner in the runs folder."""
+        if run.variant == FIXED_SET_VARIANT:
+            return None, ""
+        summaries = discover_runs(self.root)
+        me = next((s for s in summaries if s.name == run.name), None)
+        partner = fixed_set_partner(me, summaries) if me is not None else None
+        if partner is None:
             return None, ""
         try:
             fixed = self.load(partner)

@@ -22,6 +22,8 @@ comparison still running, with runs missing or half-written, shows what exists.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -333,6 +335,28 @@ class RunSummary:
     p_hat_mean: float | None = None
     in_band_frac: float | None = None
     problem: str = ""
+    world: str = ""
+    """:func:`world_key` of the run's configuration: runs of one world and seed that differ only in their arm share
+    it (the story pairs a genenv run with its fixed set's run by it)."""
+
+
+def world_key(config: dict[str, Any]) -> str:
+    """A digest of a run's configuration less its arm (``loop.variant``), its length (``loop.epochs``) and the preset's
+    label: equal for two arms of one comparison's world and seed, different for any other pair; "" for a run with no
+    readable configuration.
+
+    >>> a = {"preset": "p", "loop": {"variant": "genenv", "seed": 0, "epochs": 4}, "env": {"lr": 1e-4}}
+    >>> b = {"preset": "p", "loop": {"variant": "static", "seed": 0, "epochs": 4}, "env": {"lr": 1e-4}}
+    >>> world_key(a) == world_key(b), world_key(a) == world_key({**b, "loop": {**b["loop"], "seed": 1}})
+    (True, False)
+    """
+    if not config:
+        return ""
+    loop = config.get("loop")
+    rest = {k: v for k, v in config.items() if k != "preset"}
+    if isinstance(loop, dict):
+        rest["loop"] = {k: v for k, v in loop.items() if k not in ("variant", "epochs")}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def summarize(path: Path, name: str | None = None) -> RunSummary:
@@ -376,7 +400,7 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
                       variant=run.variant, epochs_done=len(records), epochs_planned=run.epochs_planned,
                       processes=run.processes,
                       updated_at=updated, p_hat_mean=last_rec.get(P_HAT_MEAN),
-                      in_band_frac=last_rec.get(IN_BAND_FRAC), problem=" ".join(problems))
+                      in_band_frac=last_rec.get(IN_BAND_FRAC), problem=" ".join(problems), world=world_key(config))
 
 
 def folders_under(runs_root: str | Path, comparisons: bool) -> list[tuple[str, Path]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -43,18 +43,22 @@ CALIBRATION_WORLD = "cpu-demo"
 p̂ sits outside the band here."""
 
 
-def partner_name(name: str, variant: str = FIXED_SET_VARIANT) -> str | None:
-    """The name of the run of the same preset and seed with arm ``variant``, by the comparison's naming
-    (``<preset>_<variant>-s<seed>``, :func:`genenv_lab.compare.run_dir_for`); None for a name not of that form.
+def fixed_set_partner(run: Any, summaries: Sequence[Any]) -> str | None:
+    """The name of the fixed set's run (arm ``static``) of ``run``'s world and seed: the runs list's row whose
+    configuration is ``run``'s but for the arm and the length (:func:`genenv_lab.lab.runs.world_key`), whatever the
+    folders are called; None when there is none, or when ``run`` is itself the fixed set's.
 
-    >>> partner_name("cpu-dry-hint-long_genenv-s0"), partner_name("runA")
-    ('cpu-dry-hint-long_static-s0', None)
+    >>> from genenv_lab.lab.runs import RunSummary
+    >>> rows = [RunSummary("a", "finished", variant="genenv", world="w1"),
+    ...         RunSummary("static", "finished", variant="static", world="w2"),
+    ...         RunSummary("b", "finished", variant="static", world="w1")]
+    >>> fixed_set_partner(rows[0], rows), fixed_set_partner(rows[1], rows)
+    ('b', None)
     """
-    preset, sep, rest = name.rpartition("_")
-    arm, dash, seed = rest.rpartition("-s")
-    if not (sep and dash and arm and seed.isdigit()):
+    if run.variant == FIXED_SET_VARIANT or not run.world:
         return None
-    return f"{preset}_{variant}-s{seed}"
+    return next((s.name for s in summaries if s.world == run.world and s.variant == FIXED_SET_VARIANT
+                 and s.name != run.name), None)
 
 
 def pair_frame(run: RunData, fixed_set: bool = False) -> pd.DataFrame:
