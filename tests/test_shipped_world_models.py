@@ -77,3 +77,36 @@ def test_a_shipped_model_rebuilt_from_its_recipe_is_the_same_model(tmp_path):
     assert [tok_a(p)["input_ids"] for p in prompts] == [tok_b(p)["input_ids"] for p in prompts]
     for a, b in zip(ours, theirs):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-3)
+
+
+def test_a_damaged_or_foreign_world_model_is_refused_in_one_line(tmp_path):
+    """Round 6, W1–W4: the marker's manifest (a digest of each file) and recipe are checked at load: each file of a
+    copy altered, truncated or removed, and another recipe's model in the folder, are refused naming the folder and
+    how to rebuild it; the intact copy passes."""
+    import shutil
+
+    from genenv_lab.models.world import FILES, WorldModelError, check_world_model
+
+    (_, spec), (_, other) = list(recipes().values())[:2]
+    source = shipped_world_model(spec)
+    manifest = json.loads((source / MARKER).read_text())[FILES]
+    assert "model.safetensors" in manifest and "tokenizer_config.json" in manifest
+    for name in manifest:
+        for how in ("flip", "truncate", "remove"):
+            copy = tmp_path / f"{name}-{how}"
+            shutil.copytree(source, copy)
+            assert check_world_model(copy, spec) == copy
+            path = copy / name
+            data = path.read_bytes()
+            if how == "flip":
+                path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+            elif how == "truncate":
+                path.write_bytes(data[: len(data) // 2])
+            else:
+                path.unlink()
+            with pytest.raises(WorldModelError, match=f"world model {copy}: {name} is (damaged|missing).*; delete"):
+                check_world_model(copy, spec)
+    foreign = tmp_path / "foreign"
+    shutil.copytree(shipped_world_model(other), foreign)
+    with pytest.raises(WorldModelError, match="holds another recipe's model"):
+        check_world_model(foreign, spec)

@@ -95,13 +95,16 @@ def new_model(tokenizer, *, hidden_size: int, num_layers: int, num_key_value_hea
     return AutoModelForCausalLM.from_config(config, dtype=torch.float32)
 
 
-def save_model(model, tokenizer, out: Path, marker: str, meta: dict) -> Path:
-    """Save model + tokenizer into ``out`` atomically (a ``.partial`` folder renamed), ``marker`` last."""
+def save_model(model, tokenizer, out: Path, marker: str, meta: dict, manifest=None) -> Path:
+    """Save model + tokenizer into ``out`` atomically (a ``.partial`` folder renamed), ``marker`` last; with
+    ``manifest`` (a key and a function of the folder), the marker also holds ``{key: manifest(folder)}``."""
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     tmp = out.with_name(out.name + ".partial")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    if manifest is not None:
+        meta = {**meta, manifest[0]: manifest[1](tmp)}
     (tmp / marker).write_text(json.dumps(meta))
     if out.exists():
         import shutil

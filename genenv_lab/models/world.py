@@ -73,10 +73,54 @@ SHIPPED = Path(__file__).resolve().parent.parent / "data" / "world_models"
 """Where the package's prepared world models lie, one folder per recipe, named by :meth:`WorldModelSpec.cache_name`."""
 
 
+class WorldModelError(RuntimeError):
+    """A world model's folder that does not hold its recipe's model, whole: refused in one line."""
+
+
+FILES = "files"
+"""The marker's (``genenv_world.json``) manifest: ``{file name: sha256}`` of every other file of the folder."""
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    """``{name: sha256}`` of the folder's files, the marker left out."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(Path(folder).iterdir())
+            if p.is_file() and p.name != MARKER}
+
+
+def check_world_model(folder: Path, spec: WorldModelSpec) -> Path:
+    """``folder`` when it holds ``spec``'s model whole: its marker names ``spec``'s recipe and this version of the
+    worlds, and every file of its manifest is there with its digest (a truncated or altered weight file, a missing
+    tokenizer file or another recipe's model are found here, before anything loads them). Else a
+    :class:`WorldModelError` naming the folder and how to rebuild it."""
+    shipped = Path(folder).parent == SHIPPED
+    fix = (f"rebuild it with `python -m tools.ship_world_models --out {folder.parent}` from the repository, or "
+           "reinstall genenv_lab" if shipped else "delete the folder and the run builds it again")
+    try:
+        meta = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError) as exc:
+        raise WorldModelError(f"world model {folder}: its {MARKER} cannot be read ({exc}); {fix}") from None
+    want = {**asdict(spec), "version": WORLDS_VERSION}
+    if not isinstance(meta, dict) or any(meta.get(k) != v for k, v in want.items()):
+        raise WorldModelError(f"world model {folder} holds another recipe's model (its {MARKER} does not name "
+                              f"{spec.cache_name()}'s recipe); {fix}")
+    manifest = meta.get(FILES)
+    if not isinstance(manifest, dict) or not manifest:
+        raise WorldModelError(f"world model {folder}: its {MARKER} lists no files to check; {fix}")
+    for name, digest in manifest.items():
+        path = folder / str(name)
+        if not path.is_file():
+            raise WorldModelError(f"world model {folder}: {name} is missing; {fix}")
+        if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            raise WorldModelError(f"world model {folder}: {name} is damaged (its digest differs from the "
+                                  f"manifest's); {fix}")
+    return folder
+
+
 def shipped_world_model(spec: WorldModelSpec) -> Path | None:
-    """The shipped model of ``spec``'s recipe (a complete folder: its marker is written last), or None."""
+    """The shipped model of ``spec``'s recipe, checked whole (:func:`check_world_model`), or None when none ships
+    (a complete folder: its marker is written last)."""
     folder = SHIPPED / spec.cache_name()
-    return folder if (folder / MARKER).is_file() else None
+    return check_world_model(folder, spec) if (folder / MARKER).is_file() else None
 
 
 def world_spec(cfg) -> WorldModelSpec | None:
@@ -113,7 +157,7 @@ def build_world_model(out_dir: str | Path, spec: WorldModelSpec, progress: bool 
 
     out = Path(out_dir)
     if (out / MARKER).is_file():
-        return out
+        return check_world_model(out, spec)
     world = spec.world()
     rng = random.Random(spec.seed)
     torch.manual_seed(spec.seed)
@@ -151,7 +195,7 @@ def build_world_model(out_dir: str | Path, spec: WorldModelSpec, progress: bool 
     model.eval()
     meta = {**asdict(spec), "version": WORLDS_VERSION, "agent_loss": _recent(losses["agent"]),
             "env_loss": _recent(losses["env"])}
-    return save_model(model, tokenizer, out, MARKER, meta)
+    return save_model(model, tokenizer, out, MARKER, meta, manifest=(FILES, file_digests))
 
 
 def _recent(values: list[float], n: int = 50) -> float:
