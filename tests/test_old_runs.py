@@ -229,3 +229,90 @@ def test_a_damaged_tasks_table_stops_the_upgrade_in_one_line_with_nothing_change
         upgrade_run(run_dir)
     assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
     assert not run_dir.with_name(f".{run_dir.name}{BACKUP_SUFFIX}").exists()
+
+
+def _whole_tables(run_dir: Path) -> None:
+    """Rewrite a run's per-epoch tables as the single files runs wrote before per-epoch table files."""
+    import pandas as pd
+
+    for name in ("tasks", "attempts"):
+        frames = [pd.read_parquet(p) for p in sorted((run_dir / name).glob("epoch_*.parquet"))]
+        pd.concat(frames, ignore_index=True).to_parquet(run_dir / f"{name}.parquet", index=False)
+        shutil.rmtree(run_dir / name)
+
+
+def _files(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+def test_an_upgrade_is_all_or_nothing(old):
+    """Round 6, UP1: a damaged whole table stops the upgrade before anything is written (no copy, the run as it
+    was, and the rerun after the table is mended upgrades it); an upgrade killed at each of its writes is finished
+    by the rerun, which puts the run back from the copy and upgrades it: the result is the uninterrupted upgrade's."""
+    import os
+
+    from genenv_lab.rundir import upgrade as up
+    from genenv_lab.rundir.read import read_table
+
+    run_dir = old / "runs" / RUNS[0]
+    _whole_tables(run_dir)
+    pristine = _files(run_dir)
+    attempts = (run_dir / "attempts.parquet").read_bytes()
+    (run_dir / "attempts.parquet").write_bytes(attempts[: len(attempts) // 2])
+    damaged = _files(run_dir)
+    with pytest.raises(RunDirError, match="attempts.parquet cannot be read .*nothing was changed"):
+        upgrade_run(run_dir)
+    assert _files(run_dir) == damaged and not run_dir.with_name(f".{run_dir.name}{BACKUP_SUFFIX}").exists()
+    (run_dir / "attempts.parquet").write_bytes(attempts)
+    reference = old / "reference"
+    shutil.copytree(run_dir, reference)
+    upgrade_run(reference)
+    want = _files(reference)
+    real = {name: getattr(os, name) for name in ("replace", "rename", "unlink")}
+    def dying(fn, calls, n):
+        def call(*args, **kwargs):
+            calls[0] += 1
+            if calls[0] == n:
+                raise SystemExit("killed")
+            return fn(*args, **kwargs)
+        return call
+
+    for n in range(1, 16):  # die at the n-th write of the upgrade (an atomic file's rename, a rename, a removal)
+        calls = [0]
+
+        here = old / f"kill-{n}"
+        shutil.copytree(run_dir, here)
+        assert _files(here) == pristine
+        for name, fn in real.items():
+            setattr(os, name, dying(fn, calls, n))
+        try:
+            up.upgrade_run(here)
+            finished = True
+        except SystemExit:
+            finished = False
+        finally:
+            for name, fn in real.items():
+                setattr(os, name, fn)
+        if not finished:
+            said = upgrade_run(here)
+            assert "upgraded" in said or "put back" in said, said
+        assert _files(here) == want, f"killed at write {n}"
+        assert not (here / up.UPGRADING).exists()
+        pd_equal = read_table(here, "attempts")
+        assert len(pd_equal) == len(read_table(reference, "attempts"))
+        shutil.rmtree(here.with_name(f".{here.name}{BACKUP_SUFFIX}"))
+
+
+def test_the_upgrade_refuses_a_folder_that_is_not_a_genenv_run_and_drops_no_field(tmp_path):
+    """Round 6, UP2: another project's folder with a config.json is refused, nothing written; a moved field with
+    nowhere to go stays where it is."""
+    from genenv_lab.config.spellings import upgrade_config_dict
+
+    foreign = tmp_path / "f2"
+    foreign.mkdir()
+    text = json.dumps({"loop": {"eval_every": 3, "lr": 0.1}, "model": {"world_seed": 5}, "eval": "fast"})
+    (foreign / "config.json").write_text(text)
+    with pytest.raises(RunDirError, match="does not read as a genenv run .*nothing was changed"):
+        upgrade_path(foreign)
+    assert (foreign / "config.json").read_text() == text and sorted(p.name for p in tmp_path.iterdir()) == ["f2"]
+    assert upgrade_config_dict(json.loads(text))["loop"]["eval_every"] == 3

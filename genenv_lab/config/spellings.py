@@ -73,6 +73,8 @@ def upgrade_config_dict(data: dict) -> dict:
 
     >>> upgrade_config_dict({"loop": {"epochs": 2, "eval_every": 1}})
     {'loop': {'epochs': 2}, 'eval': {'every': 1}}
+    >>> upgrade_config_dict({"loop": {"eval_every": 3}, "eval": "fast"})  # no field is dropped
+    {'loop': {'eval_every': 3}, 'eval': 'fast'}
     """
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items()}
     for old, new in MOVED.items():
@@ -80,10 +82,10 @@ def upgrade_config_dict(data: dict) -> dict:
         part = out.get(old_section)
         if not isinstance(part, dict) or old_field not in part:
             continue
-        value = part.pop(old_field)
         target = out.setdefault(new_section, {})
-        if not isinstance(target, dict):
+        if not isinstance(target, dict):  # nowhere to put it: left where it is, for the config's check to refuse
             continue
+        value = part.pop(old_field)
         if new_field in target and target[new_field] != value:
             raise ConfigError(f"{old} ({value!r}) and its new name {new} ({target[new_field]!r}) are both "
                               "given, with different values; keep only " + new)
