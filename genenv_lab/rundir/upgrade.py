@@ -92,7 +92,8 @@ and ``compare`` do not take it for a run of the folder)."""
 
 def upgrade_path(path: str | Path) -> list[str]:
     """Upgrade the run at ``path``, or every run in the folder ``path`` (a comparison: its ``runs/``); one line per
-    run saying what changed. A RunDirError in one line when ``path`` holds no run."""
+    run saying what changed. A RunDirError in one line when ``path`` holds no run; when some run of the folder could
+    not be upgraded, the others are, and the RunDirError holds every run's line, the errors among them."""
     path = Path(path)
     if (path / STATE).is_file() or (path / CONFIG).is_file():
         return [upgrade_run(path)]
@@ -101,7 +102,16 @@ def upgrade_path(path: str | Path) -> list[str]:
     runs = sorted(p for p in found if p.is_dir() and not p.name.startswith(".") and (p / STATE).is_file())
     if not runs:
         raise RunDirError(f"{path} is neither a run directory (no {STATE}) nor a folder of runs; nothing upgraded")
-    return [upgrade_run(run) for run in runs]
+    lines, failed = [], 0
+    for run in runs:  # one run that cannot be upgraded (a live one, another project's) stops none of the others
+        try:
+            lines.append(upgrade_run(run))
+        except (RunDirError, OSError) as exc:
+            failed += 1
+            lines.append(f"{run}: error: {exc}")
+    if failed:
+        raise RunDirError("\n".join(lines))
+    return lines
 
 
 UPGRADING = ".upgrade-in-progress"
@@ -295,7 +305,11 @@ def backfilled(record: Mapping[str, Any], readings: Mapping[int, Mapping[str, fl
     """
     if not lacks_backfilled(record):
         return dict(record)
-    found = readings.get(record["epoch"], {DIVERSITY_ENTROPY: math.nan})
+    found = readings.get(record["epoch"])
+    if found is None:  # an epoch after the last that wrote tasks: the run's niches so far, no entropy
+        earlier = [e for e in readings if e < record["epoch"]]
+        found = {**(readings[max(earlier)] if earlier else {DIVERSITY_NICHES: 0, DIVERSITY_TOP_SHARE: math.nan}),
+                 DIVERSITY_ENTROPY: math.nan}
     return {**record, "extra": {**record["extra"], **{k: v for k, v in found.items() if k not in record["extra"]}}}
 
 
