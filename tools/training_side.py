@@ -5,6 +5,11 @@ untrained simulator's tasks, the simulator's levels, the dry-run share and the i
 
     python tools/training_side.py RUN_DIR [RUN_DIR ...] [--tasks-from EPOCH]
 
+With ``--summary``, one line per run instead of its table (a pre-registration's training-side reading): p̂, the
+in-band and valid shares averaged over the last third of the epochs (the epochs after ``E − E // 3``), the task
+entropy (``diversity/entropy``) averaged over the second half (after ``E // 2``), and the niches written by the last
+epoch with the most written one's share (``diversity/niches``, ``diversity/top_share``); then the mean over the runs.
+
 With ``--tasks-from``, each run's table is followed by one line on its valid generated tasks from that epoch on:
 how their p̂ spread (the shares at 0, strictly between, at 1, and in the band). Calibration needs tasks between 0
 and 1: a world where the agent's rollouts of one task almost always agree has a mean p̂ that can sit at α while
@@ -48,12 +53,41 @@ def task_spread(run_dir: Path, first_epoch: int) -> dict[str, float]:
             "in band": sum(in_band(v, c.alpha, c.k_min) for v in p) / n}
 
 
+SUMMARY = (("p̂", "p_hat_mean", "third"), ("band", "in_band_frac", "third"), ("valid", "valid_frac", "third"),
+           ("entropy", "diversity/entropy", "half"), ("niches", "diversity/niches", "last"),
+           ("top", "diversity/top_share", "last"))
+
+
+def summary(run_dir: Path) -> dict[str, float]:
+    """The ``--summary`` figures of one run (NaN where it has no reading)."""
+    records = read_epochs(run_dir)
+    last = max((r["epoch"] for r in records), default=0)
+    since = {"third": last - last // 3, "half": last // 2, "last": last - 1}
+    out = {}
+    for name, key, span in SUMMARY:
+        values = [(r.get(key) if key in r else (r.get("extra") or {}).get(key)) for r in records
+                  if r["epoch"] > since[span]]
+        values = [float(v) for v in values if isinstance(v, (int, float)) and v == v]
+        out[name] = sum(values) / len(values) if values else float("nan")
+    return out
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python tools/training_side.py", description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR")
     parser.add_argument("--tasks-from", type=int, metavar="EPOCH",
                         help="also print the per-task p̂ spread of the valid tasks of this epoch on")
+    parser.add_argument("--summary", action="store_true", help="one line of late averages per run, then their mean")
     args = parser.parse_args(argv)
+    if args.summary:
+        rows = [(path, summary(Path(path))) for path in args.runs]
+        width = max(len(str(p)) for p, _ in rows)
+        print(f"{'run':<{width}} " + " ".join(f"{name:>7}" for name, _, _ in SUMMARY))
+        for path, row in rows:
+            print(f"{path:<{width}} " + " ".join(f"{row[n]:>7.3f}" for n, _, _ in SUMMARY))
+        means = {n: sum(r[n] for _, r in rows) / len(rows) for n, _, _ in SUMMARY}
+        print(f"{'mean':<{width}} " + " ".join(f"{means[n]:>7.3f}" for n, _, _ in SUMMARY))
+        return
     first = args.tasks_from
     for path in args.runs:
         print(path)
