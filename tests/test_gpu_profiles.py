@@ -28,17 +28,28 @@ def test_the_extras_mirror_the_profiles_and_no_extra_pins_a_vllm_a_t4_cannot_run
 
 @pytest.mark.parametrize("gpu, torch_version, profile, words", [
     (T4, "2.13.0+cu126", "colab-t4", ["sm75", "without vLLM", "float16"]),
-    (L4, "2.13.0+cu126", "colab-l4", ["sm89", "vllm==0.32.0", "torch 2.13.0+cu126 kept", "bfloat16"]),
-    (A100, "2.11.0", "colab-l4", ["sm80", "vllm==0.26.0"]),
-    (L4, "2.14.0", "colab-t4", ["torch 2.14.0 has no vLLM", "Unsloth without vLLM"]),
-    (L4, "2.12.1", "colab-t4", ["no vLLM"]),
+    (L4, "2.13.0+cu130", "colab-l4", ["sm89", "vllm==0.32.0 (the index's CUDA 13 build", "torch 2.13.0+cu130 kept"]),
+    (L4, "2.13.0+cu126", "colab-l4", ["vllm==0.32.0+cu129 from https://wheels.vllm.ai/0.32.0/cu129"]),
+    (A100, "2.11.0+cu128", "colab-l4", ["sm80", "vllm==0.26.0+cu129 from https://wheels.vllm.ai/0.26.0/cu129"]),
+    (L4, "2.10.0+cu128", "colab-l4", ["vllm==0.19.1 (its index build is CUDA 12)"]),
+    (A100, "2.11.0", "colab-t4", ["without vLLM: the CUDA of torch 2.11.0 is unknown"]),
+    (L4, "2.14.0+cu130", "colab-t4", ["without vLLM: none pins torch 2.14"]),
+    (L4, "2.12.1+cu128", "colab-t4", ["none pins torch 2.12"]),
+    (L4, "2.11.0+cu118", "colab-t4", ["no vLLM build for CUDA 11.8"]),
+    (L4, None, "colab-t4", ["no torch installed", "pass --torch"]),
 ])
-def test_the_profile_follows_the_card_and_the_runtimes_torch(gpu, torch_version, profile, words):
+def test_the_decision_table_card_torch_and_cuda_to_profile_index_and_pins(gpu, torch_version, profile, words):
+    """Issue 67: torch version × its CUDA × compute capability → profile, vLLM source and pins. A CUDA 12 torch
+    gets vLLM's CUDA 12.9 build from its per-CUDA index (the package index's is CUDA 13 from 0.20); an unknown CUDA
+    or torch goes without vLLM and says why."""
     chosen, line = profiles.choose(gpu.capability, torch_version, gpu.name)
     assert chosen == profile and all(w in line for w in words), line
+    assert "\n" not in line
     cmd = profiles.command(chosen, torch_version)
-    assert f"torch=={torch_version.split('+')[0]}" in cmd and " -c " in cmd  # Colab's torch held
+    if torch_version:
+        assert f"torch=={torch_version.split('+')[0]}" in cmd and " -c " in cmd  # Colab's torch held
     assert ("vllm==" in cmd) == (profile == "colab-l4")
+    assert ("--extra-index-url https://wheels.vllm.ai/" in cmd) == ("+cu129" in line)
 
 
 def test_no_gpu_installs_the_lab_only_and_an_unknown_profile_is_refused():
@@ -46,14 +57,44 @@ def test_no_gpu_installs_the_lab_only_and_an_unknown_profile_is_refused():
     assert profiles.pip_args(None, "2.13.0") == ["genenv_lab[app]"]
     with pytest.raises(ValueError, match="unknown profile"):
         profiles.requirements("colab-v100", "2.13.0")
-    with pytest.raises(ValueError, match="no vLLM pins torch 2.12"):
+    with pytest.raises(ValueError, match="none pins torch 2.12"):
         profiles.requirements("colab-l4", "2.12.0")
 
 
 def test_the_profile_command_line_prints_the_pip_arguments(capsys):
     assert profiles.main(["--profile", "colab-l4", "--torch", "2.11.0+cu128", "--pip-args"]) == 0
     assert capsys.readouterr().out.split() == ["torch==2.11.0", "genenv_lab[app]", *profiles.UNSLOTH,
-                                               "vllm==0.26.0"]
+                                               "vllm==0.26.0+cu129", "--extra-index-url",
+                                               "https://wheels.vllm.ai/0.26.0/cu129"]
+    assert profiles.main(["--profile", "colab-l4", "--torch", "2.13.0+cu130", "--pip-args"]) == 0
+    assert capsys.readouterr().out.split()[-1] == "vllm==0.32.0"
+    for bad in (["--profile", "colab-l4", "--torch", "banana"], ["--profile", "colab-l4", "--torch", "2.12.0+cu128"],
+                ["--torch", "2.11.0+cu128", "--cuda", "twelve"]):
+        assert profiles.main(bad) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_the_install_cell_runs_before_anything_is_installed(tmp_path):
+    """Issue 67: in a venv with no third-party package, the profiles module exits 0 with its line and command, and
+    names a CUDA 12 vLLM source (or says without vLLM) when told the runtime is torch 2.11 / CUDA 12.8 on an L4."""
+    import subprocess
+    import sys
+    import venv
+
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "bare")
+    py = tmp_path / "bare" / "bin" / "python"
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    bare = subprocess.run([str(py), "-c", "import importlib.util as u; print(u.find_spec('torch'))"], env=env,
+                          capture_output=True, text=True, check=True)
+    assert bare.stdout.strip() == "None"
+    plain = subprocess.run([str(py), "-m", "genenv_lab.backends.profiles"], env=env, capture_output=True, text=True)
+    assert plain.returncode == 0 and plain.stderr == "", plain.stderr
+    assert len(plain.stdout.splitlines()) == 2 and "pip install" in plain.stdout.splitlines()[1]
+    told = subprocess.run([str(py), "-m", "genenv_lab.backends.profiles", "--torch", "2.11.0+cu128", "--capability",
+                           "8.9"], env=env, capture_output=True, text=True)
+    assert told.returncode == 0 and "https://wheels.vllm.ai/0.26.0/cu129" in told.stdout, told.stdout + told.stderr
+    assert sys.executable != str(py)
 
 
 def test_the_engine_picks_dtype_and_fast_inference_from_the_card_and_says_so_in_one_line():
