@@ -185,3 +185,20 @@ def test_the_profile_runs_from_the_wheel_before_anything_is_installed(tmp_path):
     assert proc.stdout.split() == ["torch==2.13.0", f"{wheel}[app]", *profiles.UNSLOTH]
     notebook = (ROOT / "notebooks" / "00_quickstart.ipynb").read_text()
     assert "genenv_lab.backends.profiles" in notebook and "--pip-args" in notebook
+
+
+def test_a_vllm_built_for_another_cuda_turns_fast_inference_off_and_says_why(monkeypatch):
+    """Issue 67: before fast_inference, the engine checks that vLLM's compiled extension loads; where it needs
+    another CUDA runtime than torch's, one line says which (not Unsloth's "Please install vLLM")."""
+    import importlib
+
+    def fail(name):
+        raise ImportError("libcudart.so.13: cannot open shared object file: No such file or directory")
+
+    monkeypatch.setattr(importlib, "import_module", fail)
+    problem = card.vllm_load_problem("12.8")
+    assert "needs the CUDA 13 runtime, torch here is built for CUDA 12.8" in problem and "\n" not in problem
+    on, why = card.pick_fast_inference(L4, True, {}, vllm_problem=problem)
+    assert not on and why == f"fast_inference off: {problem}"
+    monkeypatch.setattr(importlib, "import_module", lambda name: None)
+    assert card.vllm_load_problem("12.8") is None and card.pick_fast_inference(L4, True, {}, None)[0]

@@ -14,6 +14,7 @@ starts vLLM inside the process (``fast_inference``), and Standby.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -69,9 +70,30 @@ def pick_dtype(requested: str, card: Card) -> str:
     return requested
 
 
-def pick_fast_inference(card: Card, vllm_installed: bool, environ: Mapping[str, str] | None = None
-                        ) -> tuple[bool, str]:
-    """(whether Unsloth starts vLLM in the process, why), by the rules of the module's docstring.
+def vllm_load_problem(torch_cuda: str | None = None) -> str | None:
+    """Why vLLM's compiled extension does not load in this process, in one line, or None when it loads. Checked
+    before Unsloth's ``fast_inference``: where vLLM was built for another CUDA than torch's (the package index's
+    CUDA 13 build beside Colab's CUDA 12 torch), Unsloth turns vLLM off and then says "Please install vLLM before
+    enabling fast_inference!", which names neither cause nor cure.
+    """
+    import importlib
+
+    try:
+        importlib.import_module("vllm._C")
+    except ImportError as exc:
+        text = (str(exc).splitlines() or [type(exc).__name__])[0]
+        found = re.search(r"libcudart\.so\.(\d+)", text)
+        need = (f": it needs the CUDA {found.group(1)} runtime, torch here is built for CUDA {torch_cuda or '?'}"
+                if found else "")
+        return (f"vLLM's compiled extension does not load ({text}){need}; install the vLLM the profile names: "
+                "python -m genenv_lab.backends.profiles")
+    return None
+
+
+def pick_fast_inference(card: Card, vllm_installed: bool, environ: Mapping[str, str] | None = None,
+                        vllm_problem: str | None = None) -> tuple[bool, str]:
+    """(whether Unsloth starts vLLM in the process, why), by the rules of the module's docstring; ``vllm_problem``
+    (:func:`vllm_load_problem`) turns it off with that reason.
 
     >>> pick_fast_inference(Card("Tesla T4", (7, 5)), True, {})
     (False, 'fast_inference off: compute capability 7.5 < 8.0 has no vLLM beside transformers >= 5')
@@ -89,6 +111,8 @@ def pick_fast_inference(card: Card, vllm_installed: bool, environ: Mapping[str, 
                        "transformers >= 5")
     if not vllm_installed:
         return False, "fast_inference off: vLLM is not installed (profile colab-t4, or pip install -e '.[gpu-vllm]')"
+    if vllm_problem:
+        return False, f"fast_inference off: {vllm_problem}"
     return True, "fast_inference on (vLLM in the process)"
 
 

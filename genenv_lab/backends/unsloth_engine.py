@@ -62,7 +62,8 @@ from genenv_lab.models.world import world_spec
 from genenv_lab.backends.distributed import processes
 from genenv_lab.backends.base import EnvExample, EnvTrainer, EnvUpdate, Messages
 from genenv_lab.backends import prefix
-from genenv_lab.backends.card import CPU, detect, pick_dtype, pick_fast_inference, picked_line
+from genenv_lab.backends.card import (CPU, detect, pick_dtype, pick_fast_inference, picked_line,
+    vllm_load_problem)
 from genenv_lab.backends.hf import OPTIMIZER_FILE, HFBackend, read_adapter, thinking_off
 from genenv_lab.backends.vllm_engine import VLLMGenerator, supported_lora_rank
 
@@ -262,7 +263,9 @@ class UnslothBackend(HFBackend):
         self.dtype = pick_dtype(m.dtype, card)  # bfloat16 where the card has it, float16 on a T4
         fast_inference, why = ((fast_inference, f"fast_inference {'on' if fast_inference else 'off'} (asked)")
                                if fast_inference is not None else
-                               pick_fast_inference(card, importlib.util.find_spec("vllm") is not None))
+                               pick_fast_inference(card, installed := importlib.util.find_spec("vllm") is not None,
+                                                   vllm_problem=vllm_load_problem(torch.version.cuda)
+                                                   if installed and card.bf16 else None))
         self.picked = picked_line("unsloth", card, self.dtype, why)
         print(self.picked, flush=True)
         kwargs: dict[str, Any] = dict(model_name=path, max_seq_length=m.max_seq_length,
