@@ -19,11 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_app_module():
-    """``app.py`` of the project root as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("genenv_lab_app", ROOT / "app.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The lab's layout, :mod:`genenv_lab.lab.app` (the root ``app.py`` is its launcher)."""
+    return importlib.import_module("genenv_lab.lab.app")
 
 
 def free_port() -> int:
@@ -85,7 +82,9 @@ def test_defaults_bind_localhost_and_never_share():
     app = load_app_module()
     params = inspect.signature(app.launch).parameters
     assert params["host"].default == "127.0.0.1" and params["share"].default is False
-    assert app.DEFAULT_RUNS == ROOT / "runs"
+    assert app.DEFAULT_RUNS == Path("runs")  # genenv-lab lab: runs/ of the working folder
+    launcher = (ROOT / "app.py").read_text()  # python app.py: the few-line launcher, runs/ beside it
+    assert len(launcher.splitlines()) <= 20 and 'main(default_runs=Path(__file__).resolve().parent / "runs"' in launcher
 
 
 def test_uploads_are_bounded_and_an_exposed_address_is_named_with_a_warning(lab, tmp_path):

@@ -8,16 +8,27 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_wheel_carries_data_and_domains_load_from_it(tmp_path):
+@pytest.fixture(scope="module")
+def wheel_site(tmp_path_factory) -> tuple[Path, set[str]]:
+    """The project's wheel, built and unpacked into a folder of its own (the wheel alone: the core venv's packages
+    serve its dependencies), and the names it holds."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(tmp_path / "dist")], check=True, timeout=300)
     wheel = next((tmp_path / "dist").glob("genenv_lab-*.whl"))
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         z.extractall(tmp_path / "site")
+    return tmp_path / "site", names
+
+
+def test_the_wheel_carries_data_and_domains_load_from_it(wheel_site, tmp_path):
+    site, names = wheel_site
     shipped = {f"genenv_lab/data/{p.name}" for p in (ROOT / "data").glob("*.jsonl")}
     assert shipped and shipped <= names
     models = {f"genenv_lab/data/world_models/{p.parent.name}/{p.name}"
@@ -26,7 +37,25 @@ def test_the_wheel_carries_data_and_domains_load_from_it(tmp_path):
     code = ("from genenv_lab.domains import get_domain; from genenv_lab.domains.base import data_dir; "
             "d = get_domain('count'); print(data_dir(), len(d.seed_tasks()), len(d.heldout_tasks()))")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                         env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"})
+                         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr[-2000:]
     where, seeds, held = out.stdout.split()
-    assert Path(where) == tmp_path / "site" / "genenv_lab" / "data" and int(seeds) > 0 and int(held) > 0
+    assert Path(where) == site / "genenv_lab" / "data" and int(seeds) > 0 and int(held) > 0
+
+
+def test_the_wheel_serves_the_lab_from_a_folder_that_is_not_the_repository(wheel_site, tmp_path):
+    """Issue 67 (round 6, I1): the lab's layout is in the package, so the wheel alone serves it: ``inline.show``
+    from a folder with no ``app.py`` beside it answers ``GET /`` with the lab, and ``genenv-lab lab -h`` lists its
+    options."""
+    pytest.importorskip("gradio", reason="the lab needs the app extra")
+    site, names = wheel_site
+    assert "genenv_lab/lab/app.py" in names
+    (tmp_path / "runs").mkdir()
+    code = ("import urllib.request, genenv_lab.lab.app as app; from genenv_lab.lab import inline; "
+            "lab = inline.show('runs', where='none'); page = urllib.request.urlopen(lab.local_url, timeout=60); "
+            "print(page.status, b'GenEnv' in page.read(), app.__file__); lab.close()")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "GRADIO_ANALYTICS_ENABLED": "False"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    status, found, where = next(line for line in out.stdout.splitlines() if line.endswith("app.py")).split()
+    assert (status, found) == ("200", "True") and Path(where).is_relative_to(site), out.stdout

@@ -14,7 +14,7 @@ from genenv_lab.cli.common import console as _console, interruptible as _interru
 from genenv_lab.cli.flags import config_arguments, nonempty_type, run_config_from
 from genenv_lab.cli.grids import MAX_GRID_SEEDS, add_grids
 from genenv_lab.cli.run_summary import run_summary
-from genenv_lab.cli.run_tools import add_agent_commands, add_check_domain, add_eval, add_upgrade
+from genenv_lab.cli.run_tools import add_agent_commands, add_check_domain, add_eval, add_lab, add_upgrade
 from genenv_lab.config import PRESETS, ConfigError
 from genenv_lab.core.metrics import RWR_KL
 
@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="genenv-lab",
         description="GenEnv co-evolution of an LLM agent and an LLM environment simulator (two LoRA adapters on one "
                     "base model): run it, score models on the paper's benchmarks, compare against baselines.",
-        epilog="Start with: genenv-lab run --preset cpu-demo (CPU, minutes). Then: python app.py (the lab).")
+        epilog="Start with: genenv-lab run --preset cpu-demo (CPU, minutes). Then: genenv-lab lab (the lab).")
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback of an unexpected error (default: one line)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -126,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_agent_commands(sub)
     add_check_domain(sub)
     add_upgrade(sub)
+    add_lab(sub)
     return parser
 
 

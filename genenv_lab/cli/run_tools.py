@@ -226,3 +226,23 @@ def add_upgrade(sub) -> None:
     u.add_argument("run_dirs", nargs="+", type=nonempty_type, metavar="RUN_DIR",
                    help="a run folder, or a comparison's folder (each of its runs)")
     u.set_defaults(func=cmd_upgrade)
+
+
+def add_lab(sub) -> None:
+    """``genenv-lab lab``: the lab (:mod:`genenv_lab.lab.app`) from any install, the wheel's included."""
+    from genenv_lab.lab.names import lab_arguments
+
+    lab = sub.add_parser("lab", help="serve the lab (Gradio) over a runs folder, from any install")
+    lab_arguments(lab, "runs")
+    lab.set_defaults(func=cmd_lab, parser=lab)
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    """Serve the lab until Ctrl-C; needs the ``app`` extra (Gradio)."""
+    try:
+        from genenv_lab.lab.app import serve
+    except ImportError as exc:
+        print(f"error: the lab needs the app extra (pip install 'genenv_lab[app]'): {exc}", file=sys.stderr)
+        return 1
+    serve(args, args.parser)
+    return 0

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from genenv_lab.lab.names import LabError
-
 LOOPBACK = "127.0.0.1"
 
 
@@ -53,21 +51,8 @@ def free_port() -> int:
 
 
 def app_module():
-    """``app.py``, the lab's Gradio layout: a module of the package when it has one, else the script at the root of
-    the checkout that holds this package (a clone or an upload of the repository, as the notebooks' Colab cell
-    makes)."""
-    if importlib.util.find_spec(__package__ + ".app") is not None:
-        return importlib.import_module(__package__ + ".app")
-    path = Path(__file__).resolve().parents[2] / "app.py"
-    if not path.is_file():
-        raise LabError(f"the lab's app.py is not beside this package ({path}): install the project from its "
-                       "repository folder (pip install -e .), not from the wheel alone")
-    if "genenv_lab_app" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("genenv_lab_app", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["genenv_lab_app"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["genenv_lab_app"]
+    """The lab's Gradio layout, :mod:`genenv_lab.lab.app` (inside the package: any install serves it)."""
+    return importlib.import_module(__package__ + ".app")
 
 
 def where_am_i() -> str:

@@ -59,3 +59,16 @@ def resolve_run(runs_root: str | Path, name: Any) -> Path:
     if path.parent != root:
         raise LabError(f"run {name!r} leads outside the runs folder; refused")
     return path
+
+
+def lab_arguments(parser, default_runs) -> None:
+    """The lab's command-line options (``python app.py`` and ``genenv-lab lab`` alike; no Gradio needed to list
+    them)."""
+    parser.add_argument("--runs", default=str(default_runs), help=f"folder of run directories (default: "
+                                                                  f"{default_runs})")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine "
+                                                            "only)")
+    parser.add_argument("--port", type=int, default=7860)
+    parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    parser.add_argument("--run", help="the run shown first (a folder name under --runs; default: the newest)")
+
