@@ -6,8 +6,9 @@ untrained simulator's tasks, the simulator's levels, the dry-run share and the i
     python tools/training_side.py RUN_DIR [RUN_DIR ...] [--tasks-from EPOCH]
 
 With ``--summary``, one line per run instead of its table (a pre-registration's training-side reading): p̂, the
-in-band and valid shares averaged over the last third of the epochs (the epochs after ``E − E // 3``), the task
-entropy (``diversity/entropy``) averaged over the second half (after ``E // 2``), and the niches written by the last
+in-band and valid shares averaged over the last third of the epochs as the pre-registrations read it (epoch
+``E − E // 3`` on: 27–40 of 40), the task entropy (``diversity/entropy``) averaged over the second half (after
+``E // 2``: 21–40), and the niches written by the last
 epoch with the most written one's share (``diversity/niches``, ``diversity/top_share``); then the mean over the runs.
 
 With ``--tasks-from``, each run's table is followed by one line on its valid generated tasks from that epoch on:
@@ -62,7 +63,7 @@ def summary(run_dir: Path) -> dict[str, float]:
     """The ``--summary`` figures of one run (NaN where it has no reading)."""
     records = read_epochs(run_dir)
     last = max((r["epoch"] for r in records), default=0)
-    since = {"third": last - last // 3, "half": last // 2, "last": last - 1}
+    since = {"third": last - last // 3 - 1, "half": last // 2, "last": last - 1}
     out = {}
     for name, key, span in SUMMARY:
         values = [(r.get(key) if key in r else (r.get("extra") or {}).get(key)) for r in records
