@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -258,7 +259,8 @@ def test_a_kill_while_finishing_an_epoch_whose_last_step_is_a_checkpoint_then_re
 
 def test_a_checkpoint_names_its_run(tmp_path):
     """Round 6, T2: a fresh run into an output_dir that holds another run's curriculum checkpoints is refused, and so
-    is a resume from another run's checkpoint; nothing of the other run is touched."""
+    is a resume from another run's checkpoint; nothing of the other run is touched. T3: with the run's checkpoints
+    gone, its resume is refused in words that say what to start from, and the finished run stays finished."""
     _driver(tmp_path, "--epochs", "1")
     trainer_dir = tmp_path / "trainer"
     snapshot = sorted((p.relative_to(trainer_dir), p.stat().st_mtime_ns) for p in trainer_dir.rglob("*"))
@@ -267,6 +269,13 @@ def test_a_checkpoint_names_its_run(tmp_path):
     resumed = _driver(tmp_path, "--epochs", "2", "--run", "other", "--resume", check_kill=None)
     assert resumed.returncode != 0 and "is a checkpoint of another run" in resumed.stderr
     assert sorted((p.relative_to(trainer_dir), p.stat().st_mtime_ns) for p in trainer_dir.rglob("*")) == snapshot
+    # T3: the run's own checkpoints deleted, a resume is refused naming what to start from; the run stays finished
+    from genenv_lab.rundir.read import read_state
+
+    shutil.rmtree(trainer_dir)
+    gone = _driver(tmp_path, "--epochs", "2", "--resume", check_kill=None)
+    assert gone.returncode != 0 and "that checkpoint is gone: start a new run from the agent adapter" in gone.stderr
+    assert read_state(tmp_path / "run")["status"] == "finished"
 
 
 def test_a_retry_in_the_same_process_after_the_trainer_raised(tmp_path):

@@ -192,7 +192,11 @@ class GenEnvCurriculum(TrainerCallback):
         if self.engine is None:
             self._open(model)
         with self._own_rng():
-            self._restore(state.global_step)
+            try:
+                self._restore(state.global_step)
+            except RunDirError as exc:  # refused before anything ran: the run's state as it was, the lock let go
+                self.writer.fail(exc, self.state.env_version)
+                raise
             if self.state.epoch < self.cfg.loop.epochs:
                 self._plan()
             if self._mid_epoch is not None and self._restore_rollouts(self._mid_epoch) and not self._missing():
@@ -314,9 +318,11 @@ class GenEnvCurriculum(TrainerCallback):
         last = self.writer.last_epoch
         last_step = rs.committed_step(self.writer.dir, last)
         if step < last_step:
+            wanted = rs.checkpoint_dir(self.args.output_dir, last_step)
             raise RunDirError(f"the trainer resumed at step {step}, before the run's last committed epoch {last} "
-                              f"(step {last_step}): resume from GenEnvCurriculum.resume_from "
-                              f"({rs.checkpoint_dir(self.args.output_dir, last_step)} or later)")
+                              f"(step {last_step}): resume from GenEnvCurriculum.resume_from ({wanted} or later)"
+                              + ("" if wanted.is_dir() else f"; that checkpoint is gone: start a new run from the "
+                                 f"agent adapter {adapter_dir(self.writer.dir, last) / 'agent'}"))
         if last:
             self.engine.load_env(adapter_dir(self.writer.dir, last))
             self.state = restore_state(self.writer.dir, last, int(read_state(self.writer.dir)["env_version"]),
