@@ -112,3 +112,20 @@ def test_the_memory_survives_a_kill_at_every_commit_step_and_a_resume(tiny_cfg, 
         assert _fork(cfg, out, 0, SpreadCounter) > 100, f"resume after a kill at step {n} failed"
         got = (_weights(out), [r.extra["diversity/niches"] for r in read_epochs(out)])
         assert got == reference, f"kill at commit step {n}"
+
+
+def test_compare_runs_the_extension_its_placebo_and_the_papers_rwr_side_by_side(tmp_path):
+    """The preset whose genenv carries the niche penalty runs in compare beside genenv_paper and genenv_placebo; the
+    table carries each arm's task entropy, and a preset without the penalty refuses the placebo in one line."""
+    from genenv_lab.compare import compare_grid, variant_entries
+    from genenv_lab.config import ConfigError
+
+    entries = variant_entries(["cpu-dry-hint-band-niche"], ["genenv", "genenv_paper", "genenv_placebo"], epochs=2,
+                              domain="count")
+    assert [cfg.niche_gamma for _, cfg in entries] == [1.0, 0.0, 1.0]
+    table = compare_grid(entries, 1, tmp_path / "cmp", progress=False,
+                         backend_factory=lambda cfg: SpreadCounter(num_generations=cfg.agent.num_generations))
+    done = table[table["epoch"] > 0]
+    assert set(done["variant"]) == {"genenv", "genenv_paper", "genenv_placebo"} and done["diversity"].notna().all()
+    with pytest.raises(ConfigError, match="niche_gamma"):
+        variant_entries(["cpu-dry-hint-band"], ["genenv_placebo"], epochs=2, domain="count")

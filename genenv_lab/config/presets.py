@@ -67,6 +67,13 @@ def _cpu_dry_hint_band() -> RunConfig:
                                         agent={"temperature": 1.5, "lr": 3e-4})
 
 
+def _cpu_dry_hint_band_niche() -> RunConfig:
+    # cpu-dry-hint-band with the niche penalty on the simulator's RWR (a labelled extension, env.niche_gamma): the
+    # preset whose genenv carries it, so that compare runs genenv, genenv_paper and genenv_placebo side by side
+    # (docs/method.md, "Keeping the simulator's tasks varied"; docs/research/curriculum_cpu.md for what it did).
+    return _cpu_dry_hint_band().replace(preset="cpu-dry-hint-band-niche", env={"niche_gamma": 1.0})
+
+
 def _cpu_times() -> RunConfig:
     # The times-tables world: it calibrates, a fixed set teaches as much (docs/research/README.md).
     return _cpu_demo().replace(preset="cpu-times", env={"temperature": 1.0},
@@ -122,6 +129,7 @@ PRESETS = {
     "cpu-dry-hint": _cpu_dry_hint,
     "cpu-dry-hint-long": _cpu_dry_hint_long,
     "cpu-dry-hint-band": _cpu_dry_hint_band,
+    "cpu-dry-hint-band-niche": _cpu_dry_hint_band_niche,
     "cpu-times": _cpu_times,
     "cpu-smollm2": _cpu_smollm2,
     "cpu-smollm2-dry": _cpu_smollm2_dry,
@@ -136,8 +144,8 @@ PRESETS = {
 TRL_PRESET_PREFIX = "trl-"
 """The preset name of a run written by :class:`genenv_lab.trl.GenEnvCurriculum` starts with this (its base preset
 follows): such a run is continued by the user's own script with ``resume=True``, not by ``genenv-lab run``."""
-CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-dry-hint-band", "cpu-times",
-               "cpu-smollm2", "cpu-smollm2-dry")
+CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-dry-hint-band",
+               "cpu-dry-hint-band-niche", "cpu-times", "cpu-smollm2", "cpu-smollm2-dry")
 
 
 def preset(name: str) -> RunConfig:
