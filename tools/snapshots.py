@@ -34,7 +34,7 @@ from typing import Iterator
 from .browser import Chromium
 from genenv_lab.lab.glance import GLANCE_TITLE, caption, story_numbers
 from genenv_lab.lab.runs import load_run
-from genenv_lab.lab.story import STORY_TITLE, pair_caption, pair_numbers, partner_name
+from genenv_lab.lab.story import STORY_TITLE, fixed_set_partner, pair_caption, pair_numbers
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
@@ -150,10 +150,15 @@ def lab_pngs(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float 
 
 
 def story_png(run_dir: Path, out_dir: Path, *, width: int = 1400, timeout: float = 180) -> list[Path]:
-    """The lab's story figure of ``run_dir`` beside its fixed-set twin (the same folder's ``static`` run of its
-    preset and seed), served together from a copy, and its caption (``<run>-story.md``)."""
+    """The lab's story figure of ``run_dir`` beside its fixed-set twin (the same folder's ``static`` run of its world
+    and seed, by configuration: :func:`genenv_lab.lab.story.fixed_set_partner`), served together from a copy, and
+    its caption (``<run>-story.md``)."""
+    from genenv_lab.lab.runs import discover_runs
+
     run_dir = Path(run_dir).resolve()
-    partner = partner_name(run_dir.name)
+    summaries = discover_runs(run_dir.parent)
+    me = next((s for s in summaries if s.name == run_dir.name), None)
+    partner = fixed_set_partner(me, summaries) if me is not None else None
     if partner is None or not (run_dir.parent / partner / "epochs.jsonl").is_file():
         raise FileNotFoundError(f"{run_dir.name} has no fixed-set twin with committed epochs beside it ({partner})")
     out_dir, name = Path(out_dir), run_dir.name
