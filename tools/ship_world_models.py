@@ -3,7 +3,11 @@ user's machine builds one: a run on a preset whose recipe ships starts its first
 
 Each model is built by :func:`genenv_lab.models.world.build_world_model` exactly as a run would build it, with one
 torch thread (a matrix product's rounding depends on how it is split over threads, so one thread makes the rebuild
-on the same kind of CPU give the same model: ``tests/test_shipped_world_models.py`` rebuilds one and compares). The
+on the same kind of CPU give the same weights; on another kind of CPU the rounding differs and 650 steps carry it
+far, so a rebuild there is a different model that fits its world as well). ``tests/test_shipped_world_models.py``
+checks each shipped model against its recipe without rebuilding (its tokenizer, and its loss on fresh examples of its
+world against what its marker says it reached); ``GENENV_LAB_REBUILD_WORLD=1`` adds a rebuild of cpu-times' model,
+the check to run after changing a world or the builder (a changed recipe must change its ``cache_name``). The
 folder's name is the recipe's hash (:meth:`~genenv_lab.models.world.WorldModelSpec.cache_name`); its
 ``genenv_world.json`` holds the recipe.
 

@@ -65,7 +65,7 @@ def niche_weights(rewards: Sequence[float], niches: Sequence[str], counts: Mappi
     γ = 0 gives :func:`~genenv_lab.core.curriculum.rwr_weights` exactly.
 
     >>> [round(w, 3) for w in niche_weights([1.0, 1.0, 1.0], ["a", "a", "b"], {"a": 3, "b": 1}, gamma=1.0)]
-    [0.6, 0.6, 1.2]
+    [0.75, 0.75, 1.5]
     >>> niche_weights([1.0, 0.5], ["a", "b"], {}, gamma=2.0) == rwr_weights([1.0, 0.5])
     True
     """

@@ -198,6 +198,24 @@ def build_world_model(out_dir: str | Path, spec: WorldModelSpec, progress: bool 
     return save_model(model, tokenizer, out, MARKER, meta, manifest=(FILES, file_digests))
 
 
+def fit_losses(folder: str | Path, spec: WorldModelSpec, n: int = 32, seed: int = 123) -> dict[str, float]:
+    """The loss of the world model in ``folder`` on ``n`` fresh examples of ``spec``'s world per role (``agent``,
+    ``env``; the reply's tokens only, as the builder trains). A model that is its recipe's model reads close to its
+    marker's ``agent_loss`` and ``env_loss`` on any machine, where its weights are bit-equal only on the kind of CPU
+    that built it (training's rounding differs between CPUs, and 650 steps carry it far)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    world, rng = spec.world(), random.Random(seed)
+    out = {}
+    for role, sample in (("agent", world.agent_example), ("env", world.env_example)):
+        ids, mask, labels = _batch(tokenizer, [sample(rng) for _ in range(n)])
+        with torch.no_grad():
+            out[role] = float(model(input_ids=ids, attention_mask=mask, labels=labels).loss)
+    return out
+
+
 def _recent(values: list[float], n: int = 50) -> float:
     tail = values[-n:]
     return sum(tail) / len(tail) if tail else float("nan")
