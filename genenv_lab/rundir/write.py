@@ -40,6 +40,7 @@ from genenv_lab.core.types import Attempt, EpochRecord, GeneratedTask
 from genenv_lab.rundir.layout import (ADAPTERS, ATTEMPTS, BASELINE, CONFIG, EPOCHS, EVENTS, LOCK, REFERENCE, STATE,
     TABLES, TASKS, RunDirError, adapter_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, whole_table,
     overwrite_in_place, state_count, table_files)
+from genenv_lab.rundir.lock import RunLock
 from genenv_lab.rundir.read import (BASELINE_PREFIXES, read_epochs,
     read_state)
 
@@ -63,12 +64,6 @@ def _tasks_frame(rows: list[dict]) -> pd.DataFrame:
     return frame
 
 
-_HELD: dict[str, "RunWriter"] = {}
-"""The run locks this process holds, by lock file, and their writers: a later writer of the same process with
-``reclaim`` (a TRL curriculum's retry in a notebook kernel after its trainer raised) takes an abandoned one's lock
-over instead of being refused."""
-
-
 def _leftover(path: Path) -> bool:
     """A file that a writer killed before committing anything may leave: its lock, or a temp file of an atomic
     write (``.<name>.<random>.tmp``)."""
@@ -87,9 +82,7 @@ class RunWriter:
         raised (:class:`genenv_lab.trl.GenEnvCurriculum`; one trainer trains per process)."""
         self.cfg = cfg
         self.world_size = world_size
-        self._lock_fd: int | None = None
-        self._lock_key = ""
-        self._taken_over = False
+        self._run_lock: RunLock | None = None
         self._state_before: bytes | None = None
         self._fresh_state = False  # this writer wrote the first state.json of a fresh start
         try:
@@ -114,7 +107,8 @@ class RunWriter:
             procs = f", {world_size} processes" if world_size > 1 else ""
             self.event(f"{'resumed after epoch ' + str(self.last_epoch) if resume else 'started'} "
                        f"(pid {os.getpid()}{procs})"
-                       + ("; the lock taken over from an earlier writer of this process" if self._taken_over else ""))
+                       + ("; the lock taken over from an earlier writer of this process"
+                          if self._run_lock.taken_over else ""))
         except BaseException as exc:
             self._failed_start(exc)
             raise
@@ -134,43 +128,18 @@ class RunWriter:
 
     # ---------------------------------------------------------------------------------------------- the lock
     def _lock(self) -> None:
-        """One writer per run directory: an exclusive ``flock`` on ``.writer.lock``, held until :meth:`release`
-        (or the process ends, which a kill included releases it). A second ``--resume`` of a run that is still
-        being written is refused instead of interleaving two writers' epochs."""
-        import fcntl
-
-        fd = os.open(self.dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        self._lock_key = str((self.dir / LOCK).resolve())
-        earlier = _HELD.get(self._lock_key)
-        if earlier is not None and earlier is not self and self.reclaim and earlier.reclaim:
-            # a writer of this same process still holds it: one whose trainer raised in a notebook kernel and was
-            # never finished; it is abandoned, and its lock taken over
-            earlier.release()
-            self._taken_over = True
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            try:
-                pid = read_state(self.dir).get("pid", "?")
-            except Exception:  # noqa: BLE001 - the message is what matters here
-                pid = "?"
-            raise RunDirError(f"{self.dir} is being written by another process (pid {pid}); wait for it to finish "
-                              "or stop it, then --resume") from None
-        self._lock_fd = fd
-        _HELD[self._lock_key] = self
+        """Take the run's writer lock (:class:`~genenv_lab.rundir.lock.RunLock`) before anything is written."""
+        self._run_lock = RunLock(self.dir, reclaim=self.reclaim)
 
     def release(self) -> None:
         """Give up the writer lock (idempotent); the loop calls it however the run ends."""
-        if self._lock_fd is not None:
-            _HELD.pop(self._lock_key, None)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._run_lock is not None:
+            self._run_lock.release()
 
     @property
     def holds_lock(self) -> bool:
         """Whether this writer still holds the run's lock (it has not finished, failed or been taken over)."""
-        return self._lock_fd is not None
+        return self._run_lock is not None and self._run_lock.held
 
     # ------------------------------------------------------------------------------------------------- resume
     def _prepare_resume(self) -> int:

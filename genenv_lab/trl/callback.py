@@ -290,25 +290,11 @@ class GenEnvCurriculum(TrainerCallback):
     def _identity(self) -> dict[str, str]:
         return rs.run_identity(self.writer.dir, self.cfg.to_dict())
 
-    def _check_checkpoint(self, step: int) -> dict[str, Any] | None:
-        """The curriculum's file of the checkpoint the trainer resumed from (None at step 0 or without one), refused
-        in one line when it names another run: its agent is not this run's."""
-        if step <= 0:
-            return None
-        folder = rs.checkpoint_dir(self.args.output_dir, step)
-        saved = rs.read_checkpoint_state(folder)
-        theirs = (saved or {}).get("run")
-        if theirs and theirs != self._identity():
-            raise RunDirError(f"{folder} is a checkpoint of another run ({theirs.get('run_dir')}, config "
-                              f"{theirs.get('config')}), not of {self.writer.dir}: resume with this run's own "
-                              "output_dir, or start a fresh run_dir")
-        return saved
-
     def _restore(self, step: int) -> None:
         """The curriculum's state at the trainer's ``step``: the staged epoch committed when the checkpoint holds
         it, the ``env`` adapter, the pool and the consumption as the last committed epoch left them."""
         self._mid_epoch = None
-        saved = self._check_checkpoint(step)
+        saved = rs.checked_checkpoint(self.args.output_dir, step, self._identity())
         staged = rs.staged_step(self.writer.dir)
         if staged is not None:
             if staged[0] == self.writer.last_epoch + 1 and staged[1] <= step:

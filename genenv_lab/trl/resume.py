@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from genenv_lab.rundir.write import RunWriter
+from genenv_lab.rundir.layout import RunDirError
 from genenv_lab.rundir.read import read_epochs
 from genenv_lab.core.types import Attempt, EpochRecord, EpochResult, GeneratedTask
 from genenv_lab.core.metrics import TRL_GLOBAL_STEP
@@ -125,6 +126,21 @@ def run_identity(run_dir: Path, cfg_dict: dict[str, Any]) -> dict[str, str]:
     config = {k: (dict(v, epochs=None) if k == "loop" else v) for k, v in cfg_dict.items()}
     digest = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return {"run_dir": str(Path(run_dir).resolve()), "config": digest}
+
+
+def checked_checkpoint(output_dir: str | Path, step: int, identity: dict[str, str]) -> dict[str, Any] | None:
+    """The curriculum's file of the checkpoint at ``step`` (None at step 0 or without one), refused in one line when
+    it names another run than ``identity`` (:func:`run_identity`): its agent is not this run's."""
+    if step <= 0:
+        return None
+    folder = checkpoint_dir(output_dir, step)
+    saved = read_checkpoint_state(folder)
+    theirs = (saved or {}).get("run")
+    if theirs and theirs != identity:
+        raise RunDirError(f"{folder} is a checkpoint of another run ({theirs.get('run_dir')}, config "
+                          f"{theirs.get('config')}), not of {identity['run_dir']}: resume with this run's own "
+                          "output_dir, or start a fresh run_dir")
+    return saved
 
 
 def curriculum_checkpoints(output_dir: str | Path) -> list[Path]:
