@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from genenv_lab.compare import LATE_COLUMNS, collect, late_averages, paired_differences, run_dir_for, seed_finals
+from genenv_lab.core.readings import SECOND_HALF, window_start
 from genenv_lab.rundir.read import read_epochs, read_table
 
 
@@ -29,11 +30,12 @@ def second_half(run_dir: Path) -> tuple[float, dict[str, tuple[object, float]]]:
     each feature of that half's valid tasks with its share (a fixed-set arm, which generates once: of its set)."""
     records = read_epochs(run_dir)
     last = max((r["epoch"] for r in records), default=0)
-    signal = statistics.mean(1 - r["frac_zero_std"] for r in records if r["epoch"] > last // 2)
+    start = window_start(last, SECOND_HALF)
+    signal = statistics.mean(1 - r["frac_zero_std"] for r in records if r["epoch"] >= start)
     tasks = read_table(run_dir, "tasks")
     valid = tasks[tasks["valid"].astype(bool)] if len(tasks) else tasks
-    if len(valid) and valid["epoch"].max() > last // 2:
-        valid = valid[valid["epoch"] > last // 2]
+    if len(valid) and valid["epoch"].max() >= start:
+        valid = valid[valid["epoch"] >= start]
     if not len(valid):
         return signal, {}
     features = pd.DataFrame(list(valid["features"]))

@@ -63,7 +63,7 @@ TIERS = {
                   "test_crash_points", "test_committed_work", "test_compare", "test_trackers", "test_domains_own",
                   "test_model_source", "test_shipped_world_models", "test_eval_runner", "test_export", "test_prefix",
                   "test_backend_base", "test_old_runs", "test_hint_following", "test_run_length",
-                  "test_env_trainer", "test_training_side", "test_niche_loop"),
+                  "test_env_trainer", "test_training_side", "test_niche_loop", "test_readings"),
     "e2e": ("test_e2e_tiny", "test_cli_fields", "test_cli_summary", "test_eval_cli", "test_wheel",
             "test_trl_curriculum",
             "test_readme_figures"),

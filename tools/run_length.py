@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from genenv_lab.core.dryrun import level_of
+from genenv_lab.core.readings import LAST_THIRD, window_start
 from genenv_lab.rundir.read import read_table
 
 
@@ -44,7 +45,7 @@ def valid_tasks(run: Path) -> pd.DataFrame:
 
 def figures(tasks: pd.DataFrame, length: int, above: float, window: int) -> dict:
     """One run's training-side figures at run length ``length``."""
-    last_third = tasks[(tasks["epoch"] > (2 * length) // 3) & (tasks["epoch"] <= length)]
+    last_third = tasks[(tasks["epoch"] >= window_start(length, LAST_THIRD)) & (tasks["epoch"] <= length)]
     high = tasks[tasks["level"] > above]
 
     def in_window(frame: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:

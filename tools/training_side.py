@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from genenv_lab.core.curriculum import in_band
+from genenv_lab.core.readings import LAST, LAST_THIRD, SECOND_HALF, window_start
 from genenv_lab.rundir.read import read_config, read_epochs, read_table
 
 COLUMNS = (("p̂", "p_hat_mean", None), ("band", "in_band_frac", None), ("ref p̂", None, "reference/p_hat"),
@@ -54,20 +55,19 @@ def task_spread(run_dir: Path, first_epoch: int) -> dict[str, float]:
             "in band": sum(in_band(v, c.alpha, c.k_min) for v in p) / n}
 
 
-SUMMARY = (("p̂", "p_hat_mean", "third"), ("band", "in_band_frac", "third"), ("valid", "valid_frac", "third"),
-           ("entropy", "diversity/entropy", "half"), ("niches", "diversity/niches", "last"),
-           ("top", "diversity/top_share", "last"))
+SUMMARY = (("p̂", "p_hat_mean", LAST_THIRD), ("band", "in_band_frac", LAST_THIRD), ("valid", "valid_frac", LAST_THIRD),
+           ("entropy", "diversity/entropy", SECOND_HALF), ("niches", "diversity/niches", LAST),
+           ("top", "diversity/top_share", LAST))
 
 
 def summary(run_dir: Path) -> dict[str, float]:
     """The ``--summary`` figures of one run (NaN where it has no reading)."""
     records = read_epochs(run_dir)
     last = max((r["epoch"] for r in records), default=0)
-    since = {"third": last - last // 3 - 1, "half": last // 2, "last": last - 1}
     out = {}
     for name, key, span in SUMMARY:
         values = [(r.get(key) if key in r else (r.get("extra") or {}).get(key)) for r in records
-                  if r["epoch"] > since[span]]
+                  if r["epoch"] >= window_start(last, span)]
         values = [float(v) for v in values if isinstance(v, (int, float)) and v == v]
         out[name] = sum(values) / len(values) if values else float("nan")
     return out

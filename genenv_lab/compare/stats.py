@@ -16,6 +16,7 @@ from genenv_lab.core.efficiency import Point, common_range, normalised_auc, reac
 from genenv_lab.core.paired import Paired, paired
 from genenv_lab.compare.table import REACH_COLUMNS, REFERENCE_VARIANT, summarise
 from genenv_lab.core.metrics import IN_BAND_FRAC, P_HAT_MEAN
+from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, window
 
 def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT) -> pd.DataFrame:
     """For each baseline label, the agent rollouts the reference arm (the same preset's ``genenv`` label, the part
@@ -145,8 +146,7 @@ def dry_run_table(table: pd.DataFrame, threshold: float = RAN_DRY_STEP_FRAC) -> 
     """
     if table.empty or "dry_step_frac" not in table or "informative_frac" not in table:
         return pd.DataFrame(columns=list(DRY_COLUMNS))
-    trained = table[table["epoch"] > 0]
-    late = trained[trained["epoch"] > trained.groupby(["label", "seed"])["epoch"].transform("max") // 2]
+    late = window(table, SECOND_HALF, by=["label", "seed"])
     rows = []
     for label, part in late.groupby("label", sort=False):
         readings = [ran_dry(v) for v in pd.to_numeric(part["dry_step_frac"], errors="coerce")]
@@ -202,19 +202,17 @@ LATE_COLUMNS = ("in_band_second_half", "p_hat_last_third", "p_hat_reference_last
 
 def late_averages(table: pd.DataFrame) -> pd.DataFrame:
     """Per run (``label``, ``seed``) the curriculum's late readings, steadier than one epoch's: the in-band share over
-    the second half of its epochs (epoch > E // 2) and the mean p̂ over the last third (epoch > E − max(1, E // 3)), on
+    the second half of its epochs (epoch > E // 2) and the mean p̂ over the last third (epoch > ⌊2E/3⌋), on
     the simulator's tasks and on the untrained simulator's; E is the run's last epoch.
 
     >>> rows = [{"label": "a", "seed": 0, "epoch": e, "in_band_frac": b, "p_hat_mean": p, "p_hat_reference": 0.9}
     ...         for e, b, p in [(0, None, None), (1, 0.0, 0.1), (2, 0.2, 0.3), (3, 0.4, 0.5), (4, 0.6, 0.7)]]
     >>> late_averages(pd.DataFrame(rows)).round(2).to_dict("records")[0]
-    {'label': 'a', 'seed': 0, 'in_band_second_half': 0.5, 'p_hat_last_third': 0.7, 'p_hat_reference_last_third': 0.9}
+    {'label': 'a', 'seed': 0, 'in_band_second_half': 0.5, 'p_hat_last_third': 0.6, 'p_hat_reference_last_third': 0.9}
     """
     keys = ["label", "seed"]
-    trained = table[table["epoch"] > 0]
-    last = trained.groupby(keys)["epoch"].transform("max")
-    half = trained[trained["epoch"] > last // 2].groupby(keys)
-    third = trained[trained["epoch"] > last - (last // 3).clip(lower=1)].groupby(keys)
+    half = window(table, SECOND_HALF, by=keys).groupby(keys)
+    third = window(table, LAST_THIRD, by=keys).groupby(keys)
     return pd.DataFrame({LATE_COLUMNS[0]: half[IN_BAND_FRAC].mean(), LATE_COLUMNS[1]: third[P_HAT_MEAN].mean(),
                          LATE_COLUMNS[2]: third["p_hat_reference"].mean()}, columns=list(LATE_COLUMNS)).reset_index()
 

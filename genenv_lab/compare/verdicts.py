@@ -14,6 +14,7 @@ from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC
 from genenv_lab.compare.stats import (FIXED_SET_VARIANT, FinalScore, dry_run_table, efficiency_table, final_scores,
     late_averages, paired_row_text, rollouts_to_reach_table, seed_differences)
 from genenv_lab.compare.table import REFERENCE_VARIANT, arm_of
+from genenv_lab.core.readings import SECOND_HALF, window, window_start
 
 def spread_lines(table: pd.DataFrame, study: pd.DataFrame, where: str) -> str:
     """For each baseline label of ``table`` that the study (:func:`seed_differences` rows of a committed comparison)
@@ -257,7 +258,7 @@ def diversity_line(table: pd.DataFrame, preset_name: str, reference_variant: str
     if rows.empty:
         return ""
     last = int(rows["epoch"].max())
-    late = rows[rows["epoch"] > last // 2]
+    late = window(rows, SECOND_HALF, by=["variant", "seed"])
     bits = late.groupby(["variant", "seed"])["diversity"].mean().groupby("variant").mean().dropna()
     if reference_variant not in bits or UNTRAINED_VARIANT not in bits:
         return ""
@@ -266,7 +267,7 @@ def diversity_line(table: pd.DataFrame, preset_name: str, reference_variant: str
               and v.startswith("genenv")]
     said = "they narrow" if ref <= untrained - NARROWER_BY else "not narrower"
     return (f"\nDiversity: {reference_variant}'s tasks span {ref:.2f} bits against {untrained:.2f} for the untrained "
-            f"simulator ({UNTRAINED_VARIANT}) over epochs {last // 2 + 1}–{last}: {said}"
+            f"simulator ({UNTRAINED_VARIANT}) over epochs {window_start(last, SECOND_HALF)}–{last}: {said}"
             + (f" (also: {'; '.join(others)})" if others else "") + ".")
 
 

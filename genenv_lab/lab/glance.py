@@ -30,6 +30,7 @@ from genenv_lab.style import BAND_FILL, BAND_LINE, RUN_COLORS
 from genenv_lab.lab.figures import band_span, curves_frame, difficulty_bars, message_figure, style
 from genenv_lab.lab.runs import RunData
 from genenv_lab.core.metrics import EVAL, P_HAT_MEAN, REFERENCE_P_HAT
+from genenv_lab.core.readings import LAST_THIRD, window
 
 GLANCE_TITLE = "Curriculum at a glance"
 HEAT_SCALE = ((0.0, "#ffffff"), (0.15, "#d0ebff"), (0.5, "#4dabf7"), (1.0, "#1864ab"))
@@ -76,7 +77,7 @@ def story_numbers(run: RunData) -> dict[str, Any]:
     _, bars = difficulty_bars(run)
     frame = story_frame(run)
     trained = frame[frame["epoch"] > 0]
-    third = trained.tail(max(1, math.ceil(len(trained) / 3))) if len(trained) else trained
+    third = window(frame, LAST_THIRD)
 
     def mean(col: str, rows: pd.DataFrame) -> float | None:
         values = pd.to_numeric(rows[col], errors="coerce").dropna() if col in rows else pd.Series(dtype=float)

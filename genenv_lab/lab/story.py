@@ -32,6 +32,7 @@ from genenv_lab.lab.figures import curves_frame, message_figure, style
 from genenv_lab.lab.glance import heldout_key
 from genenv_lab.lab.runs import RunData
 from genenv_lab.core.metrics import DRY_STEP_FRAC, FEATURES_LEVEL, LEVELS_MAX, P_HAT_MEAN
+from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, window
 
 STORY_TITLE = "What drove the result"
 PANELS = ("the simulator's tasks climb past the fixed set (mean level of the epoch's tasks)",
@@ -79,12 +80,8 @@ def pair_frame(run: RunData, fixed_set: bool = False) -> pd.DataFrame:
 
 
 def _third(frame: pd.DataFrame) -> pd.DataFrame:
-    """The last third of the trained epochs (epoch > E − max(1, E // 3), as the comparison's late averages)."""
-    trained = frame[frame["epoch"] > 0]
-    if not len(trained):
-        return trained
-    last = int(trained["epoch"].max())
-    return trained[trained["epoch"] > last - max(1, last // 3)]
+    """The last third of the trained epochs (:mod:`genenv_lab.core.readings`)."""
+    return window(frame, LAST_THIRD)
 
 
 def _mean(values: pd.Series) -> float | None:
@@ -104,9 +101,7 @@ def pair_numbers(run: RunData, fixed: RunData) -> dict[str, Any]:
     a, b = pair_frame(run), pair_frame(fixed, fixed_set=True)
 
     def dry(frame: pd.DataFrame) -> tuple[int, int]:
-        trained = frame[frame["epoch"] > 0]
-        half = trained[trained["epoch"] > trained["epoch"].max() // 2] if len(trained) else trained
-        readings = [ran_dry(v) for v in half["dry"] if not pd.isna(v)]
+        readings = [ran_dry(v) for v in window(frame, SECOND_HALF)["dry"] if not pd.isna(v)]
         return sum(bool(r) for r in readings), len(readings)
 
     return {"run": run.name, "fixed": fixed.name, "epochs": int(a["epoch"].max()) if len(a) else 0,

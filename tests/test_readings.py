@@ -1,0 +1,58 @@
+"""The late windows (genenv_lab/core/readings.py), defined once: their properties, and one run read through every
+reader of them (the lab's glance, compare's late table, tools/training_side.py) gives the same number."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from genenv_lab.core.readings import LAST, LAST_THIRD, SECOND_HALF, SPANS, late_mean, window, window_start
+
+
+@given(st.integers(min_value=1, max_value=10_000))
+def test_each_window_ends_at_the_last_epoch_and_holds_its_share(last):
+    lengths = {span: last - window_start(last, span) + 1 for span in SPANS}
+    assert lengths[LAST_THIRD] == math.ceil(last / 3) and lengths[SECOND_HALF] == math.ceil(last / 2)
+    assert lengths[LAST] == 1 and 1 <= lengths[LAST_THIRD] <= lengths[SECOND_HALF] <= last
+
+
+@given(st.dictionaries(st.sampled_from("abc"), st.integers(min_value=1, max_value=30), min_size=1))
+def test_a_table_of_several_runs_reads_each_run_as_alone(lengths):
+    frame = pd.DataFrame([{"run": r, "epoch": e} for r, n in lengths.items() for e in range(n + 1)])
+    together = window(frame, LAST_THIRD, by=["run"])
+    for r in lengths:
+        alone = window(frame[frame["run"] == r], LAST_THIRD)
+        assert together[together["run"] == r]["epoch"].tolist() == alone["epoch"].tolist()
+
+
+def test_an_unknown_span_is_refused():
+    with pytest.raises(ValueError, match="span must be one of"):
+        window_start(10, "last quarter")
+
+
+def test_one_run_reads_the_same_through_every_reader(tiny_cfg, tmp_path, scripted_backend):
+    from genenv_lab.coevolution.session import run
+    from genenv_lab.compare.stats import late_averages
+    from genenv_lab.compare.table import table_rows
+    from genenv_lab.core.metrics import P_HAT_MEAN
+    from genenv_lab.lab.glance import story_numbers
+    from genenv_lab.lab.runs import load_run
+    from genenv_lab.rundir.read import read_epochs
+    from tools.training_side import summary
+
+    cfg = tiny_cfg.replace(loop={"epochs": 7}, curriculum={"k_min": 0.25}, agent={"num_generations": 4})
+    out = tmp_path / "r"
+    list(run(cfg, out, backend=scripted_backend(num_generations=4), progress=False))
+    records = read_epochs(out)
+    by_hand = sum(r[P_HAT_MEAN] for r in records[4:]) / 3  # 7 epochs: the last third is epochs 5-7
+    frame = pd.DataFrame([{"epoch": r.epoch, P_HAT_MEAN: r[P_HAT_MEAN]} for r in records])
+    table = pd.DataFrame(table_rows("p:genenv", "genenv", 0, records, {}))
+    readers = {"readings": late_mean(frame, P_HAT_MEAN, LAST_THIRD),
+               "lab glance": story_numbers(load_run(out))["p_hat_last_third"],
+               "compare": float(late_averages(table)["p_hat_last_third"].iloc[0]),
+               "training_side": summary(out)["p̂"]}
+    assert readers == pytest.approx(dict.fromkeys(readers, by_hand))
