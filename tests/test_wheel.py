@@ -59,3 +59,25 @@ def test_the_wheel_serves_the_lab_from_a_folder_that_is_not_the_repository(wheel
     assert out.returncode == 0, out.stderr[-3000:]
     status, found, where = next(line for line in out.stdout.splitlines() if line.endswith("app.py")).split()
     assert (status, found) == ("200", "True") and Path(where).is_relative_to(site), out.stdout
+
+
+@pytest.mark.notebooks
+def test_the_quickstart_runs_headless_from_the_wheel(wheel_site, tmp_path, monkeypatch):
+    """Issue 67: Colab's wheel path less the GPU. Notebook 00 runs top to bottom on the tiny preset with the wheel
+    alone on its path, from a folder that is not the repository, its inline lab cell included; the kernel's package
+    is the wheel's."""
+    pytest.importorskip("gradio", reason="the quickstart's last cell serves the lab")
+    import nbformat
+    from nbclient import NotebookClient
+
+    site, _ = wheel_site
+    monkeypatch.setenv("GENENV_LAB_PRESET", "tiny")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    book = nbformat.read(ROOT / "notebooks" / "00_quickstart.ipynb", as_version=4)
+    book.cells.append(nbformat.v4.new_code_cell("import genenv_lab; print(genenv_lab.__file__)"))
+    NotebookClient(book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [o for c in book.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors[0].get("evalue") if errors else ""
+    where = Path(book.cells[-1].outputs[0]["text"].strip())
+    assert where.is_relative_to(site), where
