@@ -137,7 +137,7 @@ TABS = ("Curriculum", "Tasks & attempts", "Events", "Comparisons", "Start a run"
 
 
 @contextlib.contextmanager
-def lab_on_a_fake_run(tmp_path: Path, width: int, height: int, scripted_backend):
+def lab_on_a_fake_run(tmp_path: Path, width: int, height: int, scripted_backend, compact: bool = False):
     """The lab (``app.py --run fake-run``) over a finished 3-epoch run made with ``scripted_backend`` (the fixture's
     scripted fake; G = 4, band ±0.1), opened in Chromium at ``width`` × ``height``; yields the browser, then closes
     browser and server."""
@@ -149,7 +149,8 @@ def lab_on_a_fake_run(tmp_path: Path, width: int, height: int, scripted_backend)
                                  loop={"epochs": 3}, eval={"every": 0})
     with pytest.warns(UserWarning, match="single difficulty level"):
         list(run_loop(cfg, runs / "fake-run", backend=scripted_backend(num_generations=4), progress=False))
-    with served_lab(runs, tmp_path, run="fake-run", width=width, height=height, timeout=120) as browser:
+    with served_lab(runs, tmp_path, run="fake-run", width=width, height=height, timeout=120,
+                    compact=compact) as browser:
         yield browser
 
 
@@ -266,6 +267,39 @@ def test_first_screen_at_1280x800_shows_the_runs_whole_and_the_curriculum_at_a_g
         picked = f"[...document.querySelectorAll('input')].some(i => i.value === {json.dumps(task_id)})"
         assert browser.wait_for(picked, 30), f"clicking the row of {task_id} did not select it"
         assert browser.wait_for("document.body.textContent.includes('Agent completions')", 10)
+
+
+HEADERS_JS = """(() => {
+  const runs = [...document.querySelectorAll('.table-container, .table-wrap, [class*=table]')].find(
+      e => e.closest('.block') && e.closest('.block').textContent.includes('Runs (click one to show it)')
+           && e.querySelector('table th'));
+  if (!runs) return null;
+  const ths = [...runs.querySelectorAll('th')].filter(th => th.textContent.trim());
+  return JSON.stringify({right: runs.querySelector('table').getBoundingClientRect().right,
+                         cut: ths.filter(th => th.scrollWidth > th.clientWidth + 1).map(th => th.textContent.trim()),
+                         lines: Math.max(...ths.map(th => th.getBoundingClientRect().height))
+                                / Math.min(...ths.map(th => th.getBoundingClientRect().height))});
+})()"""
+
+
+def test_at_a_notebooks_980x900_the_runs_table_fits_and_the_inline_lab_shows_a_figure_above_the_fold(
+        tmp_path, scripted_backend):
+    """Issue 67: at a notebook frame's 980×900 px, every header of the runs table fits on one line and the table
+    ends inside the page; the inline lab's compact layout (``--compact``, what ``inline.show`` serves) starts its
+    first figure above the fold."""
+    with lab_on_a_fake_run(tmp_path / "wide", 980, 900, scripted_backend) as browser:
+        assert browser.wait_for(f"({HEADERS_JS}) !== null", 90), "the runs table did not draw"
+        time.sleep(1.0)
+        seen = json.loads(browser.evaluate(HEADERS_JS))
+        assert not seen["cut"] and seen["lines"] < 1.2 and seen["right"] <= 980, seen
+    with lab_on_a_fake_run(tmp_path / "compact", 980, 900, scripted_backend, compact=True) as browser:
+        glance = "[...document.querySelectorAll('.js-plotly-plot')].find(p => p.textContent.includes('Curriculum at " \
+                 "a glance · fake-run') && p.querySelector('.main-svg'))"
+        assert browser.wait_for(f"!!({glance})", 90), "the compact lab drew no figure"
+        time.sleep(1.0)
+        top = browser.evaluate(f"({glance}).getBoundingClientRect().top")
+        keep_screenshot(browser.screenshot(tmp_path / "lab-980.png"))
+        assert top < 900 - 200, f"the first figure starts at {top} px of 900"
 
 
 ROW_CLICK_JS = """(() => {

@@ -263,7 +263,7 @@ def test_the_lab_shows_the_number_of_processes(two_process_run, tmp_path):
     from genenv_lab.lab.views import run_card, runs_frame
 
     out, _ = two_process_run
-    assert summarize(out).processes == 2 and runs_frame([summarize(out)])["processes"].tolist() == [2]
+    assert summarize(out).processes == 2 and runs_frame([summarize(out)])["procs"].tolist() == [2]
     assert "2 processes" in run_card(load_run(out))
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)

@@ -86,13 +86,14 @@ def wait_http(url: str, server: subprocess.Popen, timeout: float) -> None:
 
 @contextlib.contextmanager
 def served_lab(runs: Path, tmp: Path, *, run: str | None = None, width: int = 1400, height: int = 1000,
-               timeout: float = 180) -> Iterator[Chromium]:
+               timeout: float = 180, compact: bool = False) -> Iterator[Chromium]:
     """``app.py`` serving the runs folder ``runs`` (showing ``run`` first, when given) on a free port, with its log in
     ``tmp/app.log``, and headless Chromium (profile in ``tmp``) at ``width`` × ``height`` on its page; yields the
-    browser, then closes browser and server."""
+    browser, then closes browser and server (``compact``: the inline lab's layout)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    command = [sys.executable, str(APP), "--runs", str(runs), "--port", str(port)] + (["--run", run] if run else [])
+    command = ([sys.executable, str(APP), "--runs", str(runs), "--port", str(port)] + (["--run", run] if run else [])
+               + (["--compact"] if compact else []))
     browser = None
     with open(Path(tmp) / "app.log", "w") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)

@@ -50,11 +50,13 @@ DEFAULT_RUNS = Path("runs")
 REFRESH_S = 2.0
 
 
-def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> gr.Blocks:
+def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None, *, compact: bool = False) -> gr.Blocks:
     """The lab over the runs folder ``runs_root``: layout (one function per part of the page), then the wiring.
 
     The page's first render already shows a run: ``run`` when given (:class:`LabError` when the folder has no such
-    run), else the newest one; a screenshot or a slow machine never starts on an empty page."""
+    run), else the newest one; a screenshot or a slow machine never starts on an empty page. ``compact`` (the
+    inline lab, in a notebook's 980 × 900 px frame): a one-line title and the runs table folded away, so that the
+    run's figures start above the frame's fold."""
     lab = Lab(Path(runs_root).expanduser().resolve())
     first = lab.first_view(run)
     with gr.Blocks(title="GenEnv lab", fill_width=True, analytics_enabled=False) as demo:
@@ -65,7 +67,7 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
             cmp_loaded=gr.State(None),  # (key, ComparisonData | None) of this user's comparison view
             cmps_key=gr.State(None),  # fingerprint of the comparison folders last listed for this user
         )
-        header(ui, lab.root, first)
+        header(ui, lab.root, first, compact=compact)
         with gr.Tabs():
             with gr.Tab("Curriculum"):
                 ui.story = gr.Plot(first["story"], show_label=False, visible=first["story"] is not None)
@@ -94,16 +96,21 @@ def build_app(runs_root: str | Path = DEFAULT_RUNS, run: str | None = None) -> g
 
 
 # ---------------------------------------------------------------------------------------------------- layout
-def header(ui: SimpleNamespace, root: Path, first: dict[str, Any]) -> None:
-    gr.Markdown(f"# GenEnv lab\nCo-evolution of an agent and an environment simulator (two LoRA adapters). "
-                f"Runs folder: `{root}`", elem_classes="lab-header")
+def header(ui: SimpleNamespace, root: Path, first: dict[str, Any], compact: bool = False) -> None:
+    if compact:
+        gr.Markdown(f"**GenEnv lab** · runs folder `{root}`", elem_classes="lab-header")
+    else:
+        gr.Markdown(f"# GenEnv lab\nCo-evolution of an agent and an environment simulator (two LoRA adapters). "
+                    f"Runs folder: `{root}`", elem_classes="lab-header")
     # the runs table spans the page (at 1280 px beside the controls it was cut), the controls sit in one row above
     with gr.Row(equal_height=True):
         ui.run_dd = gr.Dropdown(label="Run", choices=first["names"], value=first["run"], interactive=True, scale=3)
         ui.compare_dd = gr.Dropdown(label="Compare with", choices=[NONE], value=NONE, interactive=True, scale=3)
         ui.live = gr.Checkbox(value=True, label=f"Live: refresh every {REFRESH_S:g} s", scale=1, min_width=200)
-    ui.runs_table = Table(views.runs_frame(first["summaries"]), label="Runs (click one to show it)",
-                          interactive=False, max_height=190, wrap=True)
+    with gr.Accordion("Runs", open=not compact):
+        ui.runs_table = Table(views.runs_frame(first["summaries"]), label="Runs (click one to show it)",
+                              interactive=False, max_height=190, wrap=True, elem_classes="runs-table",
+                              column_widths=views.RUNS_COLUMN_WIDTHS)
     with gr.Row(equal_height=False):
         ui.card = gr.Markdown(first["card"], elem_classes="run-card")
         ui.card_b = gr.Markdown(visible=False, elem_classes="run-card")
@@ -257,7 +264,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         # so Stop could not interrupt them cleanly. A handled signal is reset to the default in a child at exec.
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        app = build_app(args.runs, run=args.run)
+        app = build_app(args.runs, run=args.run, compact=args.compact)
     except LabError as exc:
         parser.error(str(exc))
     # gradio's own start-up lines say "set share=True in launch()", which a user of this script cannot do: quiet,

@@ -73,7 +73,7 @@ def show(runs: str | Path = "runs", *, run: str | None = None, port: int | None 
     :class:`Inline`; call its ``close()`` to stop the server."""
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # read when the Blocks are built
     app = app_module()
-    demo = app.build_app(runs, run=run)
+    demo = app.build_app(runs, run=run, compact=True)
     port = port or free_port()
     _, local_url, share_url = app.launch(demo, host=LOOPBACK, port=port, share=share, quiet=True,
                                          prevent_thread_lock=True, inline=False)

@@ -71,4 +71,6 @@ def lab_arguments(parser, default_runs) -> None:
     parser.add_argument("--port", type=int, default=7860)
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     parser.add_argument("--run", help="the run shown first (a folder name under --runs; default: the newest)")
+    parser.add_argument("--compact", action="store_true", help="the inline lab's layout, for a notebook's frame: a "
+                                                               "one-line title, the runs table folded away")
 

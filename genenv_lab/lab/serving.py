@@ -18,6 +18,7 @@ CSS = """
            border-radius: 8px !important;}
 .run-card blockquote {margin: 4px 0; color: #c92a2a;}
 .story-caption {padding: 0 14px; color: var(--body-text-color-subdued);}
+.runs-table th, .runs-table th * {white-space: nowrap !important;}
 """
 MAX_UPLOAD = "1mb"
 """The most Gradio's upload route takes (the lab itself uploads nothing)."""

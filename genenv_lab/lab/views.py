@@ -54,20 +54,25 @@ def _short(text: Any, limit: int = 90) -> str:
 
 # ---------------------------------------------------------------------------------------------------------- runs
 
+RUNS_COLUMN_WIDTHS = ["17%", "11%", "8%", "7%", "8%", "8%", "7%", "6%", "9%", "10%", "9%"]
+"""The runs table's column widths, in its columns' order: at a notebook's 980 px every header fits on one line."""
+
+
 def runs_frame(summaries: Iterable[RunSummary]) -> pd.DataFrame:
-    """The runs list: one row per run directory."""
+    """The runs list: one row per run directory (short headers and times, so that the table fits a notebook's
+    980 px frame without wrapping a header)."""
     rows = []
     for s in summaries:
         planned = "?" if s.epochs_planned is None else str(s.epochs_planned)
         rows.append({
             "run": s.name, "status": STATUS_BADGE.get(s.status, s.status), "preset": s.preset, "model": s.model,
-            "domain": s.domain, "epochs": f"{s.epochs_done} / {planned}", "processes": s.processes,
-            "p̂ mean": fmt_num(s.p_hat_mean, 2), "in band": fmt_num(s.in_band_frac, 2),
-            "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.updated_at)) if s.updated_at else "",
+            "domain": s.domain, "epochs": f"{s.epochs_done} / {planned}", "procs": s.processes,
+            "p̂": fmt_num(s.p_hat_mean, 2), "in band": fmt_num(s.in_band_frac, 2),
+            "updated": time.strftime("%m-%d %H:%M", time.localtime(s.updated_at)) if s.updated_at else "",
             "note": s.problem,
         })
-    frame = pd.DataFrame(rows, columns=["run", "status", "preset", "model", "domain", "epochs", "processes",
-                                        "p̂ mean", "in band", "updated", "note"])
+    frame = pd.DataFrame(rows, columns=["run", "status", "preset", "model", "domain", "epochs", "procs",
+                                        "p̂", "in band", "updated", "note"])
     return frame
 
 
