@@ -194,3 +194,17 @@ def test_the_front_door_names_resolve_and_import_no_model_library():
             "assert all(getattr(genenv_lab, n) is not None for n in genenv_lab.__all__); print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_the_front_doors_type_checking_block_names_what_its_lazy_table_serves():
+    """Issue 68: ``genenv_lab/__init__.py``'s ``TYPE_CHECKING`` imports are exactly the lazy table's names, each from
+    the module the table names, so a type checker sees the same front door a notebook gets."""
+    import ast
+
+    import genenv_lab
+
+    tree = ast.parse((Path(genenv_lab.__file__)).read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    imported = {(a.asname or a.name): f"{n.module}:{a.name}" for n in block.body for a in n.names}
+    wanted = {name: where if ":" in where else f"{where}:{name}" for name, where in genenv_lab._WHERE.items()}
+    assert imported == wanted and set(genenv_lab.__all__) == set(wanted) | {"__version__"}
