@@ -74,6 +74,15 @@ def _cpu_dry_hint_band_niche() -> RunConfig:
     return _cpu_dry_hint_band().replace(preset="cpu-dry-hint-band-niche", env={"niche_gamma": 1.0})
 
 
+def _cpu_stride() -> RunConfig:
+    # cpu-dry-hint-band's settings on the stride world, where difficulty is the stride and the untrained simulator
+    # keeps its parent's stride (a world whose untrained supply runs out from frontier parents: genenv_lab/domains/
+    # stride.py; docs/research/curriculum_cpu.md, "Where the untrained supply runs out").
+    # Its simulator samples at temperature 1.0, the lever issue 65's diagnosis chose (at 0.6 RWR narrows it).
+    return _cpu_dry_hint_band().replace(preset="cpu-stride", loop={"domain": "stride", "seeds": ""},
+                                        agent={"max_completion_length": 32}, env={"temperature": 1.0})
+
+
 def _cpu_times() -> RunConfig:
     # The times-tables world: it calibrates, a fixed set teaches as much (docs/research/README.md).
     return _cpu_demo().replace(preset="cpu-times", env={"temperature": 1.0},
@@ -130,6 +139,7 @@ PRESETS = {
     "cpu-dry-hint-long": _cpu_dry_hint_long,
     "cpu-dry-hint-band": _cpu_dry_hint_band,
     "cpu-dry-hint-band-niche": _cpu_dry_hint_band_niche,
+    "cpu-stride": _cpu_stride,
     "cpu-times": _cpu_times,
     "cpu-smollm2": _cpu_smollm2,
     "cpu-smollm2-dry": _cpu_smollm2_dry,
@@ -145,7 +155,7 @@ TRL_PRESET_PREFIX = "trl-"
 """The preset name of a run written by :class:`genenv_lab.trl.GenEnvCurriculum` starts with this (its base preset
 follows): such a run is continued by the user's own script with ``resume=True``, not by ``genenv-lab run``."""
 CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-dry-hint-band",
-               "cpu-dry-hint-band-niche", "cpu-times", "cpu-smollm2", "cpu-smollm2-dry")
+               "cpu-dry-hint-band-niche", "cpu-stride", "cpu-times", "cpu-smollm2", "cpu-smollm2-dry")
 
 
 def preset(name: str) -> RunConfig:
