@@ -16,6 +16,8 @@ import pandas as pd
 CONFIG = "config.json"
 STATE = "state.json"
 EPOCHS = "epochs.jsonl"
+EPOCHS_LIMIT = 256 << 20
+"""The most ``epochs.jsonl`` may hold for any reader (about a million epochs): one bound, every reader's."""
 TASKS = "tasks"
 ATTEMPTS = "attempts"
 TABLES = (TASKS, ATTEMPTS)

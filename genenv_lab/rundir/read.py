@@ -13,8 +13,8 @@ from typing import Any, Collection, Iterator, Sequence
 import pandas as pd
 
 from genenv_lab.config import RunConfig, load_config
-from genenv_lab.rundir.layout import (BASELINE, CONFIG, EPOCHS, STATE, TABLES, RunDirError, state_count, whole_table,
-    table_files)
+from genenv_lab.rundir.layout import (BASELINE, CONFIG, EPOCHS, EPOCHS_LIMIT, STATE, TABLES, RunDirError, state_count,
+    whole_table, table_files)
 from genenv_lab.core.types import EpochRecord
 from genenv_lab.safe_io import MB, UnsafeFile, loads_json, read_regular, read_regular_with_stat
 from genenv_lab.core.metrics import EVAL
@@ -66,9 +66,6 @@ def read_config(run_dir: str | Path) -> RunConfig:
     """The run's configuration (:func:`genenv_lab.config.load_config` of its ``config.json``)."""
     return load_config(Path(run_dir) / CONFIG)
 
-
-EPOCHS_LIMIT = 256 * MB
-"""The most ``epochs.jsonl`` may hold for any reader (about a million epochs)."""
 
 
 @dataclass(frozen=True)

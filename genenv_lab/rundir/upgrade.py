@@ -35,8 +35,8 @@ from typing import Any, Mapping
 from genenv_lab.core.diversity import entropy_bits
 from genenv_lab.core.metrics import DIVERSITY_ENTROPY, DIVERSITY_NICHES, DIVERSITY_TOP_SHARE
 from genenv_lab.core.types import EpochRecord, jsonable
-from genenv_lab.rundir.layout import (CONFIG, EPOCHS, LOCK, STATE, TABLES, TASKS, RunDirError, atomic_write_bytes,
-    atomic_write_json, atomic_write_parquet, table_files, whole_table)
+from genenv_lab.rundir.layout import (CONFIG, EPOCHS, EPOCHS_LIMIT, LOCK, STATE, TABLES, TASKS, RunDirError,
+    atomic_write_bytes, atomic_write_json, atomic_write_parquet, table_files, whole_table)
 from genenv_lab.safe_io import MB, loads_json, read_regular
 
 RENAMED = {
@@ -270,7 +270,7 @@ def _upgraded_epochs(run_dir: Path, domain: str) -> tuple[list[str], int]:
     path = run_dir / EPOCHS
     if not path.is_file():
         return [], 0
-    raw = read_regular(path, 256 * MB, EPOCHS).decode("utf-8", errors="strict").split("\n")
+    raw = read_regular(path, EPOCHS_LIMIT, EPOCHS).decode("utf-8", errors="strict").split("\n")
     raw = [line for line in raw if line.strip()]
     readings: dict[int, dict[str, float]] | None = None  # the tasks tables are read only for a record needing them
     out, changed = [], 0
