@@ -167,14 +167,11 @@ def _check_reusable(run_dir: Path, cfg_s: RunConfig) -> None:
     if not (run_dir / "config.json").is_file():
         return
     try:
-        saved = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text())).to_dict()
+        saved = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
     except Exception as exc:  # noqa: BLE001 - ConfigError, JSON errors: the run writer says the same on resume
         raise RunDirError(f"{run_dir / 'config.json'} cannot be read ({exc}); move that run away or choose a new "
                           "--out (nothing was changed)") from None
-    mine = cfg_s.to_dict()
-    for section in (saved, mine):
-        section["loop"].pop("epochs", None)
-    if json.loads(json.dumps(saved)) != json.loads(json.dumps(mine)):
+    if saved.identity() != cfg_s.identity():
         raise RunDirError(f"{run_dir} was run with another configuration than this comparison's (see its config.json); "
                           "pass the same options or choose a new --out (nothing was changed)")
     if (run_dir / "state.json").is_file():

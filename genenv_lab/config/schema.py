@@ -393,6 +393,18 @@ class RunConfig:
         """What ``loop.variant`` changes in the loop (:data:`VARIANT_TABLE`)."""
         return VARIANT_TABLE[self.loop.variant]
 
+    def identity(self) -> dict[str, Any]:
+        """What makes two runs one run: the configuration as JSON holds it, less its number of epochs (``loop.epochs``
+        is None), which a resume or a comparison asked for more may raise. The run writer's resume, ``compare``'s
+        reuse of a run folder and the TRL checkpoints' run identity all compare this.
+
+        >>> a = RunConfig(); a.identity() == a.replace(loop={"epochs": 99}).identity() != a.replace(loop={"seed": 1}).identity()
+        True
+        """
+        out = json.loads(json.dumps(self.to_dict()))
+        out["loop"]["epochs"] = None
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

@@ -150,14 +150,11 @@ class RunWriter:
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{self.dir / CONFIG} is corrupt ({exc}); start a new run") from None
         try:  # through the config itself, so that fields added since the run started compare as their defaults
-            saved = RunConfig.from_dict(saved).to_dict()
+            saved = RunConfig.from_dict(saved)
         except Exception as exc:  # noqa: BLE001 - ConfigError, or a config.json that is not a config at all
             raise RunDirError(f"{self.dir / CONFIG} is not a configuration this version reads ({exc}); start a new "
                               "run") from None
-        mine = self.cfg.to_dict()
-        for section in (saved, mine):  # a resumed run may be given more epochs; everything else must match
-            section.get("loop", {}).pop("epochs", None)
-        if json.loads(json.dumps(saved)) != json.loads(json.dumps(mine)):
+        if saved.identity() != self.cfg.identity():  # a resumed run may be given more epochs; all else must match
             raise RunDirError(f"{self.dir} was started with another configuration; resume it with the same preset "
                               f"and options (see its {CONFIG}), or start a new --out")
         if (self.dir / STATE).is_file():

@@ -288,7 +288,7 @@ class GenEnvCurriculum(TrainerCallback):
             warnings.warn(warning, stacklevel=3)
 
     def _identity(self) -> dict[str, str]:
-        return rs.run_identity(self.writer.dir, self.cfg.to_dict())
+        return rs.run_identity(self.writer.dir, self.cfg)
 
     def _restore(self, step: int) -> None:
         """The curriculum's state at the trainer's ``step``: the staged epoch committed when the checkpoint holds

@@ -120,11 +120,10 @@ def read_checkpoint_state(folder: Path) -> dict[str, Any] | None:
         return json.load(fh)
 
 
-def run_identity(run_dir: Path, cfg_dict: dict[str, Any]) -> dict[str, str]:
-    """What names a run in its checkpoints: its run directory (resolved) and a hash of its configuration less the
-    number of epochs (which a resume may raise)."""
-    config = {k: (dict(v, epochs=None) if k == "loop" else v) for k, v in cfg_dict.items()}
-    digest = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def run_identity(run_dir: Path, cfg) -> dict[str, str]:
+    """What names a run in its checkpoints: its run directory (resolved) and a hash of its configuration's
+    :meth:`~genenv_lab.config.RunConfig.identity` (less the number of epochs, which a resume may raise)."""
+    digest = hashlib.sha256(json.dumps(cfg.identity(), sort_keys=True, default=str).encode()).hexdigest()[:16]
     return {"run_dir": str(Path(run_dir).resolve()), "config": digest}
 
 
