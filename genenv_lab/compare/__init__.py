@@ -36,25 +36,19 @@ keys counts its attempts rows as rollouts and has no tokens), ``wall_s``; then t
 
 from __future__ import annotations
 
-from genenv_lab.compare.table import (arm_of, attempt_rollouts_by_epoch, band_residence, bands_of, collect, COLUMNS,
-    dry_columns, heldout_of, METRICS, REACH_COLUMNS, REFERENCE_VARIANT, RESIDENCE_COLUMNS, run_dir_for, summarise,
-    table_rows, tasks_consumed_by_epoch)
-from genenv_lab.compare.stats import (DRY_COLUMNS, dry_run_table, EFFICIENCY_COLUMNS, efficiency_table, final_scores,
-    FinalScore, FIXED_SET_VARIANT, late_averages, LATE_COLUMNS, MEASURES, PAIRED_COLUMNS, paired_differences,
-    paired_row_text, read_study, rollouts_to_reach_table, SEED_DIFFERENCE_COLUMNS, seed_differences, seed_finals)
+from genenv_lab.compare.table import (attempt_rollouts_by_epoch, band_residence, bands_of, collect, COLUMNS,
+    METRICS, REACH_COLUMNS, run_dir_for, summarise, table_rows, tasks_consumed_by_epoch)
+from genenv_lab.compare.stats import (dry_run_table, efficiency_table, final_scores, late_averages, LATE_COLUMNS,
+    PAIRED_COLUMNS, paired_differences, read_study, rollouts_to_reach_table, seed_finals)
 from genenv_lab.compare.verdicts import glance, spread_lines, verdict
-from genenv_lab.compare.report import (EFFICIENCY_CELL, efficiency_figure_table, EFFICIENCY_TITLE, REACH_CELL,
-    REACH_TITLE, report_figure, REPORT_PANELS, write_report, X_TITLES)
-from genenv_lab.compare.grid import (check_jobs, compare_grid, COMPARE_LOCK, run_parallel, sweep_entries,
-    threads_per_job, variant_entries)
+from genenv_lab.compare.report import report_figure, REPORT_PANELS, write_report
+from genenv_lab.compare.grid import (check_jobs, compare_grid, COMPARE_LOCK, sweep_entries, threads_per_job,
+    variant_entries)
 
 __all__ = [
-    'arm_of', 'attempt_rollouts_by_epoch', 'band_residence', 'bands_of', 'check_jobs', 'collect', 'COLUMNS',
-    'compare_grid', 'COMPARE_LOCK', 'dry_columns', 'DRY_COLUMNS', 'dry_run_table', 'EFFICIENCY_CELL',
-    'EFFICIENCY_COLUMNS', 'efficiency_figure_table', 'efficiency_table', 'EFFICIENCY_TITLE', 'final_scores',
-    'FinalScore', 'FIXED_SET_VARIANT', 'heldout_of', 'late_averages', 'LATE_COLUMNS', 'MEASURES', 'METRICS',
-    'PAIRED_COLUMNS', 'paired_differences', 'paired_row_text', 'REACH_CELL', 'REACH_COLUMNS', 'REACH_TITLE',
-    'read_study', 'REFERENCE_VARIANT', 'report_figure', 'REPORT_PANELS', 'RESIDENCE_COLUMNS',
-    'rollouts_to_reach_table', 'run_dir_for', 'run_parallel', 'threads_per_job', 'SEED_DIFFERENCE_COLUMNS',
-    'glance', 'seed_differences', 'seed_finals', 'spread_lines', 'summarise', 'sweep_entries', 'table_rows',
-    'tasks_consumed_by_epoch', 'variant_entries', 'verdict', 'write_report', 'X_TITLES']
+    'attempt_rollouts_by_epoch', 'band_residence', 'bands_of', 'check_jobs', 'collect', 'COLUMNS', 'compare_grid',
+    'COMPARE_LOCK', 'dry_run_table', 'efficiency_table', 'final_scores', 'late_averages', 'LATE_COLUMNS', 'METRICS',
+    'PAIRED_COLUMNS', 'paired_differences', 'REACH_COLUMNS', 'read_study', 'report_figure', 'REPORT_PANELS',
+    'rollouts_to_reach_table', 'run_dir_for', 'threads_per_job', 'glance', 'seed_finals', 'spread_lines',
+    'summarise', 'sweep_entries', 'table_rows', 'tasks_consumed_by_epoch', 'variant_entries', 'verdict',
+    'write_report']

@@ -15,22 +15,19 @@ Everything public is importable from here.
 
 from __future__ import annotations
 
-from genenv_lab.config.checks import (bounded, bounds_of, Bounds, build, check_bounds, check_type, ConfigError,
-    replace_fields, require)
-from genenv_lab.config.variants import Variant, VARIANT_TABLE, VARIANTS
-from genenv_lab.config.spellings import ALIASES, ASK_FOR_EVAL, MOVED, old_layout_error
-from genenv_lab.config.schema import (AgentConfig, CurriculumConfig, DTYPES, ENGINES, EnvConfig, EVAL_PROTOCOLS,
-    EvalConfig, IMPORTANCE_SAMPLING_LEVELS, LoopConfig, LOSS_TYPES, MAX_SEED, ModelConfig, REWARD_SCALINGS, RunConfig,
-    TASK_FILE, WORLD_ANCHORS, WorldConfig)
+from genenv_lab.config.checks import bounded, bounds_of, Bounds, build, ConfigError, require
+from genenv_lab.config.variants import VARIANT_TABLE, VARIANTS
+from genenv_lab.config.spellings import ALIASES, ASK_FOR_EVAL
+from genenv_lab.config.schema import (AgentConfig, CurriculumConfig, EnvConfig, EvalConfig,
+    IMPORTANCE_SAMPLING_LEVELS, LoopConfig, LOSS_TYPES, MAX_SEED, ModelConfig, REWARD_SCALINGS, RunConfig, TASK_FILE,
+    WorldConfig)
 from genenv_lab.config.fields import config_fields, field_choices, field_docs, SECTIONS
 from genenv_lab.config.presets import CPU_PRESETS, notebook_preset, preset, PRESETS
 from genenv_lab.config.files import config_file_data, config_from_data, load_config
 
 __all__ = [
-    'AgentConfig', 'ALIASES', 'ASK_FOR_EVAL', 'bounded', 'Bounds', 'bounds_of', 'build', 'check_bounds',
-    'check_type', 'config_fields', 'config_file_data', 'config_from_data', 'ConfigError', 'CPU_PRESETS',
-    'CurriculumConfig', 'DTYPES', 'ENGINES', 'EnvConfig', 'EVAL_PROTOCOLS', 'EvalConfig', 'field_choices',
-    'field_docs', 'IMPORTANCE_SAMPLING_LEVELS', 'load_config', 'LoopConfig', 'LOSS_TYPES', 'MAX_SEED', 'ModelConfig',
-    'MOVED', 'notebook_preset', 'old_layout_error', 'preset', 'PRESETS', 'replace_fields', 'require',
-    'REWARD_SCALINGS', 'RunConfig', 'SECTIONS', 'TASK_FILE', 'Variant', 'VARIANT_TABLE', 'VARIANTS', 'WORLD_ANCHORS',
-    'WorldConfig']
+    'AgentConfig', 'ALIASES', 'ASK_FOR_EVAL', 'bounded', 'Bounds', 'bounds_of', 'build', 'config_fields',
+    'config_file_data', 'config_from_data', 'ConfigError', 'CPU_PRESETS', 'CurriculumConfig', 'EnvConfig',
+    'EvalConfig', 'field_choices', 'field_docs', 'IMPORTANCE_SAMPLING_LEVELS', 'load_config', 'LoopConfig',
+    'LOSS_TYPES', 'MAX_SEED', 'ModelConfig', 'notebook_preset', 'preset', 'PRESETS', 'require', 'REWARD_SCALINGS',
+    'RunConfig', 'SECTIONS', 'TASK_FILE', 'VARIANT_TABLE', 'VARIANTS', 'WorldConfig']

@@ -398,7 +398,8 @@ class RunConfig:
         is None), which a resume or a comparison asked for more may raise. The run writer's resume, ``compare``'s
         reuse of a run folder and the TRL checkpoints' run identity all compare this.
 
-        >>> a = RunConfig(); a.identity() == a.replace(loop={"epochs": 99}).identity() != a.replace(loop={"seed": 1}).identity()
+        >>> a = RunConfig()
+        >>> a.identity() == a.replace(loop={"epochs": 99}).identity() != a.replace(loop={"seed": 1}).identity()
         True
         """
         out = json.loads(json.dumps(self.to_dict()))
