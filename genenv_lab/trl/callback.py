@@ -15,7 +15,6 @@ tasks. docs/trl.md says why these mechanics and not ``rollout_func`` or ``enviro
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
 import warnings
@@ -40,6 +39,7 @@ from genenv_lab.coevolution.state import restore_state
 from genenv_lab.core.metrics import TRL_GLOBAL_STEP
 from genenv_lab.core.types import LoopState
 from genenv_lab.trl import resume as rs
+from genenv_lab.trl.rewards import reward_functions
 from genenv_lab.trl.engine import ModelEngine, agent_adapter_of, attach_env, curriculum_config, render_tokenizer
 from genenv_lab.trl.engine import steps_per_epoch as _steps_per_epoch
 from genenv_lab.core.metrics import AGENT_GRADIENT_CHECKPOINTING, AGENT_PREFIX_PATH, AGENT_ROLLOUTS, GRPO_LOSS
@@ -133,31 +133,8 @@ class GenEnvCurriculum(TrainerCallback):
         passed), each returning its rewards unchanged. Every rollout's total reward (TRL's ``reward_weights``
         applied) is kept under its task id; a rollout succeeds when it reaches ``agent.success_threshold``. Pass all
         of the trainer's reward functions through here, in the trainer's order."""
-        if not funcs:
-            def verifier(completions, task_id, **_: Any) -> list[float]:
-                self._check_group(task_id)
-                return self.plan.rewards(list(task_id), _texts(completions))
-
-            verifier.__name__ = f"{self.domain.name}_verifier"
-            return [verifier]
-        parts: list[list[float]] = []
-        weights = list(self.args.reward_weights or [1.0] * len(funcs))
-
-        def wrap(index: int, func):
-            @functools.wraps(func)
-            def recorded(prompts=None, completions=None, task_id=None, **kwargs: Any):
-                rewards = func(prompts=prompts, completions=completions, task_id=task_id, **kwargs)
-                if index == 0:
-                    parts.clear()
-                    self._check_group(task_id)
-                parts.append([math.nan if r is None else float(r) for r in rewards])
-                if len(parts) == len(funcs):
-                    self.plan.rewards.record(list(task_id), _texts(completions), _totals(parts, weights))
-                return rewards
-
-            return recorded
-
-        return [wrap(i, f) for i, f in enumerate(funcs)]
+        return reward_functions(funcs, verifier_name=f"{self.domain.name}_verifier", weights=self.args.reward_weights,
+                                plan=lambda: self.plan, check_group=self._check_group)
 
     def train(self, trainer, **kwargs: Any):
         """``trainer.train(resume_from_checkpoint=self.resume_from, **kwargs)``, and when it raises (a reward
@@ -416,24 +393,3 @@ def _check_args(args) -> None:
         problems.append("remove_unused_columns=False (GRPOConfig's default: the dataset's slot column is read)")
     if problems:
         raise ValueError("GenEnvCurriculum needs " + "; ".join(problems))
-
-
-def _totals(parts: Sequence[Sequence[float]], weights: Sequence[float]) -> list[float]:
-    """Each rollout's total reward, TRL's way (the weighted sum of the functions' rewards, NaN ones skipped); NaN
-    for a rollout that no function gave a finite reward, so that the reward log counts it as a score error instead
-    of a failure.
-
-    >>> _totals([[1.0, math.nan, math.nan], [0.5, 0.5, math.inf]], [1.0, 2.0])
-    [2.0, 1.0, nan]
-    """
-    out = []
-    for rewards in zip(*parts):
-        given = [w * r for w, r in zip(weights, rewards) if not math.isnan(r)]
-        total = sum(given) if given else math.nan
-        out.append(total if math.isfinite(total) else math.nan)
-    return out
-
-
-def _texts(completions) -> list[str]:
-    return [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-
