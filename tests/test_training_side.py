@@ -44,4 +44,4 @@ def test_the_summary_averages_the_late_epochs(tiny_cfg, tmp_path, scripted_backe
     assert got["niches"] == records[-1]["extra"]["diversity/niches"]
     main([str(out), str(out), "--summary"])
     printed = capsys.readouterr().out.splitlines()
-    assert len(printed) == 4 and printed[-1].startswith("mean") and len(SUMMARY) == 6
+    assert len(printed) == 4 and printed[-1].startswith("mean") and len(SUMMARY) == 8

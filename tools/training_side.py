@@ -5,11 +5,12 @@ untrained simulator's tasks, the simulator's levels, the dry-run share and the i
 
     python tools/training_side.py RUN_DIR [RUN_DIR ...] [--tasks-from EPOCH]
 
-With ``--summary``, one line per run instead of its table (a pre-registration's training-side reading): p̂, the
-in-band and valid shares averaged over the last third of the epochs as the pre-registrations read it (epoch
-``E − E // 3`` on: 27–40 of 40), the task entropy (``diversity/entropy``) averaged over the second half (after
-``E // 2``: 21–40), and the niches written by the last
-epoch with the most written one's share (``diversity/niches``, ``diversity/top_share``); then the mean over the runs.
+With ``--summary``, one line per run instead of its table (a pre-registration's training-side reading; the windows
+are :mod:`genenv_lab.core.readings`'): p̂, the in-band and valid shares, the untrained simulator's supply from the
+seeds (``reference/in_band_frac``) and the mean level of the simulator's tasks (``features/level``), averaged over
+the last third of the epochs (27–40 of 40); the task entropy (``diversity/entropy``) averaged over the second half
+(21–40); and the niches written by the last epoch with the most written one's share (``diversity/niches``,
+``diversity/top_share``); then the mean over the runs.
 
 With ``--tasks-from``, each run's table is followed by one line on its valid generated tasks from that epoch on:
 how their p̂ spread (the shares at 0, strictly between, at 1, and in the band). Calibration needs tasks between 0
@@ -56,6 +57,7 @@ def task_spread(run_dir: Path, first_epoch: int) -> dict[str, float]:
 
 
 SUMMARY = (("p̂", "p_hat_mean", LAST_THIRD), ("band", "in_band_frac", LAST_THIRD), ("valid", "valid_frac", LAST_THIRD),
+           ("supply", "reference/in_band_frac", LAST_THIRD), ("level", "features/level", LAST_THIRD),
            ("entropy", "diversity/entropy", SECOND_HALF), ("niches", "diversity/niches", LAST),
            ("top", "diversity/top_share", LAST))
 
