@@ -62,8 +62,11 @@ def curriculum_verdict(records: list[dict], alpha: float, k_min: float) -> str:
     how many epochs the simulator was updated (RWR ran on in-band tasks)."""
     from genenv_lab.core.curriculum import in_band
 
+    from genenv_lab.core.readings import LAST_THIRD, window_start
+
     n = len(records)
-    late = [r[P_HAT_MEAN] for r in records[n - max(1, n // 3):] if r.get(P_HAT_MEAN) is not None
+    since = window_start(max((r["epoch"] for r in records), default=0), LAST_THIRD)
+    late = [r[P_HAT_MEAN] for r in records if r["epoch"] >= since and r.get(P_HAT_MEAN) is not None
             and not math.isnan(r[P_HAT_MEAN])]
     start = records[0].get(P_HAT_MEAN)
     updated = sum(1 for r in records if (r.get(RWR_STEPS) or 0) > 0)
