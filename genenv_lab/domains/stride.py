@@ -30,6 +30,7 @@ from typing import Any
 
 from genenv_lab.core.types import TaskSpec
 from genenv_lab.domains.base import HELDOUT_REASON, Domain, LineageStats, ParseResult, SeedTask
+from genenv_lab.domains.count import CountDomain
 from genenv_lab.domains.worlds import LevelWorld
 
 MAX_START = 9
@@ -37,7 +38,6 @@ MAX_STRIDE = 6
 MIN_STEPS, MAX_STEPS = 2, 6
 
 _TASK = re.compile(r"^\s*task\s*[:：]\s*(\d{1,4})\s+to\s+(\d{1,4})\s+by\s+(\d{1,3})\s*[.?!]?\s*$", re.IGNORECASE)
-_NUMBER = re.compile(r"^\d{1,4}$")
 
 
 @lru_cache(maxsize=1)
@@ -119,25 +119,10 @@ class StrideDomain(Domain):
         """A stride task's niche is its stride and length: what decides how hard it is."""
         return self.describe(spec.features)
 
-    def agent_messages(self, spec: TaskSpec) -> list[dict[str, str]]:
-        start = spec.text.split(":", 1)[1].split()[0]
-        return [{"role": "system", "content": self.system_prompt_agent}, {"role": "user", "content": spec.question},
-                {"role": "assistant", "content": start}]
-
-    def reference_solution(self, spec: TaskSpec) -> str:
-        return " " + spec.answer
-
-    def score(self, spec: TaskSpec, completion: str) -> float:
-        """1.0 when the first line of the completion is exactly the sequence (a final full stop allowed), else 0.0.
-
-        >>> d = StrideDomain(); spec = d.parse("Task: 2 to 8 by 3").spec
-        >>> d.score(spec, " 5 8"), d.score(spec, " 5 8."), d.score(spec, " 5 7 8"), d.score(spec, "")
-        (1.0, 1.0, 0.0, 0.0)
-        """
-        words = completion.split("\n", 1)[0].strip().rstrip(".").split()
-        if not words or not all(_NUMBER.match(w) for w in words):
-            return 0.0
-        return 1.0 if " ".join(words) == spec.answer else 0.0
+    # the agent's side is count's: the prefilled start, the sequence as the reference, the first line scored exactly
+    agent_messages = CountDomain.agent_messages
+    reference_solution = CountDomain.reference_solution
+    score = CountDomain.score
 
 
 class StrideWorld(LevelWorld):
@@ -235,15 +220,7 @@ class StrideWorld(LevelWorld):
         stride = seed["level"]
         if rng.random() < self.mutation:
             stride = min(max(stride + rng.choice((-1, 1)), 1), MAX_STRIDE)
-        from genenv_lab.core.curriculum import in_band
-
-        if rate is None or in_band(rate, alpha, k_min):
-            shift = rng.choice(self.similar_shifts)
-        elif rate > alpha:
-            shift = rng.choice(self.harder_shifts)
-        else:
-            shift = -rng.choice(self.harder_shifts)
-        steps = min(max(seed["steps"] + shift, MIN_STEPS), MAX_STEPS)
+        steps = min(max(seed["steps"] + self.hint_shift(rng, rate, alpha, k_min), MIN_STEPS), MAX_STEPS)
         start = seed["start"] if rng.random() < 0.5 else rng.randint(1, MAX_START)
         while (start, stride, steps) in heldout_triples():
             start = rng.randint(1, MAX_START)

@@ -117,10 +117,13 @@ class LevelWorld:
         ``anchor`` moved by one of the shifts of the hint the context states, clipped to the world's range."""
         if rng.random() < self.random_level_share:
             return rng.randint(self.lowest, self.highest)
+        return min(max(anchor + self.hint_shift(rng, rate, alpha, k_min), self.lowest), self.highest)
+
+    def hint_shift(self, rng: random.Random, rate: float | None, alpha: float, k_min: float) -> int:
+        """One of the shifts of the hint the context states: ``similar_shifts`` inside the band or without
+        statistics, ``harder_shifts`` above it, their negatives below it."""
         if rate is None or in_band(rate, alpha, k_min):
-            shift = rng.choice(self.similar_shifts)
-        elif rate > alpha:
-            shift = rng.choice(self.harder_shifts)
-        else:
-            shift = -rng.choice(self.harder_shifts)
-        return min(max(anchor + shift, self.lowest), self.highest)
+            return rng.choice(self.similar_shifts)
+        if rate > alpha:
+            return rng.choice(self.harder_shifts)
+        return -rng.choice(self.harder_shifts)
