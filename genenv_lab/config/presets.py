@@ -78,9 +78,12 @@ def _cpu_stride() -> RunConfig:
     # cpu-dry-hint-band's settings on the stride world, where difficulty is the stride and the untrained simulator
     # keeps its parent's stride (a world whose untrained supply runs out from frontier parents: genenv_lab/domains/
     # stride.py; docs/research/curriculum_cpu.md, "Where the untrained supply runs out").
-    # Its simulator samples at temperature 1.0, the lever issue 65's diagnosis chose (at 0.6 RWR narrows it).
+    # Its simulator samples at temperature 1.0, the lever issue 65's diagnosis chose (at 0.6 RWR narrows it); its
+    # agent is cpu-dry-hint-long's (temperature 1.0, lr 1e-3): cpu-dry-hint-band's hot, slow agent never learnt the
+    # first strides in 40 epochs (the research log's first reading).
     return _cpu_dry_hint_band().replace(preset="cpu-stride", loop={"domain": "stride", "seeds": ""},
-                                        agent={"max_completion_length": 32}, env={"temperature": 1.0})
+                                        agent={"max_completion_length": 32, "temperature": 1.0, "lr": 1e-3},
+                                        env={"temperature": 1.0})
 
 
 def _cpu_times() -> RunConfig:
