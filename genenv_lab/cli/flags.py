@@ -20,7 +20,7 @@ import functools
 import typing
 from pathlib import Path
 
-from genenv_lab.config import ConfigError, RunConfig, load_config, preset
+from genenv_lab.config import ConfigError, RunConfig, preset
 
 
 def run_config_from(args: argparse.Namespace) -> RunConfig:
@@ -79,8 +79,15 @@ def _base_config(args: argparse.Namespace) -> RunConfig:
         return load_run_config(args.config)
     if getattr(args, "preset", None):
         return preset(args.preset)
-    if getattr(args, "resume", False) and args.out and (Path(args.out) / "config.json").is_file():
-        return load_config(Path(args.out) / "config.json")
+    from genenv_lab.rundir.layout import CONFIG, RunDirError
+
+    if getattr(args, "resume", False) and args.out and (Path(args.out) / CONFIG).is_file():
+        from genenv_lab.rundir.read import read_config
+
+        try:
+            return read_config(args.out)
+        except RunDirError as exc:
+            raise ConfigError(str(exc)) from None
     return preset("tiny")
 
 

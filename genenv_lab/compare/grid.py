@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import os
 from pathlib import Path
 from typing import Sequence
@@ -162,19 +161,19 @@ def _check_reusable(run_dir: Path, cfg_s: RunConfig) -> None:
     """A run folder the comparison will reuse (skip when finished, resume otherwise) must have been started with this
     arm's configuration, epochs aside, and must not hold more epochs than asked (the report would say otherwise than
     the manifest): else a RunDirError in one line, before the manifest is written."""
-    from genenv_lab.rundir.read import read_state
+    from genenv_lab.rundir.layout import CONFIG, STATE
+    from genenv_lab.rundir.read import read_config, read_state
 
-    if not (run_dir / "config.json").is_file():
+    if not (run_dir / CONFIG).is_file():
         return
     try:
-        saved = RunConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
-    except Exception as exc:  # noqa: BLE001 - ConfigError, JSON errors: the run writer says the same on resume
-        raise RunDirError(f"{run_dir / 'config.json'} cannot be read ({exc}); move that run away or choose a new "
-                          "--out (nothing was changed)") from None
+        saved = read_config(run_dir)
+    except RunDirError as exc:
+        raise RunDirError(f"{exc}; move that run away or choose a new --out (nothing was changed)") from None
     if saved.identity() != cfg_s.identity():
-        raise RunDirError(f"{run_dir} was run with another configuration than this comparison's (see its config.json); "
+        raise RunDirError(f"{run_dir} was run with another configuration than this comparison's (see its {CONFIG}); "
                           "pass the same options or choose a new --out (nothing was changed)")
-    if (run_dir / "state.json").is_file():
+    if (run_dir / STATE).is_file():
         done = read_state(run_dir).get("last_complete_epoch", 0)
         if isinstance(done, int) and done > cfg_s.loop.epochs:
             raise RunDirError(f"{run_dir} holds {done} epochs, more than the {cfg_s.loop.epochs} asked; pass --epochs "

@@ -68,15 +68,14 @@ def band_ceiling(tasks: pd.DataFrame, *, num_generations: int, alpha: float, k_m
 
 def run_band_ceiling(run_dir: str | Path, feature: str = "level") -> pd.DataFrame:
     """:func:`band_ceiling` of a run directory, with the run's own G, α and k_min (from ``config.json``)."""
-    from genenv_lab.config import RunConfig
     from genenv_lab.rundir.layout import CONFIG
-    from genenv_lab.rundir.read import read_table
+    from genenv_lab.rundir.read import read_config, read_table
 
     run_dir = Path(run_dir)
     tasks = read_table(run_dir, "tasks")
     if not (run_dir / CONFIG).is_file() or not len(tasks):
         raise FileNotFoundError(f"{run_dir} is not a run directory with epochs (no {CONFIG} or no tasks table)")
-    cfg = RunConfig.from_dict(json.loads((run_dir / CONFIG).read_text()))
+    cfg = read_config(run_dir)
     return band_ceiling(tasks, num_generations=cfg.agent.num_generations,
                         alpha=cfg.curriculum.alpha, k_min=cfg.curriculum.k_min, feature=feature)
 

@@ -63,8 +63,19 @@ def committed_epochs(run_dir: str | Path) -> int:
 
 
 def read_config(run_dir: str | Path) -> RunConfig:
-    """The run's configuration (:func:`genenv_lab.config.load_config` of its ``config.json``)."""
-    return load_config(Path(run_dir) / CONFIG)
+    """The run's configuration (:func:`genenv_lab.config.load_config` of its ``config.json``), or a RunDirError in
+    one line when the folder has none or it is not a configuration this version reads. The one reader of a run's
+    ``config.json`` (the writer's resume, ``compare``'s reuse check, ``band_ceiling``, ``run --resume``); the lab
+    reads it leniently through :func:`read_json_object`, to show what it can of any run."""
+    from genenv_lab.config import ConfigError
+
+    path = Path(run_dir) / CONFIG
+    if not path.is_file():
+        raise RunDirError(f"{run_dir} has no {CONFIG}: it is not a run directory")
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise RunDirError(f"{path} is not a configuration this version reads ({exc})") from None
 
 
 

@@ -41,8 +41,7 @@ from genenv_lab.rundir.layout import (ADAPTERS, ATTEMPTS, BASELINE, CONFIG, EPOC
     TABLES, TASKS, RunDirError, adapter_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, whole_table,
     overwrite_in_place, state_count, table_files)
 from genenv_lab.rundir.lock import RunLock
-from genenv_lab.rundir.read import (BASELINE_PREFIXES, read_epochs,
-    read_state)
+from genenv_lab.rundir.read import BASELINE_PREFIXES, read_config, read_epochs, read_state
 
 def commit_problem(row: dict) -> str | None:
     """What stops a tasks-table row (``GeneratedTask.to_row()``) from being committed as an epoch commits it (its
@@ -143,17 +142,10 @@ class RunWriter:
 
     # ------------------------------------------------------------------------------------------------- resume
     def _prepare_resume(self) -> int:
-        if not (self.dir / CONFIG).is_file():
-            raise RunDirError(f"{self.dir} has no {CONFIG}: it is not a run directory, nothing to resume")
-        try:
-            saved = json.loads((self.dir / CONFIG).read_text())
-        except json.JSONDecodeError as exc:
-            raise RunDirError(f"{self.dir / CONFIG} is corrupt ({exc}); start a new run") from None
         try:  # through the config itself, so that fields added since the run started compare as their defaults
-            saved = RunConfig.from_dict(saved)
-        except Exception as exc:  # noqa: BLE001 - ConfigError, or a config.json that is not a config at all
-            raise RunDirError(f"{self.dir / CONFIG} is not a configuration this version reads ({exc}); start a new "
-                              "run") from None
+            saved = read_config(self.dir)
+        except RunDirError as exc:
+            raise RunDirError(f"{exc}; nothing to resume: start a new --out") from None
         if saved.identity() != self.cfg.identity():  # a resumed run may be given more epochs; all else must match
             raise RunDirError(f"{self.dir} was started with another configuration; resume it with the same preset "
                               f"and options (see its {CONFIG}), or start a new --out")
