@@ -40,6 +40,7 @@ from genenv_lab.core.metrics import TRL_GLOBAL_STEP
 from genenv_lab.core.types import LoopState
 from genenv_lab.trl import resume as rs
 from genenv_lab.trl.rewards import reward_functions
+from genenv_lab.trl.tasks import EpochTasks
 from genenv_lab.trl.engine import ModelEngine, agent_adapter_of, attach_env, curriculum_config, render_tokenizer
 from genenv_lab.trl.engine import steps_per_epoch as _steps_per_epoch
 from genenv_lab.core.metrics import AGENT_GRADIENT_CHECKPOINTING, AGENT_PREFIX_PATH, AGENT_ROLLOUTS, GRPO_LOSS
@@ -100,20 +101,19 @@ class GenEnvCurriculum(TrainerCallback):
         self.run_dir, self.resume = Path(run_dir), resume
         self.model, self.engine, self.writer, self.cfg = model, None, None, None
         self.state: LoopState = LoopState()
-        self.plan: EpochPlan | None = None
-        self._served: dict[int, int] = {}
-        self._prompts: dict[str, str] = {}
+        self.tasks = EpochTasks(self.size, args.num_generations)
+        self.dataset = self.tasks.dataset
+        """The trainer's ``train_dataset`` (:attr:`EpochTasks.dataset`): the epoch in flight's tasks."""
         self._logs: list[dict[str, Any]] = []
         self._mid_epoch: dict[str, Any] | None = None
         self._started_at, self._start_step = 0.0, 0
         if model is not None:
             self._open(model)
-        from datasets import Dataset
 
-        self.dataset = Dataset.from_dict({"slot": list(range(self.size))})
-        """The trainer's ``train_dataset``: one row per slot of the task batch, read as the current epoch's task
-        (``prompt`` text, ``task_id``, ``question``, ``answer``, ``source``) when the data loader asks for it."""
-        self.dataset.set_transform(self._rows)
+    @property
+    def plan(self) -> EpochPlan | None:
+        """The epoch in flight (its batch, rollouts and rewards so far), None between epochs."""
+        return self.tasks.plan
 
     # ------------------------------------------------------------------------------------------- what TRL uses
     @property
@@ -134,7 +134,7 @@ class GenEnvCurriculum(TrainerCallback):
         applied) is kept under its task id; a rollout succeeds when it reaches ``agent.success_threshold``. Pass all
         of the trainer's reward functions through here, in the trainer's order."""
         return reward_functions(funcs, verifier_name=f"{self.domain.name}_verifier", weights=self.args.reward_weights,
-                                plan=lambda: self.plan, check_group=self._check_group)
+                                plan=lambda: self.tasks.plan, check_group=self.tasks.check_group)
 
     def train(self, trainer, **kwargs: Any):
         """``trainer.train(resume_from_checkpoint=self.resume_from, **kwargs)``, and when it raises (a reward
@@ -168,7 +168,7 @@ class GenEnvCurriculum(TrainerCallback):
             return
         if self.engine is None:
             self._open(model)
-        with self._own_rng():
+        with _own_rng():
             try:
                 self._restore(state.global_step)
             except RunDirError as exc:  # refused before anything ran: the run's state as it was, the lock let go
@@ -176,7 +176,7 @@ class GenEnvCurriculum(TrainerCallback):
                 raise
             if self.state.epoch < self.cfg.loop.epochs:
                 self._plan()
-            if self._mid_epoch is not None and self._restore_rollouts(self._mid_epoch) and not self._missing():
+            if self._mid_epoch is not None and self._restore_rollouts(self._mid_epoch) and not self.tasks.missing():
                 # the checkpoint ends a pass: the trainer counts it done and calls no on_epoch_end for it, so the
                 # epoch is finished here, as on_epoch_end would have, and committed (its checkpoint exists)
                 self.writer.event(f"epoch {self.state.epoch + 1} finished on resume: the checkpoint at step "
@@ -194,12 +194,12 @@ class GenEnvCurriculum(TrainerCallback):
         plan = self.plan
         if plan is None:
             return
-        missing = self._missing()
+        missing = self.tasks.missing()
         if missing:  # the trainer stopped inside the pass (max_steps): the epoch stays unfinished
             self.writer.event(f"epoch {plan.state.epoch + 1} not finished: {len(missing)} of its tasks were not "
                               "rolled out when the trainer's pass ended")
             return
-        with self._own_rng():
+        with _own_rng():
             self._finish(state)
         control.should_save = True
         return control
@@ -218,22 +218,20 @@ class GenEnvCurriculum(TrainerCallback):
             self.writer.finish(self.state.env_version)
 
     # -------------------------------------------------------------------------------------------- internals
-    def _missing(self) -> list[str]:
-        """The tasks of the epoch in flight that no rollout has attempted yet."""
-        plan = self.plan
-        return [b.task_id for b in plan.batch if not plan.rewards.records[b.task_id]] if plan else []
-
     def _finish(self, state) -> None:
         """The epoch in flight after its pass: the loop's :func:`finish_epoch`, the held-out evaluation when due,
         the epoch staged at the trainer's step (committed once a checkpoint holds it), the next epoch's tasks."""
-        self.state, result = finish_epoch(self.plan, self.engine, self.domain, self.cfg, self._agent_update(state))
+        update = _agent_update(self.args, self._logs, self.plan, time.perf_counter() - self._started_at,
+                               state.global_step - self._start_step)
+        self.state, result = finish_epoch(self.plan, self.engine, self.domain, self.cfg, update)
         later = {TRL_GLOBAL_STEP: state.global_step}
         if self.cfg.eval.every and self.state.epoch % self.cfg.eval.every == 0:
             later.update(scores := evaluate_epoch(self.engine, self.cfg, self.writer.dir, self.state.epoch))
             self.state = with_frontier(self.state, scores)
         result = dataclasses.replace(result, record=result.record.with_extra(later))
         rs.stage(self.writer.dir, result, state.global_step, self.engine.save_adapters)
-        self.plan, self._logs = None, []
+        self.tasks.serve(None)
+        self._logs = []
         if self.state.epoch < self.cfg.loop.epochs:
             self._plan()
         self._start_step = state.global_step
@@ -299,87 +297,43 @@ class GenEnvCurriculum(TrainerCallback):
             self._mid_epoch = saved or {}
 
     def _plan(self) -> None:
-        self.plan = plan_epoch(self.state, self.engine, self.domain, self.seeds, self.cfg, size=self.size)
-        self._prompts = {b.task_id: self.engine.chat_prompt(self.domain.agent_messages(b.spec))
-                         for b in self.plan.batch}
-        self._served, self._logs = {}, []
+        plan = plan_epoch(self.state, self.engine, self.domain, self.seeds, self.cfg, size=self.size)
+        self.tasks.serve(plan, {b.task_id: self.engine.chat_prompt(self.domain.agent_messages(b.spec))
+                                for b in plan.batch})
+        self._logs = []
         self._started_at = time.perf_counter()
 
     def _restore_rollouts(self, saved: dict[str, Any]) -> bool:
         """The rollouts of the epoch in flight before a mid-epoch checkpoint (and its logged steps), when the
         checkpoint holds them for the same tasks (True); else the epoch goes on with what is rolled out from here
         (False)."""
-        same = self.plan is not None and saved.get("epoch") == self.state.epoch and saved.get("prompts") == \
-            self._prompts
-        if not same:
+        if not (saved.get("epoch") == self.state.epoch and self.tasks.restore(saved)):
             self.writer.event(f"warning: resumed inside epoch {self.state.epoch + 1} without its earlier rollouts "
                               "(the checkpoint holds none for these tasks); its p̂ counts the rollouts from here")
             return False
-        rewards = self.plan.rewards
-        for task_id in saved["order"]:
-            pairs = saved["records"][task_id]
-            rewards.record([task_id] * len(pairs), [c for c, _ in pairs], [r for _, r in pairs])
-        rewards.score_errors = saved["score_errors"]
         self._logs = list(saved["logs"])
         self._started_at -= float(saved.get("elapsed", 0.0))
         return True
 
     def _checkpoint_state(self, step: int) -> dict[str, Any]:
-        plan = self.plan
-        rewards = plan.rewards if plan else None
         return {"format": 1, "run": self._identity(), "epoch": self.state.epoch, "global_step": step,
-                "prompts": self._prompts if plan else {},
-                "records": {t: [[c, r] for c, r in rewards.records[t]] for t in rewards.order} if plan else {},
-                "order": list(rewards.order) if plan else [], "score_errors": rewards.score_errors if plan else 0,
-                "logs": self._logs, "elapsed": time.perf_counter() - self._started_at}
+                **self.tasks.in_flight(), "logs": self._logs, "elapsed": time.perf_counter() - self._started_at}
 
-    def _rows(self, batch: dict[str, list]) -> dict[str, list]:
-        """The dataset's transform: each requested slot as the epoch's task. Slot i serves the batch's i-th task;
-        after a mid-epoch resume (the trainer's sampler then orders the slots anew) a slot whose task was already
-        rolled out serves one that was not, so that every task is rolled out once per epoch."""
-        if self.plan is None:
-            raise RuntimeError("the curriculum's tasks are written when training begins: pass the curriculum in the "
-                               "GRPOTrainer's callbacks and its dataset as train_dataset")
-        tasks = [self.plan.batch[self._task_of(int(slot))] for slot in batch["slot"]]
-        return {"prompt": [self._prompts[t.task_id] for t in tasks], "task_id": [t.task_id for t in tasks],
-                "question": [t.spec.question for t in tasks], "answer": [t.spec.answer for t in tasks],
-                "source": [t.source for t in tasks]}
 
-    def _task_of(self, slot: int) -> int:
-        if slot not in self._served:
-            records, taken = self.plan.rewards.records, set(self._served.values())
-            free = [i for i, b in enumerate(self.plan.batch) if i not in taken and not records[b.task_id]]
-            self._served[slot] = slot if slot in free or not free else free[0]
-        return self._served[slot]
+def _agent_update(args, logs: list[dict[str, Any]], plan: EpochPlan, wall: float, steps: int) -> AgentUpdate:
+    """The epoch's agent update as the record states it: TRL's logged metrics averaged (``grpo/*``), how the user's
+    trainer ran (``agent/*``), its steps and wall time."""
+    metrics = {**grpo_metrics(logs), AGENT_PREFIX_PATH: FULL,
+               AGENT_GRADIENT_CHECKPOINTING: bool(args.gradient_checkpointing),
+               AGENT_ROLLOUTS: "vllm" if getattr(args, "use_vllm", False) else "transformers"}
+    plan.timer.seconds["agent_update"] = max(wall, 0.0)
+    return AgentUpdate(loss=metrics[GRPO_LOSS], update_s=max(wall, 0.0), steps=steps, metrics=metrics)
 
-    def _check_group(self, task_ids) -> None:
-        g = self.args.num_generations
-        ids = list(task_ids)
-        for start in range(0, len(ids), g):
-            if len(set(ids[start:start + g])) != 1:
-                raise RuntimeError(f"a GRPO group's {g} rollouts attempt different tasks "
-                                   f"({sorted(set(ids[start:start + g]))}): the trainer must sample the "
-                                   "curriculum's dataset with TRL's RepeatSampler")
-        unknown = set(ids) - set(self.plan.rewards.records)
-        if unknown:
-            raise RuntimeError(f"rollouts of tasks outside the curriculum's epoch {self.plan.state.epoch + 1}: "
-                               f"{sorted(unknown)[:3]}")
 
-    def _agent_update(self, state) -> AgentUpdate:
-        """The epoch's agent update as the record states it: TRL's logged metrics averaged (``grpo/*``), how the
-        user's trainer ran (``agent/*``), its steps and wall time."""
-        metrics = {**grpo_metrics(self._logs), AGENT_PREFIX_PATH: FULL,
-                   AGENT_GRADIENT_CHECKPOINTING: bool(self.args.gradient_checkpointing),
-                   AGENT_ROLLOUTS: "vllm" if getattr(self.args, "use_vllm", False) else "transformers"}
-        wall = time.perf_counter() - self._started_at
-        self.plan.timer.seconds["agent_update"] = max(wall, 0.0)
-        return AgentUpdate(loss=metrics[GRPO_LOSS], update_s=max(wall, 0.0),
-                           steps=state.global_step - self._start_step, metrics=metrics)
-
-    def _own_rng(self):
-        """The curriculum's sampling (the simulator, the RWR update) leaves the trainer's random stream as it was."""
-        devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
-        return torch.random.fork_rng(devices=devices)
+def _own_rng():
+    """The curriculum's sampling (the simulator, the RWR update) leaves the trainer's random stream as it was."""
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    return torch.random.fork_rng(devices=devices)
 
 
 def _check_args(args) -> None:
