@@ -56,3 +56,29 @@ def test_one_run_reads_the_same_through_every_reader(tiny_cfg, tmp_path, scripte
                "compare": float(late_averages(table)["p_hat_last_third"].iloc[0]),
                "training_side": summary(out)["p̂"]}
     assert readers == pytest.approx(dict.fromkeys(readers, by_hand))
+
+
+def test_the_held_out_score_is_one_key_wherever_it_is_read(tiny_cfg, tmp_path, scripted_backend):
+    """A run with held-out scores: the lab's glance, compare's table and the run's closing lines read the same key
+    (core.readings.heldout_key) and so the same number at its last epoch."""
+    from genenv_lab.cli.run_summary import run_summary
+    from genenv_lab.coevolution.session import run
+    from genenv_lab.compare.table import table_rows
+    from genenv_lab.core.readings import heldout_key
+    from genenv_lab.lab.glance import story_numbers
+    from genenv_lab.lab.runs import load_run
+    from genenv_lab.rundir.read import read_epochs
+    from genenv_lab.rundir.write import fmt_num
+
+    cfg = tiny_cfg.replace(loop={"epochs": 2}, eval={"every": 1, "limit": 4, "benchmark": "domain"})
+    out = tmp_path / "r"
+    list(run(cfg, out, backend=scripted_backend(), progress=False))
+    records = read_epochs(out)
+    key = heldout_key(k for k, v in records[-1].extra.items() if v is not None)
+    assert key == "eval/domain"
+    final = records[-1].extra[key]
+    table = pd.DataFrame(table_rows("p:genenv", "genenv", 0, records, {}))
+    assert story_numbers(load_run(out))["heldout_last"] == pytest.approx(final)
+    assert float(table[table["epoch"] == 2]["heldout"].iloc[0]) == pytest.approx(final)
+    assert any(line.startswith("held-out domain:") and line.split("→ ")[1].startswith(fmt_num(final, 2))
+               for line in run_summary(out, cfg))

@@ -2,11 +2,14 @@
 directory."""
 
 from __future__ import annotations
-from genenv_lab.core.metrics import (CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS, CUMULATIVE_DISTINCT_QUESTIONS,
-    CUMULATIVE_DISTINCT_TASKS, EVAL, P_HAT_MEAN, REFERENCE_P_HAT, RWR_STEPS)
 
 import math
 from pathlib import Path
+
+from genenv_lab.core.metrics import (CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS, CUMULATIVE_DISTINCT_QUESTIONS,
+    CUMULATIVE_DISTINCT_TASKS, P_HAT_MEAN, REFERENCE_P_HAT, RWR_STEPS)
+from genenv_lab.core.readings import heldout_key
+
 
 def run_summary(out: Path, cfg) -> list[str]:
     """Where p̂ went: first and last epoch on the simulator's tasks, on the untrained simulator's tasks, and the
@@ -27,7 +30,7 @@ def run_summary(out: Path, cfg) -> list[str]:
     if REFERENCE_P_HAT in lx:
         lines.append(f"p̂ of the same agent on the untrained simulator's tasks: "
                      f"{fmt_num(fx.get(REFERENCE_P_HAT), 2)} → {fmt_num(lx.get(REFERENCE_P_HAT), 2)}")
-    key = next((k for k in lx if k.startswith(EVAL)), None)
+    key = heldout_key(k for k, v in lx.items() if v is not None)
     if key:
         base = (read_baseline(out) or {}).get(key)
         lines.append(f"held-out {key[5:]}: {fmt_num(base, 2)} (untrained agent) → {fmt_num(lx[key], 2)} "

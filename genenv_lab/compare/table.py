@@ -12,8 +12,9 @@ import pandas as pd
 
 from genenv_lab.core import curriculum as cur
 from genenv_lab.config import RunConfig
+from genenv_lab.core.readings import heldout_key
 from genenv_lab.core.metrics import (AGENT_REWARD_MEAN, CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS,
-    DIVERSITY_ENTROPY, DRY_FRONTIER_INFORMATIVE, DRY_STEP_FRAC, EVAL, EVAL_DOMAIN, FEATURES_LEVEL, FRAC_ZERO_STD,
+    DIVERSITY_ENTROPY, DRY_FRONTIER_INFORMATIVE, DRY_STEP_FRAC, FEATURES_LEVEL, FRAC_ZERO_STD,
     IN_BAND_FRAC, LEVELS_MAX, N_AGENT_PROMPTS, P_HAT_MEAN, REFERENCE_FRONTIER_SHARE, REFERENCE_IN_BAND_FRAC,
     REFERENCE_P_HAT, VALID_FRAC, WALL_S)
 
@@ -48,12 +49,10 @@ def collect(out: str | Path) -> pd.DataFrame:
 
 
 def heldout_of(scores: Mapping) -> float | None:
-    """The held-out score among ``eval/*`` keys: ``eval/domain``, else the first benchmark's main metric."""
-    held = scores.get(EVAL_DOMAIN)
-    if held is None:
-        held = next((v for k, v in scores.items() if str(k).startswith(EVAL) and not str(k).endswith("_f1")),
-                    None)
-    return held
+    """The held-out score among a record's or baseline's keys (:func:`genenv_lab.core.readings.heldout_key` of
+    those with a value), or None."""
+    key = heldout_key(k for k, v in scores.items() if v is not None)
+    return scores[key] if key else None
 
 
 def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], consumed: Mapping[int, int],

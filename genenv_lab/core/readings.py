@@ -1,4 +1,5 @@
-"""The late windows every reading of a run averages over, defined once. Pure: no I/O.
+"""The late windows every reading of a run averages over, and which key is its held-out score, defined once. Pure:
+no I/O.
 
 A run's epochs 1..E (epoch 0, the untrained agent's baseline, is never in a window):
 
@@ -18,9 +19,11 @@ Written by hand: the windows are this project's reading conventions.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import pandas as pd
+
+from genenv_lab.core.metrics import EVAL, EVAL_DOMAIN
 
 LAST_THIRD, SECOND_HALF, LAST = "last third", "second half", "last"
 SPANS = (LAST_THIRD, SECOND_HALF, LAST)
@@ -67,3 +70,18 @@ def late_mean(frame: pd.DataFrame, column: str, span: str) -> float | None:
         return None
     values = pd.to_numeric(rows[column], errors="coerce").dropna()
     return float(values.mean()) if len(values) else None
+
+
+def heldout_key(keys: Iterable[str]) -> str | None:
+    """Which of a run's logged keys is *the* held-out score (those with a number; any order): ``eval/domain``, the
+    domain's own held-out set, else the first benchmark's official metric by name (``eval/<benchmark>``, never a
+    sub-score such as ``eval/<benchmark>_f1``), else None. The lab's story and glance, ``compare``'s table and the
+    research scripts read the held-out score through it.
+
+    >>> heldout_key(["eval/bfcl", "eval/domain"]), heldout_key(["eval/bfcl_f1", "eval/bfcl", "p_hat_mean"])
+    ('eval/domain', 'eval/bfcl')
+    >>> heldout_key(["heldout/frontier_level", "p_hat_mean"]) is None, heldout_key(["eval/qa_f1"]) is None
+    (True, True)
+    """
+    names = sorted(str(k) for k in keys if str(k).startswith(EVAL) and not str(k).endswith("_f1"))
+    return EVAL_DOMAIN if EVAL_DOMAIN in names else (names[0] if names else None)

@@ -29,8 +29,8 @@ from genenv_lab.style import ALPHA_COLOUR
 from genenv_lab.style import BAND_FILL, BAND_LINE, RUN_COLORS
 from genenv_lab.lab.figures import band_span, curves_frame, difficulty_bars, message_figure, style
 from genenv_lab.lab.runs import RunData
-from genenv_lab.core.metrics import EVAL, P_HAT_MEAN, REFERENCE_P_HAT
-from genenv_lab.core.readings import LAST_THIRD, window
+from genenv_lab.core.metrics import P_HAT_MEAN, REFERENCE_P_HAT
+from genenv_lab.core.readings import LAST_THIRD, heldout_key, window
 
 GLANCE_TITLE = "Curriculum at a glance"
 HEAT_SCALE = ((0.0, "#ffffff"), (0.15, "#d0ebff"), (0.5, "#4dabf7"), (1.0, "#1864ab"))
@@ -49,12 +49,10 @@ def level_label(value: float, g: int | None) -> str:
     return f"{round(value * g)}/{g}" if g else f"{round(value, 4):g}"
 
 
-def heldout_key(frame: pd.DataFrame) -> str | None:
-    """The held-out score the story draws: the first ``eval/*`` column with a number (``eval/<benchmark>/score``
-    comes before any sub-score), or None."""
-    keys = sorted(c for c in frame.columns if c.startswith(EVAL) and frame[c].notna().any())
-    scores = [k for k in keys if k.endswith("/score") or k.count("/") == 1]
-    return (scores or keys or [None])[0]
+def heldout_column(frame: pd.DataFrame) -> str | None:
+    """The held-out score the story draws: :func:`genenv_lab.core.readings.heldout_key` among the columns with a
+    number, or None."""
+    return heldout_key(c for c in frame.columns if frame[c].notna().any())
 
 
 def story_frame(run: RunData) -> pd.DataFrame:
@@ -63,7 +61,7 @@ def story_frame(run: RunData) -> pd.DataFrame:
     frame = curves_frame(run)
     if not len(frame):
         return pd.DataFrame(columns=["epoch"] + [k for k, _, _ in STORY])
-    key = heldout_key(frame)
+    key = heldout_column(frame)
     out = pd.DataFrame({"epoch": frame["epoch"]})
     for col, source in ((P_HAT_MEAN, P_HAT_MEAN), ("p_hat_reference", REFERENCE_P_HAT), ("heldout", key)):
         out[col] = frame[source] if source in frame.columns else math.nan

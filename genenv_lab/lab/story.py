@@ -29,7 +29,7 @@ from genenv_lab.compare.stats import FIXED_SET_VARIANT
 from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC, ran_dry
 from genenv_lab.style import ALPHA_COLOUR, BAND_FILL, RUN_COLORS
 from genenv_lab.lab.figures import curves_frame, message_figure, style
-from genenv_lab.lab.glance import heldout_key
+from genenv_lab.lab.glance import heldout_column
 from genenv_lab.lab.runs import RunData
 from genenv_lab.core.metrics import DRY_STEP_FRAC, FEATURES_LEVEL, LEVELS_MAX, P_HAT_MEAN
 from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, window
@@ -69,7 +69,7 @@ def pair_frame(run: RunData, fixed_set: bool = False) -> pd.DataFrame:
     it), so its levels carry forward to the later epochs."""
     frame = curves_frame(run)
     columns = {"level": FEATURES_LEVEL, "level_max": LEVELS_MAX, "p_hat": P_HAT_MEAN, "dry": DRY_STEP_FRAC,
-               "heldout": heldout_key(frame) if len(frame) else None}
+               "heldout": heldout_column(frame) if len(frame) else None}
     out = pd.DataFrame({"epoch": frame["epoch"] if len(frame) else []})
     for name, key in columns.items():
         out[name] = pd.to_numeric(frame[key], errors="coerce") if key in frame.columns else math.nan
