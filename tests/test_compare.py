@@ -31,11 +31,13 @@ def test_grid_with_fake_backend_collects_summarises_and_resumes(tmp_path, script
     calls = []
 
     def factory(cfg):
-        calls.append(cfg.loop.variant)
+        calls.append((cfg.loop.seed, cfg.loop.variant))
         return scripted_backend(num_generations=cfg.agent.num_generations)
 
     table = compare_grid(entries, 2, tmp_path, progress=False, backend_factory=factory)
     assert len(table) == 3 * 2 * (3 + 1) and len(calls) == 6  # epochs 1-3 and the untrained agent's epoch 0
+    # seed by seed: a comparison stopped early holds every arm of its first seeds
+    assert calls == [(s, v) for s in (0, 1) for v in ("genenv", "random_env", "static")]
     assert table["heldout"].notna().all()
     start, trained = table[table["epoch"] == 0], table[table["epoch"] > 0]
     assert (start["tasks_consumed"] == 0).all() and start["p_hat_mean"].isna().all() and len(start) == 6

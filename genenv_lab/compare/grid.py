@@ -88,7 +88,9 @@ def _heldout(domain: str, data_dir: str = "") -> dict[str, str]:
 
 def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence[int], out: str | Path, *,
                  progress: bool = True, backend_factory=None, jobs: int = 1) -> pd.DataFrame:
-    """Run (or resume, or skip when finished) every entry for every seed, then write and return the comparison.
+    """Run (or resume, or skip when finished) every entry for every seed, then write and return the comparison. The
+    runs go seed by seed (every entry of the first seed, then of the next), so a comparison stopped early holds whole
+    seeds, paired across its arms.
 
     ``backend_factory(cfg)`` builds the backend of each run (default: the engine of its config). ``jobs`` > 1 runs
     that many at a time, each in its own process on its share of the CPU cores (:func:`run_parallel`).
@@ -110,8 +112,9 @@ def compare_grid(entries: Sequence[tuple[str, RunConfig]], seeds: int | Sequence
         for (label, cfg), seed in itertools.product(entries, seed_list):
             _check_reusable(run_dir_for(out, label, seed), cfg.replace(loop={"seed": seed}))
         atomic_write_json(out / "manifest.json", manifest)
+        # seed by seed, every arm of a seed before the next seed: a comparison stopped early holds whole pairs
         grid = [(label, cfg.replace(loop={"seed": seed}), seed)
-                for (label, cfg), seed in itertools.product(entries, seed_list)]
+                for seed, (label, cfg) in itertools.product(seed_list, entries)]
         if jobs > 1:
             run_parallel(out, grid, jobs, progress, backend_factory)
         else:
