@@ -17,10 +17,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from genenv_lab.rundir.layout import STATE
+from genenv_lab.rundir.read import read_json_object
 from genenv_lab.safe_io import MB
 from genenv_lab.lab.figures import FONT, message_figure
 from genenv_lab.lab.runs import (ATTEMPT_COLUMNS, MANIFEST, folders_under, lenient_baseline, read_frame,
-    read_json_dict, read_records, folder_of, is_comparison, summarize)
+    read_records, folder_of, is_comparison, summarize)
 from genenv_lab.lab.names import LabError, resolve_run
 from genenv_lab.lab.status import last_committed, fingerprint
 from genenv_lab.lab.safety import unsafe_files
@@ -156,7 +157,7 @@ def _comparison_rows(run_dir: Path, label: str, variant: str, seed: int, problem
         problems.extend(f"{run_dir.name}: {p}" for p in unsafe)
         return []
     records = read_records(run_dir, own)
-    state = read_json_dict(run_dir / STATE, own)
+    state = read_json_object(run_dir / STATE, own)
     last = last_committed(state)
     if last is not None:
         records = [r for r in records if r["epoch"] <= last]
@@ -187,7 +188,7 @@ def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData
     unsafe = unsafe_files(path, {MANIFEST: 16 * MB})
     if unsafe:
         return ComparisonData(name=name, path=path, status="unreadable", problems=tuple(unsafe))
-    manifest = read_json_dict(path / MANIFEST, problems)
+    manifest = read_json_object(path / MANIFEST, problems)
     if not (path / MANIFEST).is_file():
         problems.append(f"No {MANIFEST}: not a comparison folder.")
     entries, seeds = manifest.get("entries"), manifest.get("seeds")

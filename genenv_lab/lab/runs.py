@@ -11,8 +11,9 @@ up to ``state.json``'s ``last_complete_epoch``, so every view shows the same com
 
 :func:`load_run` never raises for what is inside a run directory: a missing, empty, corrupt or half-written file
 becomes a sentence in :attr:`RunData.problems` and an empty part, so one bad run cannot break the lab. It reads
-``config.json`` as plain JSON rather than through ``rundir.read.read_config``, so a run written by an older or newer
-version (unknown or missing fields) still shows.
+``config.json`` and ``state.json`` as plain JSON objects (``rundir.read.read_json_object``, the lenient reader beside
+the strict ``read_config`` and ``read_state``), so a run written by an older or newer version (unknown or missing
+fields) still shows.
 
 A comparison folder (``genenv-lab compare --out``, recognised by its ``manifest.json``) can sit in the runs folder
 too; it is not a run (:func:`run_dirs` leaves it out) and :func:`.comparisons.load_comparison` reads it, as leniently: a
@@ -32,10 +33,9 @@ import pandas as pd
 
 from genenv_lab.rundir.layout import BASELINE, CONFIG, EPOCHS, EVENTS, STATE, RunDirError
 from genenv_lab.core.types import EpochRecord
-from genenv_lab.rundir.read import read_baseline, read_epochs, read_state, read_table
-from genenv_lab.safe_io import MB, loads_json, read_regular
+from genenv_lab.rundir.read import read_baseline, read_epochs, read_json_object, read_state, read_table
 from genenv_lab.lab.names import LabError, resolve_run
-from genenv_lab.lab.safety import FILE_LIMITS, tail_text, unsafe_files
+from genenv_lab.lab.safety import tail_text, unsafe_files
 from genenv_lab.lab.status import (fingerprint, finite_float, killed_note, last_committed, status_of,
     unusable_numbers)
 from genenv_lab.lab.tailing import read_epochs_appended
@@ -57,20 +57,6 @@ def _refused(name: str, path: Path, unsafe: list[str]) -> "RunData":
 
 
 # --------------------------------------------------------------------------------------------------------- loading
-
-def read_json_dict(path: Path, problems: list[str]) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:  # bounded and typed: a FIFO, a huge file, deep nesting or a 5000-digit number is one problem line
-        data = loads_json(read_regular(path, FILE_LIMITS.get(path.name, 4 * MB), path.name))
-    except (OSError, ValueError) as exc:
-        problems.append(f"{path.name} is unreadable ({exc}).")
-        return {}
-    if not isinstance(data, dict):
-        problems.append(f"{path.name} does not hold a JSON object.")
-        return {}
-    return data
-
 
 def read_records(run_dir: Path, problems: list[str]) -> list[EpochRecord]:
     """A run's records for the lab: a live run's read from where the last read ended; a damaged file's readable
@@ -239,7 +225,7 @@ def load_run(run_dir: str | Path, name: str | None = None, *, attempts: bool = T
     unsafe = unsafe_files(path)
     if unsafe:
         return _refused(name, path, unsafe)
-    config = read_json_dict(path / CONFIG, problems)
+    config = read_json_object(path / CONFIG, problems)
     if not (path / CONFIG).is_file():
         problems.append("No config.json: α, k_min and the preset are unknown.")
     state: dict[str, Any] = {}
@@ -368,8 +354,8 @@ def summarize(path: Path, name: str | None = None) -> RunSummary:
     unsafe = unsafe_files(path)
     if unsafe:
         return RunSummary(name=name, status="unreadable", problem=" ".join(unsafe))
-    config = read_json_dict(path / CONFIG, problems)
-    state = read_json_dict(path / STATE, problems)
+    config = read_json_object(path / CONFIG, problems)
+    state = read_json_object(path / STATE, problems)
     try:
         empty = not any(path.iterdir())
     except OSError:

@@ -8,10 +8,11 @@ import os
 import stat
 from pathlib import Path
 
-from genenv_lab.rundir.layout import ATTEMPTS, BASELINE, CONFIG, EPOCHS, EPOCHS_LIMIT, EVENTS, STATE, TABLES, TASKS
+from genenv_lab.rundir.layout import (ATTEMPTS, BASELINE, CONFIG, EPOCHS, EPOCHS_LIMIT, EVENTS, JSON_LIMIT, STATE,
+    TABLES, TASKS)
 from genenv_lab.safe_io import MB
 
-FILE_LIMITS = {CONFIG: 4 * MB, STATE: 4 * MB, BASELINE: 4 * MB, EPOCHS: EPOCHS_LIMIT, EVENTS: 256 * MB,
+FILE_LIMITS = {CONFIG: JSON_LIMIT, STATE: JSON_LIMIT, BASELINE: JSON_LIMIT, EPOCHS: EPOCHS_LIMIT, EVENTS: 256 * MB,
                f"{TASKS}.parquet": 2048 * MB, f"{ATTEMPTS}.parquet": 2048 * MB, "reference_tasks.parquet": 256 * MB}
 """The run files the lab opens and the most it reads of each (``events.log``: only its last
 :data:`EVENTS_TAIL` bytes are read, whatever its size; ``tasks.parquet``/``attempts.parquet``: the single-file

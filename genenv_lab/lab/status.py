@@ -11,8 +11,8 @@ from typing import Any
 
 from genenv_lab.config.presets import TRL_PRESET_PREFIX
 from genenv_lab.rundir.layout import ATTEMPTS, CONFIG, EPOCHS, EVENTS, STATE, TASKS
-from genenv_lab.safe_io import loads_json, read_regular
-from genenv_lab.lab.safety import FILE_LIMITS, unsafe_files
+from genenv_lab.rundir.read import read_json_object
+from genenv_lab.lab.safety import unsafe_files
 
 
 def pid_alive(pid: Any) -> bool:
@@ -81,7 +81,7 @@ def fingerprint(path: str | Path) -> tuple:
             parts.append((name, None, None))
     unsafe = unsafe_files(path)
     try:
-        parts.append(None if unsafe else status_of(loads_json(read_regular(path / STATE, FILE_LIMITS[STATE]))))
+        parts.append(None if unsafe else status_of(read_json_object(path / STATE, [])))
     except (OSError, ValueError, AttributeError):
         parts.append(None)
     return tuple(parts + [len(unsafe)])

@@ -13,8 +13,8 @@ from typing import Any, Collection, Iterator, Sequence
 import pandas as pd
 
 from genenv_lab.config import RunConfig, load_config
-from genenv_lab.rundir.layout import (BASELINE, CONFIG, EPOCHS, EPOCHS_LIMIT, STATE, TABLES, RunDirError, state_count,
-    whole_table, table_files)
+from genenv_lab.rundir.layout import (BASELINE, CONFIG, EPOCHS, EPOCHS_LIMIT, JSON_LIMIT, STATE, TABLES, RunDirError,
+    state_count, whole_table, table_files)
 from genenv_lab.core.types import EpochRecord
 from genenv_lab.safe_io import MB, UnsafeFile, loads_json, read_regular, read_regular_with_stat
 from genenv_lab.core.metrics import EVAL
@@ -31,7 +31,7 @@ def read_baseline(run_dir: str | Path, prefixes: tuple[str, ...] = (EVAL,)) -> d
     if not path.is_file():
         return {}
     try:  # bounded, and every JSON failure (syntax, nesting, digits past the limit) one line
-        data = loads_json(read_regular(path, MB, BASELINE))
+        data = loads_json(read_regular(path, JSON_LIMIT, BASELINE))
     except ValueError as exc:
         raise RunDirError(f"{path} is corrupt ({exc}); delete it to drop the epoch-0 point") from None
     if not isinstance(data, dict):
@@ -43,8 +43,8 @@ def read_state(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / STATE
     if not path.is_file():
         raise RunDirError(f"{run_dir} has no {STATE}: not a run directory or not started")
-    try:  # a regular file of at most 1 MB (a state.json is ~200 bytes), every JSON failure one ValueError
-        state = loads_json(read_regular(path, MB, STATE))
+    try:  # a regular file within JSON_LIMIT (a state.json is ~200 bytes), every JSON failure one ValueError
+        state = loads_json(read_regular(path, JSON_LIMIT, STATE))
     except ValueError as exc:
         raise RunDirError(f"{path} is corrupt ({exc})") from None
     if not isinstance(state, dict):
@@ -60,6 +60,23 @@ def committed_epochs(run_dir: str | Path) -> int:
         raise RunDirError(f"{Path(run_dir) / STATE} does not say how many epochs are complete (no "
                           "last_complete_epoch)")
     return state_count(state, "last_complete_epoch", Path(run_dir))
+
+
+def read_json_object(path: Path, problems: list[str], limit: int = JSON_LIMIT) -> dict[str, Any]:
+    """The lab's lenient read of a run's ``config.json`` or ``state.json`` (or a comparison's manifest): the JSON
+    object the file holds, or {} when it is absent, and {} with one line added to ``problems`` when it is unreadable,
+    larger than ``limit``, or not an object (a FIFO, deep nesting, a 5000-digit number included)."""
+    if not path.is_file():
+        return {}
+    try:
+        data = loads_json(read_regular(path, limit, path.name))
+    except (OSError, ValueError) as exc:
+        problems.append(f"{path.name} is unreadable ({exc}).")
+        return {}
+    if not isinstance(data, dict):
+        problems.append(f"{path.name} does not hold a JSON object.")
+        return {}
+    return data
 
 
 def read_config(run_dir: str | Path) -> RunConfig:
