@@ -69,6 +69,58 @@ def _leftover(path: Path) -> bool:
     return path.is_file() and (path.name == LOCK or (path.name.startswith(".") and path.name.endswith(".tmp")))
 
 
+def discard_past(run_dir: Path, last: int, records: Sequence[EpochRecord]) -> None:
+    """Drop from a run folder everything past its last committed epoch ``last`` (``records``: all of
+    ``epochs.jsonl``): later lines of ``epochs.jsonl``, table files and adapter folders, an adapters folder cut short
+    (``.partial``), an epoch 1's reference tasks when nothing is committed, and temp files of atomic writes; a
+    RunDirError when ``epochs.jsonl`` holds fewer than ``last`` committed epochs."""
+    kept = [r for r in records if r.epoch <= last]
+    if len(kept) != last:
+        raise RunDirError(f"{run_dir}: state.json says {last} epochs are complete but epochs.jsonl holds "
+                          f"{len(kept)} of them; the run directory is corrupt")
+    atomic_write_bytes(run_dir / EPOCHS, "".join(json.dumps(r.to_dict(), allow_nan=False) + "\n"
+                                                 for r in kept).encode())
+    for name in TABLES:
+        for epoch, path in table_files(run_dir, name):
+            if epoch > last:
+                path.unlink()
+        for leftover in (run_dir / name).glob(".*.tmp") if (run_dir / name).is_dir() else []:
+            leftover.unlink()
+    for folder in (run_dir / ADAPTERS).glob("epoch_*") if (run_dir / ADAPTERS).is_dir() else []:
+        # a save cut short (kill, full disk) leaves epoch_NNN.partial: never complete, always discarded
+        number = folder.name.split("_", 1)[1]
+        if folder.name.endswith(".partial") or (number.isdigit() and int(number) > last):
+            shutil.rmtree(folder)
+    if last == 0 and (run_dir / REFERENCE).is_file():
+        (run_dir / REFERENCE).unlink()  # written by an epoch 1 that never completed
+    for leftover in run_dir.glob(".*.tmp"):
+        leftover.unlink()
+
+
+def last_epoch_on_disk(run_dir: Path, records: Sequence[EpochRecord]) -> int:
+    """The highest epoch anything in the folder was written for: a record of epochs.jsonl (``records``), a table
+    file, an adapters/epoch_NNN folder (0 when none)."""
+    epochs = [r.epoch for r in records]
+    epochs += [epoch for name in TABLES for epoch, _ in table_files(run_dir, name)]
+    folders = (run_dir / ADAPTERS).glob("epoch_*") if (run_dir / ADAPTERS).is_dir() else []
+    epochs += [int(f.name[6:]) for f in folders if f.name[6:].isdigit()]
+    return max(epochs, default=0)
+
+
+def committed_files(run_dir: Path) -> list[str]:
+    """What in the folder an epoch commits (records, table files, adapters, the reference tasks), by name."""
+    found = []
+    if (run_dir / EPOCHS).is_file() and (run_dir / EPOCHS).stat().st_size:
+        found.append(EPOCHS)
+    found += [f"{name}/" for name in TABLES
+              if table_files(run_dir, name) or whole_table(run_dir, name).is_file()]
+    if (run_dir / ADAPTERS).is_dir() and any((run_dir / ADAPTERS).glob("epoch_*")):
+        found.append(f"{ADAPTERS}/")
+    if (run_dir / REFERENCE).is_file():
+        found.append(REFERENCE)
+    return found
+
+
 class RunWriter:
     """Creates or resumes a run directory and commits epochs atomically."""
 
@@ -152,14 +204,14 @@ class RunWriter:
         if (self.dir / STATE).is_file():
             state = read_state(self.dir)
             self._state_before = (self.dir / STATE).read_bytes()  # restored if this resume fails before an epoch
-            committed = self._committed_files() if state.get("last_complete_epoch") is None else []
+            committed = committed_files(self.dir) if state.get("last_complete_epoch") is None else []
             if committed:  # a state.json that does not say what is committed must not be read as "nothing"
                 raise RunDirError(f"{self.dir / STATE} has no last_complete_epoch but the folder holds committed "
                                   f"epochs ({', '.join(committed)}); nothing was changed. Set last_complete_epoch "
                                   "to the last epoch of epochs.jsonl whose adapters/epoch_NNN folder exists, then "
                                   "--resume, or start a new --out")
         else:  # killed between config.json and the first state.json: nothing can have been committed yet
-            committed = self._committed_files()
+            committed = committed_files(self.dir)
             if committed:
                 raise RunDirError(f"{self.dir} has no {STATE} but holds committed epochs ({', '.join(committed)}); "
                                   "nothing was changed. Copy the folder and restore its state.json from a backup, or "
@@ -167,7 +219,7 @@ class RunWriter:
             state = {}
         last = state_count(state, "last_complete_epoch", self.dir)
         all_records = read_epochs(self.dir)
-        ahead = self._last_epoch_on_disk(all_records)
+        ahead = last_epoch_on_disk(self.dir, all_records)
         if ahead > last + 1:  # a kill leaves at most the epoch in flight past the marker; more is a damaged state
             raise RunDirError(f"{self.dir / STATE} says {last} epoch(s) are complete but the folder holds epochs up "
                               f"to {ahead}; a crash leaves at most one epoch past state.json, so the state is "
@@ -179,52 +231,9 @@ class RunWriter:
         if last and before != self.world_size:
             self.event(f"warning: resumed with {self.world_size} process(es); epochs 1-{last} ran with {before}: the "
                        "run continues, but not as an uninterrupted run with either number would have")
-        # Discard everything past the last committed epoch.
-        records = [r for r in all_records if r.epoch <= last]
-        if len(records) != last:
-            raise RunDirError(f"{self.dir}: state.json says {last} epochs are complete but epochs.jsonl holds "
-                              f"{len(records)} of them; the run directory is corrupt")
-        atomic_write_bytes(self.dir / EPOCHS, "".join(json.dumps(r.to_dict(), allow_nan=False) + "\n"
-                                                   for r in records).encode())
-        for name in TABLES:
-            for epoch, path in table_files(self.dir, name):
-                if epoch > last:
-                    path.unlink()
-            for leftover in (self.dir / name).glob(".*.tmp") if (self.dir / name).is_dir() else []:
-                leftover.unlink()
-        for folder in (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []:
-            # a save cut short (kill, full disk) leaves epoch_NNN.partial: never complete, always discarded
-            number = folder.name.split("_", 1)[1]
-            if folder.name.endswith(".partial") or (number.isdigit() and int(number) > last):
-                shutil.rmtree(folder)
-        if last == 0 and (self.dir / REFERENCE).is_file():
-            (self.dir / REFERENCE).unlink()  # written by an epoch 1 that never completed
-        for leftover in self.dir.glob(".*.tmp"):
-            leftover.unlink()
+        discard_past(self.dir, last, all_records)
         self._write_state("running", env_version=env_version, last=last)
         return last
-
-    def _last_epoch_on_disk(self, records: Sequence[EpochRecord]) -> int:
-        """The highest epoch anything in the folder was written for: a record of epochs.jsonl (``records``), a table
-        file, an adapters/epoch_NNN folder (0 when none)."""
-        epochs = [r.epoch for r in records]
-        epochs += [epoch for name in TABLES for epoch, _ in table_files(self.dir, name)]
-        folders = (self.dir / ADAPTERS).glob("epoch_*") if (self.dir / ADAPTERS).is_dir() else []
-        epochs += [int(f.name[6:]) for f in folders if f.name[6:].isdigit()]
-        return max(epochs, default=0)
-
-    def _committed_files(self) -> list[str]:
-        """What in the folder an epoch commits (records, table files, adapters, the reference tasks), by name."""
-        found = []
-        if (self.dir / EPOCHS).is_file() and (self.dir / EPOCHS).stat().st_size:
-            found.append(EPOCHS)
-        found += [f"{name}/" for name in TABLES
-                  if table_files(self.dir, name) or whole_table(self.dir, name).is_file()]
-        if (self.dir / ADAPTERS).is_dir() and any((self.dir / ADAPTERS).glob("epoch_*")):
-            found.append(f"{ADAPTERS}/")
-        if (self.dir / REFERENCE).is_file():
-            found.append(REFERENCE)
-        return found
 
     # ------------------------------------------------------------------------------------------------- writes
     def _write_state(self, status: str, *, env_version: int, last: int | None = None) -> None:
