@@ -130,7 +130,7 @@ def test_loop_epoch_and_curriculum_epoch_give_the_same_tasks_p_hat_and_rwr_batch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    import genenv_lab.trl.callback as callback
+    import genenv_lab.trl.driver as driver
     from genenv_lab.trainers.grpo import grpo_settings
     from genenv_lab.backends.factory import make_backend, prepare_base
     from genenv_lab.config import preset
@@ -167,7 +167,7 @@ def test_loop_epoch_and_curriculum_epoch_give_the_same_tasks_p_hat_and_rwr_batch
     trainer = GRPOTrainer(model=model, args=args, processing_class=tokenizer, reward_funcs=curriculum.reward_funcs(),
                           train_dataset=curriculum.dataset, callbacks=[curriculum])
     results = []
-    finish = callback.finish_epoch
+    finish = driver.finish_epoch
 
     def finish_and_keep(plan, engine, *args, **kwargs):
         capturing(engine, "curriculum")
@@ -175,11 +175,11 @@ def test_loop_epoch_and_curriculum_epoch_give_the_same_tasks_p_hat_and_rwr_batch
         results.append(out[1])
         return out
 
-    callback.finish_epoch = finish_and_keep
+    driver.finish_epoch = finish_and_keep
     try:
         trainer.train()
     finally:
-        callback.finish_epoch = finish
+        driver.finish_epoch = finish
     (mine,) = results
 
     def tasks(result):

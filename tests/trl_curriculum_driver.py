@@ -40,7 +40,7 @@ def main() -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     from genenv_lab import GenEnvCurriculum
-    from genenv_lab.trl import callback
+    from genenv_lab.trl import driver
     from genenv_lab.trl import resume as rs
     from genenv_lab.trl import tiny_model
 
@@ -64,14 +64,14 @@ def main() -> None:
 
         rs.commit_staged = commit
     elif where == "finish":
-        real_finish = callback.finish_epoch
+        real_finish = driver.finish_epoch
 
         def finish(plan, *args, **kwargs):
             if plan.state.epoch + 1 == int(at):
                 _die()
             return real_finish(plan, *args, **kwargs)
 
-        callback.finish_epoch = finish
+        driver.finish_epoch = finish
 
     class KillAtStep(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):

@@ -1,7 +1,8 @@
 """GenEnv in your own TRL script: :class:`GenEnvCurriculum`, the simulator as a curriculum that a plain
 ``trl.GRPOTrainer`` trains on (docs/trl.md).
 
-- :mod:`genenv_lab.trl.callback`: the curriculum, the trainer callback that drives the epoch.
+- :mod:`genenv_lab.trl.callback`: the curriculum, the trainer callback (its hooks call the driver).
+- :mod:`genenv_lab.trl.driver`: the epochs on the loop's own steps (open, reconcile with a checkpoint, plan, finish).
 - :mod:`genenv_lab.trl.tasks`: the dataset view of the epoch in flight, and its rollouts as a checkpoint holds them.
 - :mod:`genenv_lab.trl.rewards`: the reward functions that keep each rollout's reward under its task.
 - :mod:`genenv_lab.trl.engine`: the ``hf`` engine around the user's model, and the run's configuration.

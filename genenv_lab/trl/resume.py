@@ -96,6 +96,20 @@ def committed_step(run_dir: Path, epoch: int) -> int:
     return int(record.get(TRL_GLOBAL_STEP) or 0)
 
 
+def check_not_behind(output_dir: str | Path, run_dir: Path, step: int, last: int, last_step: int) -> None:
+    """Refuse, in one line, a trainer resumed at ``step``, before the step ``last_step`` of the run's last committed
+    epoch ``last``: name the checkpoint to resume from, or, when it is gone, the agent adapter to start over from."""
+    if step >= last_step:
+        return
+    from genenv_lab.rundir.layout import adapter_dir
+
+    wanted = checkpoint_dir(output_dir, last_step)
+    raise RunDirError(f"the trainer resumed at step {step}, before the run's last committed epoch {last} "
+                      f"(step {last_step}): resume from GenEnvCurriculum.resume_from ({wanted} or later)"
+                      + ("" if wanted.is_dir() else f"; that checkpoint is gone: start a new run from the "
+                         f"agent adapter {adapter_dir(run_dir, last) / 'agent'}"))
+
+
 def checkpoint_dir(output_dir: str | Path, global_step: int) -> Path:
     from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
