@@ -4,6 +4,9 @@ cycle from the interpreter, not from a reader)."""
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -186,9 +189,6 @@ def test_no_function_over_80_lines_and_no_module_over_500_outside_evaluation():
 def test_the_front_door_names_resolve_and_import_no_model_library():
     """``from genenv_lab import preset, run, load_run`` works, every public name resolves, and ``import genenv_lab``
     alone loads neither torch nor transformers (each name is imported on first use)."""
-    import subprocess
-    import sys
-
     code = ("import sys, genenv_lab; assert 'torch' not in sys.modules and 'transformers' not in sys.modules; "
             "from genenv_lab import preset, run, load_run; "
             "assert all(getattr(genenv_lab, n) is not None for n in genenv_lab.__all__); print('ok')")
@@ -208,3 +208,30 @@ def test_the_front_doors_type_checking_block_names_what_its_lazy_table_serves():
     imported = {(a.asname or a.name): f"{n.module}:{a.name}" for n in block.body for a in n.names}
     wanted = {name: where if ":" in where else f"{where}:{name}" for name, where in genenv_lab._WHERE.items()}
     assert imported == wanted and set(genenv_lab.__all__) == set(wanted) | {"__version__"}
+
+
+MYPY_SKIPPED = ("torch", "transformers", "pandas", "numpy", "datasets", "trl", "peft", "accelerate", "plotly",
+                "gradio", "pyarrow", "scipy", "huggingface_hub", "tqdm", "rich", "safetensors", "tokenizers", "yaml",
+                "jinja2", "nbformat", "nbclient", "sklearn", "matplotlib")
+"""Libraries the front-door check does not analyse (seconds instead of minutes: their types are not what it checks)."""
+
+
+def test_a_type_checker_sees_the_front_doors_names_and_their_signatures(tmp_path):
+    """Issue 68: mypy, run over a script that imports the 13 names from ``genenv_lab``, finds every one, and sees the
+    real signatures behind them: a wrong argument to ``preset`` is its only error (a name served as ``Any`` would
+    pass silently)."""
+    pytest.importorskip("mypy")
+    names = sorted(n for n in __import__("genenv_lab").__all__ if n != "__version__")
+    (tmp_path / "front.py").write_text(
+        f"from genenv_lab import {', '.join(names)}\n\n"
+        "cfg: RunConfig = preset('tiny')\n"
+        f"everything = ({', '.join(names)})\n"
+        "wrong = preset(3)\n")
+    (tmp_path / "mypy.ini").write_text(
+        "[mypy]\nfollow_imports = silent\nignore_missing_imports = True\nincremental = False\n\n"
+        f"[mypy-{','.join(f'{m}.*' for m in MYPY_SKIPPED)}]\nfollow_imports = skip\n")
+    out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "front.py"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "MYPYPATH": str(PACKAGE.parent)})
+    errors = [line for line in out.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "front.py:5:" in errors[0] and 'Argument 1 to "preset"' in errors[0], out.stdout
