@@ -195,3 +195,21 @@ def test_an_interrupt_leaves_the_run_interrupted_even_when_a_library_wraps_it(ti
         list(run(tiny_cfg.replace(loop={"epochs": 3}), out, backend=Interrupted(), progress=False))
     assert read_state(out)["status"] == "interrupted"
     assert [r.epoch for r in read_epochs(out)] == [1]
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"record": {"epoch": 1}, "global_step": 3}', '[1, 2]',
+                                    '{"global_step": 3}'])
+def test_a_damaged_staged_epoch_is_refused_in_one_line_and_a_half_written_one_is_dropped(tmp_path, damage):
+    """The TRL curriculum's staged epoch (rundir/staging.py) is read back through EpochRecord.from_dict: a damaged
+    epoch.json is one RunDirError naming the folder to delete, never a traceback or a wrong commit; a stage cut short
+    (``.partial``) is dropped as never staged."""
+    from genenv_lab.rundir.layout import STAGED, RunDirError
+    from genenv_lab.rundir.staging import staged_step
+
+    (tmp_path / (STAGED + ".partial")).mkdir()
+    assert staged_step(tmp_path) is None and not (tmp_path / (STAGED + ".partial")).exists()
+    (tmp_path / STAGED).mkdir()
+    (tmp_path / STAGED / "epoch.json").write_text(damage)
+    with pytest.raises(RunDirError, match=r"is damaged .*delete .*trl_pending to train that epoch again") as info:
+        staged_step(tmp_path)
+    assert "\n" not in str(info.value)

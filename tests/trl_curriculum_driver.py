@@ -41,28 +41,28 @@ def main() -> None:
 
     from genenv_lab import GenEnvCurriculum
     from genenv_lab.trl import driver
-    from genenv_lab.trl import resume as rs
+    from genenv_lab.rundir import staging
     from genenv_lab.trl import tiny_model
 
     where, _, at = opts.kill.partition(":")
     if where == "stage":
-        real_stage = rs.stage
+        real_stage = staging.stage
 
         def stage(run_dir, result, *args, **kwargs):
             real_stage(run_dir, result, *args, **kwargs)
             if result.record.epoch == int(at):
                 _die()
 
-        rs.stage = stage
+        staging.stage = stage
     elif where == "commit":
-        real_commit = rs.commit_staged
+        real_commit = staging.commit_staged
 
         def commit(writer):
             if writer.last_epoch + 1 == int(at):
                 _die()
             real_commit(writer)
 
-        rs.commit_staged = commit
+        staging.commit_staged = commit
     elif where == "finish":
         real_finish = driver.finish_epoch
 

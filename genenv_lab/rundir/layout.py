@@ -27,6 +27,8 @@ LOCK = ".writer.lock"
 ADAPTERS = "adapters"
 EVENTS = "events.log"
 BASELINE = "baseline.json"
+STAGED = "trl_pending"
+"""The folder of a finished epoch staged until it may be committed (:mod:`genenv_lab.rundir.staging`)."""
 JSON_LIMIT = 4 << 20
 """The most read of a run's ``config.json``, ``state.json`` and ``baseline.json`` (each a few kB when a run writes
 it), by the strict readers and the lab's lenient one alike."""

@@ -22,6 +22,7 @@ from transformers import TrainerCallback
 
 from genenv_lab.config import RunConfig, preset
 from genenv_lab.domains import Domain, get_domain
+from genenv_lab.rundir import staging
 from genenv_lab.trl import resume as rs
 from genenv_lab.trl.driver import EpochDriver, own_rng
 from genenv_lab.trl.rewards import reward_functions
@@ -164,9 +165,9 @@ class GenEnvCurriculum(TrainerCallback):
         folder = rs.checkpoint_dir(args.output_dir, state.global_step)
         if folder.is_dir():
             rs.write_checkpoint_state(folder, d.checkpoint_state(state.global_step))
-        staged = rs.staged_step(d.writer.dir)
+        staged = staging.staged_step(d.writer.dir)
         if staged is not None and staged[1] <= state.global_step:
-            rs.commit_staged(d.writer)
+            staging.commit_staged(d.writer)
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.driver.writer is not None:

@@ -33,6 +33,7 @@ from genenv_lab.rundir.layout import BASELINE, RunDirError, adapter_dir
 from genenv_lab.rundir.read import read_state
 from genenv_lab.rundir.write import RunWriter
 from genenv_lab.trainers.grpo import grpo_metrics
+from genenv_lab.rundir import staging
 from genenv_lab.trl import resume as rs
 from genenv_lab.trl.engine import ModelEngine, agent_adapter_of, attach_env, curriculum_config, steps_per_epoch
 from genenv_lab.trl.tasks import EpochTasks
@@ -79,7 +80,7 @@ class EpochDriver:
             self.writer.event(f"epoch {self.state.epoch + 1} finished on resume: the checkpoint at step "
                               f"{state.global_step} holds its whole pass")
             self.finish(state)
-            rs.commit_staged(self.writer)
+            staging.commit_staged(self.writer)
 
     def abandon(self, exc: BaseException) -> None:
         """The trainer stopped on ``exc``: mark the run ``interrupted`` or ``failed`` and release its lock (a run
@@ -102,7 +103,7 @@ class EpochDriver:
             later.update(scores := evaluate_epoch(self.engine, self.cfg, self.writer.dir, self.state.epoch))
             self.state = with_frontier(self.state, scores)
         result = dataclasses.replace(result, record=result.record.with_extra(later))
-        rs.stage(self.writer.dir, result, state.global_step, self.engine.save_adapters)
+        staging.stage(self.writer.dir, result, state.global_step, self.engine.save_adapters)
         self.tasks.serve(None)
         self.logs = []
         if self.state.epoch < self.cfg.loop.epochs:
@@ -143,12 +144,12 @@ class EpochDriver:
         it, the ``env`` adapter, the pool and the consumption as the last committed epoch left them."""
         self.mid_epoch = None
         saved = rs.checked_checkpoint(self.args.output_dir, step, self.identity())
-        staged = rs.staged_step(self.writer.dir)
+        staged = staging.staged_step(self.writer.dir)
         if staged is not None:
             if staged[0] == self.writer.last_epoch + 1 and staged[1] <= step:
-                rs.commit_staged(self.writer)
+                staging.commit_staged(self.writer)
             else:
-                rs.discard_staged(self.writer.dir)
+                staging.discard_staged(self.writer.dir)
         last = self.writer.last_epoch
         last_step = rs.committed_step(self.writer.dir, last)
         rs.check_not_behind(self.args.output_dir, self.writer.dir, step, last, last_step)

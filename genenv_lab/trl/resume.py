@@ -2,14 +2,15 @@
 once the trainer's checkpoint holding its agent update exists.
 
 At the end of a curriculum epoch (the trainer's ``on_epoch_end``) the finished epoch is **staged** in the run
-directory (``trl_pending/``: its record, table rows and adapters, with the trainer's global step), and the trainer
-is asked to save a checkpoint. When the checkpoint is written (``on_save``) the curriculum adds its own file to it
-(``genenv_curriculum.json``: the epochs it holds and the rollouts of the epoch in flight) and commits the staged
-epoch with the loop's :meth:`~genenv_lab.rundir.write.RunWriter.commit_epoch`. A kill
+directory (:mod:`genenv_lab.rundir.staging`: its record, table rows and adapters, with the trainer's step), and the
+trainer is asked to save a checkpoint. When the checkpoint is written (``on_save``) the curriculum adds its own file
+to it (``genenv_curriculum.json``: the epochs it holds and the rollouts of the epoch in flight) and commits the
+staged epoch with the loop's :meth:`~genenv_lab.rundir.write.RunWriter.commit_epoch`. A kill
 
 - before the checkpoint exists: the resumed trainer starts from an earlier step and the staged epoch is discarded
   (it was never committed; the trainer trains it again);
-- after it: the resumed trainer starts from that step and the staged epoch is committed then (:func:`commit_staged`).
+- after it: the resumed trainer starts from that step and the staged epoch is committed then
+  (:func:`genenv_lab.rundir.staging.commit_staged`).
 
 So the run directory's committed epochs are always those of a checkpoint the trainer can resume from.
 """
@@ -19,73 +20,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-from dataclasses import fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from genenv_lab.rundir.write import RunWriter
 from genenv_lab.rundir.layout import RunDirError
 from genenv_lab.rundir.read import read_epochs
-from genenv_lab.core.types import Attempt, EpochRecord, EpochResult, GeneratedTask
 from genenv_lab.core.metrics import TRL_GLOBAL_STEP
 
-STAGED = "trl_pending"
-"""The run directory's folder of a finished epoch waiting for the trainer's checkpoint."""
 CHECKPOINT_FILE = "genenv_curriculum.json"
 """The curriculum's file in each of the trainer's checkpoints."""
-
-
-def stage(run_dir: Path, result: EpochResult, global_step: int, save_adapters: Callable[[Path], None]) -> None:
-    """Write a finished epoch to ``run_dir/trl_pending`` (atomically: a ``.partial`` folder renamed)."""
-    final = Path(run_dir) / STAGED
-    partial = final.with_name(STAGED + ".partial")
-    for old in (partial, final):
-        if old.exists():
-            shutil.rmtree(old)
-    partial.mkdir()
-    save_adapters(partial / "adapters")
-    rows = {"record": result.record.to_dict(), "global_step": global_step,
-            "tasks": [t.to_row() for t in result.tasks], "attempts": [a.to_row() for a in result.attempts],
-            "reference": [t.to_row() for t in result.reference]}
-    with open(partial / "epoch.json", "w") as fh:
-        json.dump(rows, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(partial, final)
-
-
-def staged_step(run_dir: Path) -> tuple[int, int] | None:
-    """(epoch, global step) of the staged epoch, or None when none is staged (a half-written one is removed)."""
-    leftover = Path(run_dir) / (STAGED + ".partial")
-    if leftover.exists():
-        shutil.rmtree(leftover)
-    path = Path(run_dir) / STAGED / "epoch.json"
-    if not path.is_file():
-        return None
-    with open(path) as fh:
-        saved = json.load(fh)
-    return int(saved["record"]["epoch"]), int(saved["global_step"])
-
-
-def commit_staged(writer: RunWriter) -> None:
-    """Commit the staged epoch (records, tables, adapters) with the loop's commit protocol, then drop the stage."""
-    folder = writer.dir / STAGED
-    with open(folder / "epoch.json") as fh:
-        saved = json.load(fh)
-    known = {f.name for f in fields(EpochRecord)}
-    record = EpochRecord(**{k: v for k, v in saved["record"].items() if k in known})
-    writer.commit_epoch(record, [GeneratedTask(**row) for row in saved["tasks"]],
-                        [Attempt(**row) for row in saved["attempts"]],
-                        lambda target: shutil.copytree(folder / "adapters", target, dirs_exist_ok=True),
-                        reference=[GeneratedTask(**row) for row in saved["reference"]])
-    discard_staged(writer.dir)
-
-
-def discard_staged(run_dir: Path) -> None:
-    folder = Path(run_dir) / STAGED
-    if folder.exists():
-        shutil.rmtree(folder)
 
 
 def committed_step(run_dir: Path, epoch: int) -> int:
