@@ -55,12 +55,15 @@ if [ "$#" -gt 0 ]; then
 fi
 log=.venv/extras-setup.log
 echo "set-up of the engine venvs and Chromium runs in the background (log: $log) beside the other tiers"
+echo "[${SECONDS} s] .venv ready"
 setup_extras >"$log" 2>&1 &
 extras=$!
 rc=0
 python -m pytest --durations=15 -m "not (engines or browser)" || rc=$?
-echo "waiting for the background set-up:"
+echo "[${SECONDS} s] the tiers without extra venvs are done; waiting for the background set-up:"
 wait "$extras" || { echo "the background set-up failed:"; cat "$log"; exit 1; }
 cat "$log"
+echo "[${SECONDS} s] set-up done; the engines and browser tiers:"
 python -m pytest --durations=15 -m "engines or browser" || rc=$?
+echo "[${SECONDS} s] all tiers done"
 exit "$rc"
