@@ -80,7 +80,8 @@ def _cpu_stride() -> RunConfig:
     # stride.py; docs/research/curriculum_cpu.md, "Where the untrained supply runs out").
     # Its simulator samples at temperature 1.0, the lever issue 65's diagnosis chose (at 0.6 RWR narrows it); its
     # agent is cpu-dry-hint-long's (temperature 1.0, lr 1e-3): cpu-dry-hint-band's hot, slow agent never learnt the
-    # first strides in 40 epochs (the research log's first reading).
+    # first strides in 40 epochs (the research log's first reading). Read on training seeds, the world does not meet
+    # issue 65's premise (the untrained simulator copies a frontier parent's stride), so no study has run on it.
     return _cpu_dry_hint_band().replace(preset="cpu-stride", loop={"domain": "stride", "seeds": ""},
                                         agent={"max_completion_length": 32, "temperature": 1.0, "lr": 1e-3},
                                         env={"temperature": 1.0})
