@@ -352,6 +352,7 @@ def test_the_docs_script_runs_as_written(tmp_path):
     assert [r["epoch"] for r in records] == [1, 2]
 
 
+@pytest.mark.engines  # needs .venv-unsloth: runs with the engines tier, after scripts/test.sh's set-up of it
 @pytest.mark.skipif(not UNSLOTH_PY.is_file(), reason=f"no Unsloth venv at {UNSLOTH_PY} (scripts/setup_unsloth_cpu.sh)")
 def test_the_unsloth_venvs_trl_trains_kills_and_resumes(tmp_path):
     """The other TRL the project supports (the Unsloth venv's), Unsloth imported first as its users do: killed

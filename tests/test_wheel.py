@@ -3,6 +3,7 @@ the ``genenv_lab/data`` link), and a domain loads them from the unpacked wheel."
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,7 +19,12 @@ def wheel_site(tmp_path_factory) -> tuple[Path, set[str]]:
     """The project's wheel, built and unpacked into a folder of its own (the wheel alone: the core venv's packages
     serve its dependencies), and the names it holds."""
     tmp_path = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
+    # built from a copy of the tree: setuptools writes build/ and genenv_lab.egg-info into the tree it builds, which
+    # scripts/test.sh's background set-up (pip install -e . into the engine venvs) may be writing at the same time
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "runs", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(tmp_path / "dist")], check=True, timeout=300)
     wheel = next((tmp_path / "dist").glob("genenv_lab-*.whl"))
     with zipfile.ZipFile(wheel) as z:
