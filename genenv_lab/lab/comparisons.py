@@ -18,9 +18,8 @@ import plotly.graph_objects as go
 
 from genenv_lab.rundir.layout import STATE
 from genenv_lab.rundir.read import read_json_object
-from genenv_lab.safe_io import MB
 from genenv_lab.lab.figures import FONT, message_figure
-from genenv_lab.lab.runs import (ATTEMPT_COLUMNS, MANIFEST, folders_under, lenient_baseline, read_frame,
+from genenv_lab.lab.runs import (ATTEMPT_COLUMNS, MANIFEST, MANIFEST_LIMIT, folders_under, lenient_baseline, read_frame,
     read_records, folder_of, is_comparison, summarize)
 from genenv_lab.lab.names import LabError, resolve_run
 from genenv_lab.lab.status import last_committed, fingerprint
@@ -185,10 +184,10 @@ def load_comparison(path: str | Path, name: str | None = None) -> ComparisonData
     if gone is not None:
         return gone
     problems: list[str] = []
-    unsafe = unsafe_files(path, {MANIFEST: 16 * MB})
+    unsafe = unsafe_files(path, {MANIFEST: MANIFEST_LIMIT})
     if unsafe:
         return ComparisonData(name=name, path=path, status="unreadable", problems=tuple(unsafe))
-    manifest = read_json_object(path / MANIFEST, problems)
+    manifest = read_json_object(path / MANIFEST, problems, MANIFEST_LIMIT)
     if not (path / MANIFEST).is_file():
         problems.append(f"No {MANIFEST}: not a comparison folder.")
     entries, seeds = manifest.get("entries"), manifest.get("seeds")

@@ -34,6 +34,7 @@ import pandas as pd
 from genenv_lab.rundir.layout import BASELINE, CONFIG, EPOCHS, EVENTS, STATE, RunDirError
 from genenv_lab.core.types import EpochRecord
 from genenv_lab.rundir.read import read_baseline, read_epochs, read_json_object, read_state, read_table
+from genenv_lab.safe_io import MB
 from genenv_lab.lab.names import LabError, resolve_run
 from genenv_lab.lab.safety import tail_text, unsafe_files
 from genenv_lab.lab.status import (fingerprint, finite_float, killed_note, last_committed, status_of,
@@ -456,6 +457,8 @@ def lenient_baseline(run_dir: Path, problems: list[str]) -> dict[str, float]:
 
 MANIFEST = "manifest.json"
 """What marks a comparison folder (``genenv-lab compare --out``): its manifest, beside ``runs/<label>-s<seed>/``."""
+MANIFEST_LIMIT = 16 * MB
+"""The most the lab reads of a comparison's ``manifest.json`` (one entry per arm, each with its whole config)."""
 
 
 def is_comparison(path: str | Path) -> bool:

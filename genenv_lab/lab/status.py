@@ -80,10 +80,7 @@ def fingerprint(path: str | Path) -> tuple:
         except OSError:
             parts.append((name, None, None))
     unsafe = unsafe_files(path)
-    try:
-        parts.append(None if unsafe else status_of(read_json_object(path / STATE, [])))
-    except (OSError, ValueError, AttributeError):
-        parts.append(None)
+    parts.append(None if unsafe else status_of(read_json_object(path / STATE, [])))  # never raises
     return tuple(parts + [len(unsafe)])
 
 

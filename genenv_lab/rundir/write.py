@@ -194,7 +194,7 @@ class RunWriter:
 
     # ------------------------------------------------------------------------------------------------- resume
     def _prepare_resume(self) -> int:
-        try:  # through the config itself, so that fields added since the run started compare as their defaults
+        try:  # through the config reader, so that fields added since the run started compare as its preset's
             saved = read_config(self.dir)
         except RunDirError as exc:
             raise RunDirError(f"{exc}; nothing to resume: start a new --out") from None

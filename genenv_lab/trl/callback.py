@@ -173,6 +173,7 @@ class GenEnvCurriculum(TrainerCallback):
         if self.driver.writer is not None:
             self.driver.writer.finish(self.driver.state.env_version)
 
+
 def _check_args(args) -> None:
     """What the curriculum needs of the trainer's configuration, refused in one line otherwise."""
     problems = []
