@@ -82,3 +82,25 @@ def test_the_held_out_score_is_one_key_wherever_it_is_read(tiny_cfg, tmp_path, s
     assert float(table[table["epoch"] == 2]["heldout"].iloc[0]) == pytest.approx(final)
     assert any(line.startswith("held-out domain:") and line.split("→ ")[1].startswith(fmt_num(final, 2))
                for line in run_summary(out, cfg))
+
+
+def test_a_runs_dry_epochs_are_counted_the_same_by_the_story_and_compare(tiny_cfg, tmp_path, scripted_backend):
+    from genenv_lab.coevolution.session import run
+    from genenv_lab.compare.stats import dry_run_table
+    from genenv_lab.compare.table import table_rows
+    from genenv_lab.core.dryrun import ran_dry
+    from genenv_lab.core.metrics import DRY_STEP_FRAC
+    from genenv_lab.lab.runs import load_run
+    from genenv_lab.lab.story import pair_numbers
+    from genenv_lab.rundir.read import read_epochs
+
+    cfg = tiny_cfg.replace(loop={"epochs": 6}, curriculum={"k_min": 0.25}, agent={"num_generations": 4})
+    out = tmp_path / "r"
+    list(run(cfg, out, backend=scripted_backend(num_generations=4), progress=False))
+    late = [ran_dry(r.extra.get(DRY_STEP_FRAC)) for r in read_epochs(out) if r.epoch >= 4]  # 6 epochs: 4-6
+    by_hand = (sum(bool(d) for d in late), sum(d is not None for d in late))
+    assert by_hand[1] == 3
+    table = dry_run_table(pd.DataFrame(table_rows("p:genenv", "genenv", 0, read_epochs(out), {})))
+    readers = {"story": pair_numbers(load_run(out), load_run(out))["dry"],
+               "compare": (int(table["dry_epochs"].iloc[0]), int(table["epochs"].iloc[0]))}
+    assert readers == dict.fromkeys(readers, by_hand)

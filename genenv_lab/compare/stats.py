@@ -11,12 +11,12 @@ from typing import Sequence
 import pandas as pd
 
 from genenv_lab.core import curriculum as cur
-from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC, ran_dry
+from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC
 from genenv_lab.core.efficiency import Point, common_range, normalised_auc, reach_text, rollouts_to_reach
 from genenv_lab.core.paired import Paired, paired
 from genenv_lab.compare.table import REACH_COLUMNS, REFERENCE_VARIANT, summarise
 from genenv_lab.core.metrics import IN_BAND_FRAC, P_HAT_MEAN
-from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, window
+from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, dry_epochs, window
 
 def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT) -> pd.DataFrame:
     """For each baseline label, the agent rollouts the reference arm (the same preset's ``genenv`` label, the part
@@ -149,12 +149,11 @@ def dry_run_table(table: pd.DataFrame, threshold: float = RAN_DRY_STEP_FRAC) -> 
     late = window(table, SECOND_HALF, by=["label", "seed"])
     rows = []
     for label, part in late.groupby("label", sort=False):
-        readings = [ran_dry(v) for v in pd.to_numeric(part["dry_step_frac"], errors="coerce")]
-        known = [r for r in readings if r is not None]
+        dry, known = dry_epochs(part["dry_step_frac"], threshold)
         if not known:
             continue
         rows.append({"label": label, "variant": str(part["variant"].iloc[0]), "seeds": part["seed"].nunique(),
-                     "epochs": len(known), "dry_epochs": sum(known), "dry_share": sum(known) / len(known),
+                     "epochs": known, "dry_epochs": dry, "dry_share": dry / known,
                      "informative_frac": float(pd.to_numeric(part["informative_frac"], errors="coerce").mean()),
                      "informative_groups": float(pd.to_numeric(part["informative_groups"], errors="coerce").mean())
                      if "informative_groups" in part else math.nan,

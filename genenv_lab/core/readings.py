@@ -23,6 +23,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
+from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC, ran_dry
 from genenv_lab.core.metrics import EVAL, EVAL_DOMAIN
 
 LAST_THIRD, SECOND_HALF, LAST = "last third", "second half", "last"
@@ -85,3 +86,17 @@ def heldout_key(keys: Iterable[str]) -> str | None:
     """
     names = sorted(str(k) for k in keys if str(k).startswith(EVAL) and not str(k).endswith("_f1"))
     return EVAL_DOMAIN if EVAL_DOMAIN in names else (names[0] if names else None)
+
+
+def dry_epochs(step_fracs: Iterable, threshold: float = RAN_DRY_STEP_FRAC) -> tuple[int, int]:
+    """Of some epochs' dry-run readings (``dry/step_frac``; NaN, None or a non-number where an epoch has none), how
+    many *ran dry* (:func:`genenv_lab.core.dryrun.ran_dry` at ``threshold``) and how many have a reading: the lab's
+    story and ``compare``'s dry-run table count a window's dry epochs through it.
+
+    >>> dry_epochs([0.75, 0.25, None, float("nan"), "x", 1.0])
+    (2, 3)
+    """
+    values = pd.to_numeric(pd.Series(list(step_fracs), dtype=object), errors="coerce")
+    readings = [ran_dry(v, threshold) for v in values]
+    known = [r for r in readings if r is not None]
+    return sum(known), len(known)

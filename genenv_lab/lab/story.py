@@ -26,13 +26,13 @@ from plotly.subplots import make_subplots
 
 from genenv_lab.core import curriculum as cur
 from genenv_lab.compare.stats import FIXED_SET_VARIANT
-from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC, ran_dry
+from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC
 from genenv_lab.style import ALPHA_COLOUR, BAND_FILL, RUN_COLORS
 from genenv_lab.lab.figures import curves_frame, message_figure, style
 from genenv_lab.lab.glance import heldout_column
 from genenv_lab.lab.runs import RunData
 from genenv_lab.core.metrics import DRY_STEP_FRAC, FEATURES_LEVEL, LEVELS_MAX, P_HAT_MEAN
-from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, window
+from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, dry_epochs, window
 
 STORY_TITLE = "What drove the result"
 PANELS = ("the simulator's tasks climb past the fixed set (mean level of the epoch's tasks)",
@@ -101,8 +101,7 @@ def pair_numbers(run: RunData, fixed: RunData) -> dict[str, Any]:
     a, b = pair_frame(run), pair_frame(fixed, fixed_set=True)
 
     def dry(frame: pd.DataFrame) -> tuple[int, int]:
-        readings = [ran_dry(v) for v in window(frame, SECOND_HALF)["dry"] if not pd.isna(v)]
-        return sum(bool(r) for r in readings), len(readings)
+        return dry_epochs(window(frame, SECOND_HALF)["dry"])
 
     return {"run": run.name, "fixed": fixed.name, "epochs": int(a["epoch"].max()) if len(a) else 0,
             "level_last_third": _mean(_third(a)["level"]), "fixed_level_max": _mean(b["level_max"].dropna().tail(1))
