@@ -87,6 +87,15 @@ def _cpu_stride() -> RunConfig:
                                         env={"temperature": 1.0})
 
 
+def _cpu_carry() -> RunConfig:
+    # cpu-stride's settings on the carry world, where difficulty is the carries, which a task's text does not show
+    # and the untrained simulator draws afresh with each variation's digits (issue 65's world whose untrained supply
+    # runs out from frontier parents: genenv_lab/domains/carry.py; docs/research/curriculum_cpu.md, "Where the
+    # untrained supply runs out: the carry world").
+    return _cpu_stride().replace(preset="cpu-carry", loop={"domain": "carry"}, agent={"max_completion_length": 28},
+                                 env={"max_new_tokens": 16})
+
+
 def _cpu_times() -> RunConfig:
     # The times-tables world: it calibrates, a fixed set teaches as much (docs/research/README.md).
     return _cpu_demo().replace(preset="cpu-times", env={"temperature": 1.0},
@@ -144,6 +153,7 @@ PRESETS = {
     "cpu-dry-hint-band": _cpu_dry_hint_band,
     "cpu-dry-hint-band-niche": _cpu_dry_hint_band_niche,
     "cpu-stride": _cpu_stride,
+    "cpu-carry": _cpu_carry,
     "cpu-times": _cpu_times,
     "cpu-smollm2": _cpu_smollm2,
     "cpu-smollm2-dry": _cpu_smollm2_dry,
@@ -159,7 +169,7 @@ TRL_PRESET_PREFIX = "trl-"
 """The preset name of a run written by :class:`genenv_lab.trl.GenEnvCurriculum` starts with this (its base preset
 follows): such a run is continued by the user's own script with ``resume=True``, not by ``genenv-lab run``."""
 CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-dry-hint-band",
-               "cpu-dry-hint-band-niche", "cpu-stride", "cpu-times", "cpu-smollm2", "cpu-smollm2-dry")
+               "cpu-dry-hint-band-niche", "cpu-stride", "cpu-carry", "cpu-times", "cpu-smollm2", "cpu-smollm2-dry")
 
 
 def preset(name: str) -> RunConfig:

@@ -28,6 +28,15 @@ _TASK = re.compile(r"^\s*task\s*[:：](.*)$", re.IGNORECASE)
 r"""A ``Task:`` line; its body is ``group(1).strip()`` (not a lazy ``(.*?)\s*$``: quadratic on a long blank run)."""
 
 
+def task_body(text: str) -> str | None:
+    """The body of the first ``Task:`` line of ``text`` (stripped), or None when it has none.
+
+    >>> task_body("Sure.\\nTask: 3 * 7 "), task_body("3 * 7")
+    ('3 * 7', None)
+    """
+    return next((m.group(1).strip() for m in map(_TASK.match, text.splitlines()) if m), None)
+
+
 def task_numbers(text: str, pattern: re.Pattern, form: str) -> tuple[int, int] | str:
     """The two numbers of a world's one-line task (the first ``Task:`` line's body matched by ``pattern``), or the
     rejection reason (``form`` names the expected shape).
@@ -38,7 +47,7 @@ def task_numbers(text: str, pattern: re.Pattern, form: str) -> tuple[int, int] |
     >>> task_numbers("Task: 3 + 7", product, "a * b")
     "not of the form 'a * b'"
     """
-    body = next((m.group(1).strip() for m in map(_TASK.match, text.splitlines()) if m), None)
+    body = task_body(text)
     if body is None:
         return "missing 'Task:' line"
     m = pattern.match(body)
