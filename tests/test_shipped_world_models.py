@@ -147,3 +147,15 @@ def test_a_damaged_or_foreign_world_model_is_refused_in_one_line(tmp_path):
     shutil.copytree(shipped_world_model(other), foreign)
     with pytest.raises(WorldModelError, match="holds another recipe's model"):
         check_world_model(foreign, spec)
+
+
+def test_the_carry_world_models_agent_is_read_against_its_teacher():
+    """tools/world_fidelity.py: per kind of sum, the shipped carry model's sampled success rate beside the teacher's;
+    short sums without a carry it solves (what the research log reads the model's four-digit fumbles against)."""
+    from tools.world_fidelity import fidelity
+
+    spec = world_spec(preset("cpu-carry"))
+    rows = fidelity(str(shipped_world_model(spec)), sums=12, rollouts=4, seed=3)
+    assert rows and all(0.0 <= model <= 1.0 and 0.0 < teacher <= 1.0 and n % 4 == 0 for *_, model, teacher, n in rows)
+    easy = [model for digits, columns, model, _, _ in rows if digits == 2 and not columns]
+    assert easy and min(easy) >= 0.75
