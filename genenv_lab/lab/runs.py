@@ -128,7 +128,7 @@ class RunData:
     status: str
     config: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
-    records: tuple[dict[str, Any], ...] = ()
+    records: tuple[EpochRecord, ...] = ()
     baseline: dict[str, float] = field(default_factory=dict)
     """The untrained agent's held-out scores (``baseline.json``, ``eval/*`` keys), when the run has them."""
     tasks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(TASK_COLUMNS)))
