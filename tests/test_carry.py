@@ -82,10 +82,13 @@ def test_the_teachers_agent_role_succeeds_as_its_mastery_curve_says(a, b):
 
 def test_the_teachers_env_role_moves_the_length_with_the_hint_and_draws_the_carries_afresh():
     world, rng = CarryWorld(), random.Random(1)
-    seed = DOMAIN.parse("Task: 847 + 285").spec.features  # three carries
+    seed = "Task: 847 + 285"  # three carries
+
+    def variation(rate):  # what the env role writes from a seed and the rate its context states
+        return world.variation_of(rng, seed, world.target_level(rng, 3, rate, 0.5, 0.125))
 
     def draws(rate):
-        out = [DOMAIN.parse(world.variation(rng, seed, rate, 0.5, 0.125)).spec.features for _ in range(3000)]
+        out = [DOMAIN.parse(variation(rate)).spec.features for _ in range(3000)]
         return out, statistics.mean(t["digits"] for t in out)
 
     similar, similar_length = draws(0.5)

@@ -39,7 +39,7 @@ from functools import lru_cache
 from typing import Any
 
 from genenv_lab.core.types import TaskSpec
-from genenv_lab.domains.base import HELDOUT_REASON, Domain, LineageStats, ParseResult, SeedTask
+from genenv_lab.domains.base import HELDOUT_REASON, Domain, ParseResult, SeedTask
 from genenv_lab.domains.worlds import LevelWorld, task_body, task_numbers
 
 MIN_DIGITS, MAX_DIGITS = 2, 4
@@ -200,8 +200,9 @@ class CarryWorld(LevelWorld):
 
     ``mastery(i) = floor + (1 − floor) / (1 + exp((i − midpoint) / spread))`` is the chance that the teacher adds the
     carry into column ``i`` (else it drops it). The agent role adds numbers whose digits are uniform (so every carry
-    is in its corpus); the env role writes the variation of the task it is shown: its length moved as the hint says
-    (``similar_shifts``/``harder_shifts``), its digits drawn afresh by ``digit_weights``.
+    is in its corpus). The env role is :class:`~genenv_lab.domains.worlds.LevelWorld`'s with a sum's *length* as
+    its level: the variation of the task it is shown has that length moved as the hint says
+    (``similar_shifts``/``harder_shifts``) and its digits drawn afresh by ``digit_weights`` (:meth:`task_at`).
     """
 
     ANCHORS = ("task",)
@@ -256,34 +257,9 @@ class CarryWorld(LevelWorld):
             if (a, b) not in heldout_pairs():
                 return f"Task: {a} + {b}"
 
-    def env_example(self, rng: random.Random) -> tuple[list[dict[str, str]], str]:
-        """The simulator prompt of a random seed with random lineage statistics (80 %) or none, and the teacher's
-        variation: the seed's length moved by the hint, the digits drawn afresh."""
-        text, _ = self.seed_text(rng)
-        seed = self.domain.parse(text).spec
-        alpha = rng.choice((0.3, 0.4, 0.5, 0.5, 0.5, 0.6, 0.7))
-        k_min = rng.choice((0.1, 0.125, 0.15))
-        stats = LineageStats()
-        if rng.random() < 0.8:
-            k, g = rng.randint(1, 4), rng.choice((4, 5, 8))
-            p_hats = [rng.randint(0, g) / g for _ in range(k)]
-            recent = tuple((self.domain.describe({"digits": rng.randint(MIN_DIGITS, MAX_DIGITS)}), p)
-                           for p in p_hats)[-3:]
-            stats = LineageStats(successes=int(round(sum(p_hats) * g)), rollouts=k * g, recent=recent)
-        task = self.variation(rng, seed.features, stats.success_rate, alpha, k_min)
-        return self.domain.env_messages(seed, stats, alpha, k_min), " " + task[len("Task: "):]
-
-    def variation(self, rng: random.Random, seed: dict[str, Any], rate: float | None, alpha: float,
-                  k_min: float) -> str:
-        """The teacher's next task from a seed's features: its length moved as the hint says
-        (:meth:`~genenv_lab.domains.worlds.LevelWorld.target_level`'s shifts), its digits drawn afresh by
-        ``digit_weights``; a held-out pick is redrawn.
-
-        >>> w = CarryWorld(similar_shifts=(0,)); rng = random.Random(0)
-        >>> {len(w.variation(rng, {"digits": 3}, 0.5, 0.5, 0.125).split()[1]) for _ in range(50)}
-        {3}
-        """
-        return self.task_at(rng, self.target_level(rng, seed["digits"], rate, alpha, k_min))
+    def describe_level(self, lvl: int) -> str:
+        """A recent task's length, as the simulator's context states it (its level here is its length)."""
+        return self.domain.describe({"digits": lvl})
 
 
 CarryDomain.world = CarryWorld

@@ -89,6 +89,11 @@ class LevelWorld:
         """A training (non-held-out) task text of level ``lvl`` (``Task: ...``)."""
         raise NotImplementedError
 
+    def describe_level(self, lvl: int) -> str:
+        """How the simulator's context describes a recent task of level ``lvl``: the domain's description of that
+        level (a world whose level is another feature, such as a sum's length, names it)."""
+        return self.domain.describe({"level": lvl})
+
     def variation_of(self, rng: random.Random, seed_text: str, lvl: int) -> str:
         """The teacher's variation of ``seed_text`` at level ``lvl`` under ``anchor="task"``: by default any task of
         that level (:meth:`task_at`); a world whose tasks have more than a level keeps the rest where it can."""
@@ -112,7 +117,7 @@ class LevelWorld:
             g = rng.choice((4, 5, 8))
             p_hats = [rng.randint(0, g) / g for _ in range(n)]
             levels = [rng.randint(self.lowest, self.highest) for _ in p_hats]
-            recent = tuple((self.domain.describe({"level": lv}), p) for lv, p in zip(levels, p_hats))[-3:]
+            recent = tuple((self.describe_level(lv), p) for lv, p in zip(levels, p_hats))[-3:]
             stats = LineageStats(successes=int(round(sum(p_hats) * g)), rollouts=n * g, recent=recent)
             if self.anchor == "newest":
                 anchor = levels[-1]

@@ -99,15 +99,13 @@ def pair_numbers(run: RunData, fixed: RunData) -> dict[str, Any]:
     highest level; the second-half epochs in which each ran dry; each run's held-out score first → last; mean p̂ on
     each run's tasks over the last third, and α, k_min."""
     a, b = pair_frame(run), pair_frame(fixed, fixed_set=True)
-
-    def dry(frame: pd.DataFrame) -> tuple[int, int]:
-        return dry_epochs(window(frame, SECOND_HALF)["dry"])
-
     return {"run": run.name, "fixed": fixed.name, "epochs": int(a["epoch"].max()) if len(a) else 0,
             "level_last_third": _mean(_third(a)["level"]), "fixed_level_max": _mean(b["level_max"].dropna().tail(1))
             if b["level_max"].notna().any() else None,
             "fixed_level_last_third": _mean(_third(b)["level"]),
-            "dry": dry(a), "fixed_dry": dry(b), "heldout": _ends(a["heldout"]), "fixed_heldout": _ends(b["heldout"]),
+            "dry": dry_epochs(window(a, SECOND_HALF)["dry"]),
+            "fixed_dry": dry_epochs(window(b, SECOND_HALF)["dry"]),
+            "heldout": _ends(a["heldout"]), "fixed_heldout": _ends(b["heldout"]),
             "p_hat_last_third": _mean(_third(a)["p_hat"]), "fixed_p_hat_last_third": _mean(_third(b)["p_hat"]),
             "alpha": run.alpha, "k_min": run.k_min}
 
