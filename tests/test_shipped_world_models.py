@@ -155,7 +155,11 @@ def test_the_carry_world_models_agent_is_read_against_its_teacher():
     from tools.world_fidelity import fidelity
 
     spec = world_spec(preset("cpu-carry"))
-    rows = fidelity(str(shipped_world_model(spec)), sums=12, rollouts=4, seed=3)
+    wrong: dict[str, int] = {}
+    rows = fidelity(str(shipped_world_model(spec)), sums=12, rollouts=4, seed=3, wrong=wrong)
     assert rows and all(0.0 <= model <= 1.0 and 0.0 < teacher <= 1.0 and n % 4 == 0 for *_, model, teacher, n in rows)
     easy = [model for digits, columns, model, _, _ in rows if digits == 2 and not columns]
     assert easy and min(easy) >= 0.75
+    failed = sum(round((1 - model) * n) for *_, model, _, n in rows)
+    assert set(wrong) <= {"ones", "tens", "hundreds", "thousands", "missing"}
+    assert (sum(wrong.values()) >= failed) if failed else not wrong  # a failed rollout has a wrong column
