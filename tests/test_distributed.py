@@ -330,3 +330,95 @@ def test_accelerate_launch_with_two_processes_is_the_torchrun_job(two_process_ru
     launch(accelerate_launch(2), tmp_path / "accelerate")
     assert numbers(tmp_path / "accelerate") == numbers(reference)
     assert read_state(tmp_path / "accelerate")["world_size"] == 2
+
+
+# ------------------------------------------------------------------------------------- the TRL plugin on two
+
+TRL_DRIVER = Path(__file__).resolve().parent / "trl_curriculum_driver.py"
+
+
+def test_the_trl_curriculum_on_two_processes_is_the_one_process_run(tmp_path):
+    """GenEnvCurriculum under ``accelerate launch --num_processes 2`` (issue 68): one run directory written once, the
+    simulator's update the same on both processes, and on the same seeds the same tasks, p̂, band and RWR batch as a
+    one-process run of the same script (its reward by a rollout's place in its group, so that p̂ does not hang on
+    the rollouts' sampled text). The simulator's weights after the update agree to Adam's first steps (±lr an
+    element, so float noise in a near-zero gradient may flip one): 5 % of the update's norm."""
+    import os
+
+    from safetensors.torch import load_file
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    args = [str(TRL_DRIVER), "--reward", "by-place", "--epochs", "2"]
+    for prefix, out in (([sys.executable], tmp_path / "one"), (accelerate_launch(2), tmp_path / "two")):
+        proc = subprocess.run(prefix + [args[0], str(out), *args[1:]], capture_output=True, text=True, env=env,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    one, two = tmp_path / "one" / "run", tmp_path / "two" / "run"
+    state = read_state(two)
+    assert state["status"] == "finished" and state["world_size"] == 2 and state["last_complete_epoch"] == 2
+    events = (two / "events.log").read_text().splitlines()
+    assert sum("started" in line for line in events) == 1 and sum("epoch 1 complete" in line for line in events) == 1
+    for r in read_epochs(two):
+        hashes = r["extra"]["processes/adapter_sha256"]
+        assert len(hashes) == 2 and len(set(hashes)) == 1, (r["epoch"], hashes)
+    columns = ["task_id", "raw", "valid", "p_hat", "env_reward", "in_band", "weight"]
+    first = [read_table(run, "tasks").query("epoch == 1")[columns].reset_index(drop=True) for run in (one, two)]
+    assert first[0].equals(first[1]) and (first[0]["weight"] > 0).any()  # the same tasks and RWR batch
+    attempts = [read_table(run, "attempts").query("epoch == 1").groupby("task_id")["reward"].agg(["size", "sum"])
+                for run in (one, two)]
+    assert attempts[0].equals(attempts[1])  # every rollout gathered once
+    (r1, r2) = (read_epochs(run)[0] for run in (one, two))
+    assert r1.p_hat_mean == r2.p_hat_mean and r1.in_band_frac == r2.in_band_frac
+    for key in ("rwr/loss", "rwr/kl"):
+        assert r2.extra[key] == pytest.approx(r1.extra[key], rel=0.02), key
+    weights = [load_file(str(run / "adapters" / "epoch_001" / "env" / "adapter_model.safetensors"))
+               for run in (one, two)]
+    moved = [k for k in weights[0] if "lora_B" in k]  # B starts at zero: its weights are the update
+    gap = sum(float(((weights[0][k] - weights[1][k]) ** 2).sum()) for k in moved) ** 0.5
+    norm = sum(float((weights[0][k] ** 2).sum()) for k in moved) ** 0.5
+    assert norm > 0 and gap / norm < 0.05
+
+
+def test_a_launch_resumes_between_two_passes(tmp_path):
+    """On several processes the curriculum resumes from a checkpoint between two passes (or at a pass's last step):
+    one inside a pass holds some of its epoch's rollouts, and the resumed trainer would serve the rest in an order
+    each process reads apart."""
+    import json
+
+    from genenv_lab.trl.resume import CHECKPOINT_FILE, inside_a_pass, last_checkpoint
+
+    def checkpoint(step: int, order: list[str], prompts: list[str]) -> None:
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "trainer_state.json").write_text("{}")
+        (folder / CHECKPOINT_FILE).write_text(json.dumps({"order": order, "prompts": dict.fromkeys(prompts, "p")}))
+
+    checkpoint(4, [], ["a", "b"])  # between two passes: the next epoch's tasks, none rolled out
+    checkpoint(6, ["a"], ["a", "b"])  # inside a pass
+    checkpoint(8, ["b", "a"], ["a", "b"])  # a pass's last step: every task rolled out
+    checkpoint(10, ["b"], ["a", "b"])
+    saved = ({"order": [], "prompts": {"a": 1}}, {"order": ["a"], "prompts": {"a": 1, "b": 1}},
+             {"order": ["a"], "prompts": {"a": 1}}, None)
+    assert [inside_a_pass(s) for s in saved] == [False, True, False, False]
+    assert last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
+    assert last_checkpoint(tmp_path, whole_passes=True) == str(tmp_path / "checkpoint-8")
+
+
+def test_a_killed_trl_launch_resumes_with_no_committed_epoch_lost(tmp_path):
+    """A SIGKILL of the main process after the checkpoint of epoch 2 and before its commit, under ``accelerate
+    launch --num_processes 2``: the launcher stops the other process; the resumed launch commits epoch 2 and
+    finishes epoch 3, each epoch once."""
+    import os
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = tmp_path / "two"
+    command = accelerate_launch(2) + [str(TRL_DRIVER), str(out), "--reward", "by-place", "--epochs", "3"]
+    killed = subprocess.run(command + ["--kill", "commit:2"], capture_output=True, text=True, env=env, timeout=600)
+    assert killed.returncode != 0
+    assert [r["epoch"] for r in read_epochs(out / "run")] == [1]
+    resumed = subprocess.run(command + ["--resume"], capture_output=True, text=True, env=env, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-4000:]
+    assert [r["epoch"] for r in read_epochs(out / "run")] == [1, 2, 3]
+    assert read_state(out / "run")["status"] == "finished"
+    for r in read_epochs(out / "run"):
+        assert len(set(r["extra"]["processes/adapter_sha256"])) == 1

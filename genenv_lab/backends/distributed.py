@@ -209,6 +209,38 @@ def close() -> None:
         _PROCESSES = None
 
 
+class MainProcessGeneration:
+    """A backend whose generation runs on the main process alone, its texts broadcast to the others; everything else
+    is the wrapped backend's (the simulator's RWR update splits its mini-batches through the processes the engine
+    lends, as in the loop).
+
+    What :class:`genenv_lab.trl.GenEnvCurriculum` uses under a launcher: the main process samples from the stream a
+    one-process run samples from (its seed is the plain run's, :meth:`Processes.seed`), so a launch writes the tasks
+    a one-process run writes, and every process holds them; the simulator's generations are a small share of a TRL
+    run, whose agent rollouts are the trainer's own."""
+
+    def __init__(self, inner: Any, procs: Processes):
+        self.inner = inner
+        self.procs = procs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def generate(self, adapter: str, prompts, **kwargs) -> list[list[str]]:
+        texts, error = None, None
+        if self.procs.is_main:
+            try:
+                texts = self.inner.generate(adapter, prompts, **kwargs)
+            except Exception as exc:  # the others are told, then it is raised here
+                error = f"{type(exc).__name__}: {exc}"
+                self.procs.broadcast((None, error))
+                raise
+        texts, error = self.procs.broadcast((texts, error))
+        if error is not None:
+            raise RuntimeError(f"the main process's generation failed: {error}")
+        return texts
+
+
 class DataParallelBackend:
     """A backend whose generation is split across processes and whose agent update's reward log holds every
     process's completions (see the module docstring). Everything else is the wrapped backend's (``train_env``

@@ -338,6 +338,9 @@ class FollowerWriter:
     """The run directory as a process that is not the main one of a data-parallel job sees it: it reads the run
     (``dir``, ``last_epoch``) and writes nothing; the main process's :class:`RunWriter` writes every file."""
 
+    holds_lock = False
+    """A follower holds no lock."""
+
     def __init__(self, run_dir: str | Path, last_epoch: int):
         self.dir = Path(run_dir)
         self.last_epoch = last_epoch
@@ -362,16 +365,16 @@ class FollowerWriter:
         """A follower holds no lock."""
 
 
-def open_run(out: str | Path, cfg: RunConfig, resume: bool, procs) -> RunWriter | FollowerWriter:
+def open_run(out: str | Path, cfg: RunConfig, resume: bool, procs, reclaim: bool = False) -> RunWriter | FollowerWriter:
     """The main process (of ``procs``, a :class:`genenv_lab.backends.distributed.Processes`) creates or resumes the run
-    directory (:class:`RunWriter`); the others follow it (read it, write nothing) once it is ready, with the same
-    last epoch, or stop with the main process's error."""
+    directory (:class:`RunWriter`; ``reclaim`` as there); the others follow it (read it, write nothing) once it is
+    ready, with the same last epoch, or stop with the main process's error."""
     if procs.world_size == 1:
-        return RunWriter(out, cfg, resume=resume)
+        return RunWriter(out, cfg, resume=resume, reclaim=reclaim)
     writer, outcome = None, None
     if procs.is_main:
         try:
-            writer = RunWriter(out, cfg, resume=resume, world_size=procs.world_size)
+            writer = RunWriter(out, cfg, resume=resume, world_size=procs.world_size, reclaim=reclaim)
             outcome = ("ok", writer.last_epoch)
         except BaseException as exc:  # an interrupt too: the others are told, then it is raised here
             outcome = ("error", f"{type(exc).__name__}: {exc}")

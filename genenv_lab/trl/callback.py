@@ -98,8 +98,11 @@ class GenEnvCurriculum(TrainerCallback):
     @property
     def resume_from(self) -> str | None:
         """The checkpoint to resume the trainer from (``trainer.train(resume_from_checkpoint=...)``): the newest
-        one that the trainer and the curriculum both finished writing; None for a fresh run."""
-        return rs.last_checkpoint(self.args.output_dir) if self.resume else None
+        one that the trainer and the curriculum both finished writing (on several processes, the newest between two
+        passes: :func:`~genenv_lab.trl.resume.inside_a_pass`); None for a fresh run."""
+        if not self.resume:
+            return None
+        return rs.last_checkpoint(self.args.output_dir, whole_passes=self.driver.procs.world_size > 1)
 
     def reward_funcs(self, *funcs: Callable[..., Sequence[float | None]]) -> list[Callable[..., list]]:
         """The trainer's ``reward_funcs``: the domain's verifier when none are given, else ``funcs`` (TRL's signature,
@@ -149,6 +152,7 @@ class GenEnvCurriculum(TrainerCallback):
         d = self.driver
         if d.plan is None:
             return
+        d.tasks.share(d.procs)
         missing = d.tasks.missing()
         if missing:  # the trainer stopped inside the pass (max_steps): the epoch stays unfinished
             d.writer.event(f"epoch {d.plan.state.epoch + 1} not finished: {len(missing)} of its tasks were not "
@@ -162,6 +166,9 @@ class GenEnvCurriculum(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         """The trainer wrote a checkpoint: add the curriculum's file to it, then commit a staged epoch."""
         d = self.driver
+        d.tasks.share(d.procs)  # the checkpoint holds every process's rollouts of the epoch in flight
+        if not d.procs.is_main:
+            return
         folder = rs.checkpoint_dir(args.output_dir, state.global_step)
         if folder.is_dir():
             rs.write_checkpoint_state(folder, d.checkpoint_state(state.global_step))
@@ -171,14 +178,17 @@ class GenEnvCurriculum(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.driver.writer is not None:
-            self.driver.writer.finish(self.driver.state.env_version)
+            self.driver.close()
 
 
 def _check_args(args) -> None:
     """What the curriculum needs of the trainer's configuration, refused in one line otherwise."""
     problems = []
-    if getattr(args, "world_size", 1) > 1:
-        problems.append("one process (a data-parallel run would keep each process's rollouts apart)")
+    per_process = args.per_device_train_batch_size * args.steps_per_generation
+    if getattr(args, "world_size", 1) > 1 and per_process % args.num_generations:
+        problems.append(f"under {args.world_size} processes, per_device_train_batch_size × steps_per_generation "
+                        f"({per_process}) a multiple of num_generations ({args.num_generations}), so that a GRPO "
+                        "group's rollouts lie on one process")
     if args.dataloader_num_workers:
         problems.append("dataloader_num_workers=0 (a worker process would read a stale copy of the tasks)")
     if args.remove_unused_columns:

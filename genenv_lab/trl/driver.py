@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -19,6 +21,7 @@ from typing import Any
 import torch
 
 from genenv_lab.backends.base import AgentUpdate
+from genenv_lab.backends.distributed import MainProcessGeneration, processes
 from genenv_lab.backends.prefix import FULL
 from genenv_lab.coevolution.heldout import evaluate_epoch
 from genenv_lab.coevolution.loop import EpochPlan, finish_epoch, plan_epoch
@@ -26,12 +29,13 @@ from genenv_lab.coevolution.session import interrupted, with_frontier
 from genenv_lab.coevolution.state import restore_state
 from genenv_lab.config import RunConfig
 from genenv_lab.core.metrics import (AGENT_GRADIENT_CHECKPOINTING, AGENT_PREFIX_PATH, AGENT_ROLLOUTS, GRPO_LOSS,
-    TRL_GLOBAL_STEP)
+    PROCESSES_ADAPTER_SHA256, TRL_GLOBAL_STEP)
 from genenv_lab.core.types import LoopState
 from genenv_lab.domains import Domain
+from genenv_lab.models.loading import ADAPTERS
 from genenv_lab.rundir.layout import BASELINE, RunDirError, adapter_dir
 from genenv_lab.rundir.read import read_state
-from genenv_lab.rundir.write import RunWriter
+from genenv_lab.rundir.write import FollowerWriter, RunWriter, open_run
 from genenv_lab.trainers.grpo import grpo_metrics
 from genenv_lab.rundir import staging
 from genenv_lab.trl import resume as rs
@@ -41,16 +45,26 @@ from genenv_lab.trl.tasks import EpochTasks
 
 class EpochDriver:
     """One TRL curriculum run's epochs: its configuration, engine, run writer, loop state and the epoch in flight
-    (:attr:`tasks`). Built before the model is known; :meth:`open` takes it."""
+    (:attr:`tasks`). Built before the model is known; :meth:`open` takes it.
+
+    Under a launcher (``accelerate launch``, ``torchrun``) every process drives the same epochs on the same inputs:
+    the main process generates the simulator's tasks and every process holds them
+    (:class:`~genenv_lab.backends.distributed.MainProcessGeneration`), each process's rollouts are shared with the
+    others before an epoch is finished or checkpointed (:meth:`EpochTasks.share <genenv_lab.trl.tasks.EpochTasks.
+    share>`), the RWR update splits its mini-batches across the processes as the loop's does, and the main process
+    alone writes the run directory and the checkpoint's curriculum file."""
 
     def __init__(self, args, domain: Domain, domain_name: str, base_config: RunConfig, env_lora, tokenizer,
                  size: int, run_dir: Path, resume: bool):
         self.args, self.domain, self.domain_name, self.base_config = args, domain, domain_name, base_config
         self.env_lora, self.tokenizer, self.size, self.run_dir, self.resume = env_lora, tokenizer, size, run_dir, resume
         self.seeds = domain.seed_tasks()
+        self.procs = processes()
         self.cfg: RunConfig | None = None
-        self.engine: ModelEngine | None = None
-        self.writer: RunWriter | None = None
+        self.engine: ModelEngine | MainProcessGeneration | None = None
+        self.writer: RunWriter | FollowerWriter | None = None
+        self.eval_dir: Path | None = None
+        """Where held-out evaluation writes: the run directory (the main process), a scratch folder (the others)."""
         self.state: LoopState = LoopState()
         self.tasks = EpochTasks(size, args.num_generations)
         self.logs: list[dict[str, Any]] = []
@@ -80,11 +94,13 @@ class EpochDriver:
             self.writer.event(f"epoch {self.state.epoch + 1} finished on resume: the checkpoint at step "
                               f"{state.global_step} holds its whole pass")
             self.finish(state)
-            staging.commit_staged(self.writer)
+            if self.procs.is_main:
+                staging.commit_staged(self.writer)
 
     def abandon(self, exc: BaseException) -> None:
         """The trainer stopped on ``exc``: mark the run ``interrupted`` or ``failed`` and release its lock (a run
         already finished, or never opened, is left as it is)."""
+        self._drop_eval_dir()
         if self.writer is None or not self.writer.holds_lock:
             return
         if interrupted(exc):
@@ -98,12 +114,15 @@ class EpochDriver:
         update = _agent_update(self.args, self.logs, self.tasks.plan, time.perf_counter() - self.started_at,
                                state.global_step - self.start_step)
         self.state, result = finish_epoch(self.tasks.plan, self.engine, self.domain, self.cfg, update)
-        later = {TRL_GLOBAL_STEP: state.global_step}
+        later: dict[str, Any] = {TRL_GLOBAL_STEP: state.global_step}
         if self.cfg.eval.every and self.state.epoch % self.cfg.eval.every == 0:
-            later.update(scores := evaluate_epoch(self.engine, self.cfg, self.writer.dir, self.state.epoch))
+            later.update(scores := evaluate_epoch(self.engine, self.cfg, self.eval_dir, self.state.epoch))
             self.state = with_frontier(self.state, scores)
+        if self.procs.world_size > 1:  # every process must hold the same adapters before the epoch is staged
+            later[PROCESSES_ADAPTER_SHA256] = self.procs.check_in_sync(self.engine, ADAPTERS)
         result = dataclasses.replace(result, record=result.record.with_extra(later))
-        staging.stage(self.writer.dir, result, state.global_step, self.engine.save_adapters)
+        if self.procs.is_main:
+            staging.stage(self.writer.dir, result, state.global_step, self.engine.save_adapters)
         self.tasks.serve(None)
         self.logs = []
         if self.state.epoch < self.cfg.loop.epochs:
@@ -127,11 +146,13 @@ class EpochDriver:
                               f"({used[-1].name}): a fresh run would overwrite them; choose an empty output_dir, or "
                               "pass resume=True to continue that run")
         attach_env(model, agent, self.env_lora, self.cfg.loop.seed)
-        self.engine = ModelEngine(self.cfg, model, self.tokenizer, agent)
+        engine = ModelEngine(self.cfg, model, self.tokenizer, agent)
+        self.engine = MainProcessGeneration(engine, self.procs) if self.procs.world_size > 1 else engine
         try:
-            self.writer = RunWriter(self.run_dir, self.cfg, resume=self.resume, reclaim=True)
+            self.writer = open_run(self.run_dir, self.cfg, self.resume, self.procs, reclaim=True)
         except RunDirError as exc:
             raise RunDirError(str(exc).replace("pass --resume", "pass resume=True")) from None
+        self.eval_dir = self.writer.dir if self.procs.is_main else Path(tempfile.mkdtemp(prefix="genenv-eval-"))
         for warning in self.cfg.warnings():
             self.writer.event("warning: " + warning)
             warnings.warn(warning, stacklevel=4)
@@ -144,13 +165,14 @@ class EpochDriver:
         it, the ``env`` adapter, the pool and the consumption as the last committed epoch left them."""
         self.mid_epoch = None
         saved = rs.checked_checkpoint(self.args.output_dir, step, self.identity())
-        staged = staging.staged_step(self.writer.dir)
+        staged = staging.staged_step(self.writer.dir) if self.procs.is_main else None
         if staged is not None:
             if staged[0] == self.writer.last_epoch + 1 and staged[1] <= step:
                 staging.commit_staged(self.writer)
             else:
                 staging.discard_staged(self.writer.dir)
-        last = self.writer.last_epoch
+        last = self.procs.broadcast(self.writer.last_epoch)  # the others read the run once the main one settled it
+        self.writer.last_epoch = last
         last_step = rs.committed_step(self.writer.dir, last)
         rs.check_not_behind(self.args.output_dir, self.writer.dir, step, last, last_step)
         if last:
@@ -158,12 +180,26 @@ class EpochDriver:
             self.state = restore_state(self.writer.dir, last, int(read_state(self.writer.dir)["env_version"]),
                                        self.cfg, self.domain)
         elif self.cfg.eval.every and not (self.writer.dir / BASELINE).is_file():
-            scores = evaluate_epoch(self.engine, self.cfg, self.writer.dir, 0)
+            scores = evaluate_epoch(self.engine, self.cfg, self.eval_dir, 0)
             self.writer.write_baseline(scores)
             self.state = with_frontier(self.state, scores)
         self.start_step = last_step
+        if step > last_step and self.procs.world_size > 1 and rs.inside_a_pass(saved):
+            # each process would pick the rest of the pass's tasks by its own share of the re-ordered slots
+            raise RunDirError(f"checkpoint-{step} is inside an epoch's pass: on {self.procs.world_size} processes "
+                              f"resume from one between two passes, GenEnvCurriculum.resume_from "
+                              f"({rs.last_checkpoint(self.args.output_dir, whole_passes=True)})")
         if step > last_step:
             self.mid_epoch = saved or {}
+
+    def close(self) -> None:
+        """The run is over: mark it finished (the main process) and drop a follower's scratch folder."""
+        self.writer.finish(self.state.env_version)
+        self._drop_eval_dir()
+
+    def _drop_eval_dir(self) -> None:
+        if self.writer is not None and self.eval_dir is not None and self.eval_dir != self.writer.dir:
+            shutil.rmtree(self.eval_dir, ignore_errors=True)
 
     def plan_next(self) -> None:
         plan = plan_epoch(self.state, self.engine, self.domain, self.seeds, self.cfg, size=self.size)

@@ -108,10 +108,19 @@ def curriculum_checkpoints(output_dir: str | Path) -> list[Path]:
         if root.is_dir() else []
 
 
-def last_checkpoint(output_dir: str | Path) -> str | None:
+def inside_a_pass(saved: dict[str, Any] | None) -> bool:
+    """Whether a checkpoint's curriculum file holds some of its epoch's rollouts but not all: the resumed trainer
+    then serves the rest of a pass, in an order of its own."""
+    order = set((saved or {}).get("order") or ())
+    return bool(order) and order != set((saved or {}).get("prompts") or ())
+
+
+def last_checkpoint(output_dir: str | Path, whole_passes: bool = False) -> str | None:
     """The newest checkpoint in ``output_dir`` that both the trainer and the curriculum finished writing (its
     ``trainer_state.json`` and :data:`CHECKPOINT_FILE`); None when there is none. A kill while the trainer writes a
-    checkpoint leaves a folder TRL's ``resume_from_checkpoint=True`` would pick and fail on; this one is skipped."""
+    checkpoint leaves a folder TRL's ``resume_from_checkpoint=True`` would pick and fail on; this one is skipped.
+    ``whole_passes``: only a checkpoint between two passes, or at a pass's last step (:func:`inside_a_pass`), what a
+    launch on several processes resumes from."""
     from transformers.trainer import TRAINER_STATE_NAME
     from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
@@ -122,5 +131,6 @@ def last_checkpoint(output_dir: str | Path) -> str | None:
     for folder in root.glob(f"{PREFIX_CHECKPOINT_DIR}-*"):
         number = folder.name.rsplit("-", 1)[1]
         if number.isdigit() and (folder / TRAINER_STATE_NAME).is_file() and (folder / CHECKPOINT_FILE).is_file():
-            steps.append(int(number))
+            if not (whole_passes and inside_a_pass(read_checkpoint_state(folder))):
+                steps.append(int(number))
     return str(checkpoint_dir(root, max(steps))) if steps else None

@@ -20,6 +20,10 @@ class EpochTasks:
         self.plan: EpochPlan | None = None
         self.prompts: dict[str, str] = {}
         self._served: dict[int, int] = {}
+        self._shared: dict[str, int] = {}
+        """Per task, how many of its rollouts every process holds (:meth:`share`)."""
+        self._shared_errors = 0
+        """The reward log's ``score_errors`` that every process counts (:meth:`share`)."""
         self.dataset = Dataset.from_dict({"slot": list(range(size))})
         """The trainer's ``train_dataset``: one row per slot of the task batch, read as the current epoch's task
         (``prompt`` text, ``task_id``, ``question``, ``answer``, ``source``) when the data loader asks for it."""
@@ -27,7 +31,26 @@ class EpochTasks:
 
     def serve(self, plan: EpochPlan | None, prompts: dict[str, str] | None = None) -> None:
         """Serve ``plan``'s batch (``prompts``: each task's rendered prompt), or nothing between epochs (None)."""
-        self.plan, self.prompts, self._served = plan, dict(prompts or {}), {}
+        self.plan, self.prompts, self._served, self._shared = plan, dict(prompts or {}), {}, {}
+        self._shared_errors = 0
+
+    def share(self, procs) -> None:
+        """Every process's rollouts of the epoch in flight in every process's reward log (``procs``, the job's
+        :class:`~genenv_lab.backends.distributed.Processes`; one process: nothing to do). Each process's reward
+        functions record the rollouts of its own share of the trainer's batch; this gathers those recorded since the
+        last share, in process order, so that p̂, the band and the RWR batch are computed from every rollout, the
+        same on every process. A GRPO group's G rollouts lie on one process, so a task's rollouts keep their order."""
+        if procs.world_size == 1 or self.plan is None:
+            return
+        rewards = self.plan.rewards
+        new = [(t, c, r) for t in list(rewards.order) for c, r in rewards.records[t][self._shared.get(t, 0):]]
+        shares = procs.gather([(procs.rank, new, rewards.score_errors - self._shared_errors)])
+        others = [rollout for rank, rollouts, _ in shares if rank != procs.rank for rollout in rollouts]
+        rewards.record([t for t, _, _ in others], [c for _, c, _ in others], [r for *_, r in others])
+        # each process counted its own score errors (its scorer's, and rewards that were not numbers) once
+        self._shared_errors += sum(errors for *_, errors in shares)
+        rewards.score_errors = self._shared_errors
+        self._shared = {t: len(recs) for t, recs in rewards.records.items()}
 
     def missing(self) -> list[str]:
         """The tasks of the epoch in flight that no rollout has attempted yet."""
@@ -67,6 +90,8 @@ class EpochTasks:
             pairs = saved["records"][task_id]
             rewards.record([task_id] * len(pairs), [c for c, _ in pairs], [r for _, r in pairs])
         rewards.score_errors = saved["score_errors"]
+        self._shared = {t: len(recs) for t, recs in rewards.records.items()}  # every process restored the same
+        self._shared_errors = rewards.score_errors
         return True
 
     def _rows(self, batch: dict[str, list]) -> dict[str, list]:
