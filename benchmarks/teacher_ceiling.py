@@ -29,6 +29,7 @@ from pathlib import Path
 from genenv_lab.backends.base import AgentUpdate, EnvUpdate
 from genenv_lab.cli.flags import parse_setting
 from genenv_lab.config import preset
+from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, window_start
 from genenv_lab.domains.times import HIGHEST, LOWEST, TimesWorld, level
 from genenv_lab.coevolution.session import run
 
@@ -127,9 +128,10 @@ def main(argv: list[str] | None = None) -> int:
             backend = TeacherBackend(TimesWorld(**world_kwargs), g=cfg.agent.num_generations, seed=seed,
                                      agent_rate=args.agent_rate, oracle=args.oracle)
             records = list(run(cfg, Path(tmp) / f"s{seed}", backend=backend, progress=False))
-            n = len(records)
-            in_band.append(statistics.mean(r.in_band_frac for r in records[n // 2:]))
-            p_last.append(statistics.mean(r.p_hat_mean for r in records[n - n // 3:]))
+            last = records[-1].epoch
+            in_band.append(statistics.mean(r.in_band_frac for r in records
+                                           if r.epoch >= window_start(last, SECOND_HALF)))
+            p_last.append(statistics.mean(r.p_hat_mean for r in records if r.epoch >= window_start(last, LAST_THIRD)))
             print(f"seed {seed}: in band (second half) {in_band[-1]:.2f}, mean p̂ (last third) {p_last[-1]:.2f}")
     sd = statistics.stdev(in_band) if len(in_band) > 1 else 0.0
     print(f"{args.preset}{''.join(' ' + x for x in args.set)}, teacher {world_kwargs or 'as pre-trained'}"
