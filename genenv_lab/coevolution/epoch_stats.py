@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 import time
 from contextlib import contextmanager
-from typing import Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
 
 from genenv_lab.core import curriculum as cur
 from genenv_lab.core.dryrun import dry_metrics, frontier_share, level_of
@@ -22,7 +23,7 @@ from genenv_lab.core.metrics import (AGENT_SCORE_ERRORS, FRESH_P_HAT_GAP, FRESH_
     REFERENCE_FRONTIER_SHARE, REFERENCE_IN_BAND_FRAC, REFERENCE_P_HAT, REFERENCE_P_HAT_GAP, RWR_KL, RWR_KL_CAPPED,
     RWR_LOSS, RWR_RAN, RWR_STEPS,
     SCREEN_FILL, SCREEN_KEPT, SCREEN_P_HAT_MEAN, SCREEN_ROLLOUTS, SCREEN_SCREENED, SCREEN_SOLVED, SCREEN_UNSOLVED,
-    SCREEN_USED_UP, FEATURES, DIVERSITY_ENTROPY, DIVERSITY_NICHES, DIVERSITY_TOP_SHARE)
+    SCREEN_USED_UP, FEATURES, DIVERSITY_ENTROPY, DIVERSITY_NICHES, DIVERSITY_TOP_SHARE, metric)
 
 
 class PhaseTimer:
@@ -40,7 +41,10 @@ class PhaseTimer:
 
 def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog, agent_update, env_update,
                  state: LoopState, timer: PhaseTimer, wall_s: float, reference_p_hats: Sequence[float],
-                 cfg: RunConfig, screening: Screening | None = None, screen_rollouts: int = 0) -> EpochRecord:
+                 cfg: RunConfig, screening: Screening | None = None, screen_rollouts: int = 0,
+                 later: Mapping[str, Any] = MappingProxyType({})) -> EpochRecord:
+    """The epoch's record, built once: its figures, and ``later`` (registered keys read after the updates: the
+    held-out scores, the processes' adapter hashes)."""
     valid = [t for t in tasks if t.valid]
     scored = list(measured.values())
     c = cfg.curriculum
@@ -67,6 +71,9 @@ def epoch_record(epoch, tasks, measured: dict[str, Measured], rewards: RewardLog
                              (t.features for t in valid)))
     if screening is not None:
         extra.update(screen_metrics(screening, screen_rollouts))
+    for key in later:
+        metric(key)  # a key the registry does not hold fails here, not when the run is read
+    extra.update(later)
     all_rewards = [r for g in rewards.groups() for r in g]
     reasons: dict[str, int] = {}
     for t in tasks:

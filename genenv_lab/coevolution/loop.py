@@ -38,7 +38,7 @@ import dataclasses
 import random
 import time
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 
 from genenv_lab.core import curriculum as cur
@@ -59,23 +59,29 @@ from genenv_lab.coevolution.state import next_pool
 from genenv_lab.core.types import (Attempt, BatchTask, EpochResult, GeneratedTask, LoopState, Measured,
     PoolTask, TaskSpec)
 
+AfterUpdates = Callable[[LoopState], tuple[LoopState, Mapping[str, Any]]]
+"""What reads the models once an epoch's updates are done (:func:`finish_epoch`'s ``after``): given the epoch's
+state, the state to go on with and the registered keys the epoch's record holds besides its own figures."""
+
 
 # ------------------------------------------------------------------------------------------------ Algorithm 1
 
 def run_epoch(state: LoopState, backend: Backend, domain: Domain, seeds: Sequence[SeedTask], cfg: RunConfig,
-              on_phase=lambda phase: None, generator: Backend | None = None) -> tuple[LoopState, EpochResult]:
+              on_phase=lambda phase: None, generator: Backend | None = None,
+              after: AfterUpdates | None = None) -> tuple[LoopState, EpochResult]:
     """One co-evolution epoch: generate and interact (:func:`plan_epoch`), the agent's update, dual update and
     aggregate (:func:`finish_epoch`). ``genenv_lab.trl.GenEnvCurriculum`` runs the same two halves around a TRL
     trainer's epoch.
 
-    ``generator`` writes the tasks when it is not the simulator itself (the ``offline_teacher`` baseline).
+    ``generator`` writes the tasks when it is not the simulator itself (the ``offline_teacher`` baseline); ``after``
+    as in :func:`finish_epoch`.
     """
     plan = plan_epoch(state, backend, domain, seeds, cfg, on_phase, generator)
     on_phase("rollouts + agent update")
     agent_update = update_agent(backend, cfg, agent_prompts(plan, domain), plan.rewards)
     plan.timer.seconds["rollouts"] = agent_update.rollout_s
     plan.timer.seconds["agent_update"] = agent_update.update_s
-    return finish_epoch(plan, backend, domain, cfg, agent_update, on_phase)
+    return finish_epoch(plan, backend, domain, cfg, agent_update, on_phase, after)
 
 
 @dataclass
@@ -127,10 +133,13 @@ def agent_prompts(plan: EpochPlan, domain: Domain) -> list[AgentPrompt]:
 
 
 def finish_epoch(plan: EpochPlan, backend: Backend, domain: Domain, cfg: RunConfig, agent_update: AgentUpdate,
-                 on_phase=lambda phase: None) -> tuple[LoopState, EpochResult]:
+                 on_phase=lambda phase: None, after: AfterUpdates | None = None) -> tuple[LoopState, EpochResult]:
     """The epoch after its rollouts (recorded in ``plan.rewards``) and the agent's update: scoring and the band
     (:func:`score_generations`), the RWR batch (:func:`.simulator.env_update_batch`) and the simulator's update,
-    the pool (:func:`aggregate`), the counterfactual's p̂ and the epoch's record."""
+    the pool (:func:`aggregate`), the counterfactual's p̂ and the epoch's record. ``after`` (the session's held-out
+    evaluation and the processes' check, :func:`genenv_lab.coevolution.session.after_updates`) reads the updated
+    models before the record is built, so the record is built once, with what it returns in it; the epoch's
+    seconds (``wall_s``) stop before it."""
     state, rewards, timer, screening = plan.state, plan.rewards, plan.timer, plan.screening
     epoch = state.epoch + 1
     niches = task_niches(plan.tasks, domain)
@@ -151,9 +160,11 @@ def finish_epoch(plan: EpochPlan, backend: Backend, domain: Domain, cfg: RunConf
             reference_p_hats = measure_reference(backend, domain, new_state.reference, cfg)
     else:
         reference_p_hats = []
-    record = epoch_record(epoch, tasks, measured, rewards, agent_update, env_update, new_state, timer,
-                          time.perf_counter() - plan.start, reference_p_hats, cfg, screening=screening,
-                          screen_rollouts=sum(len(group) for group in plan.screen_outs))
+    wall_s = time.perf_counter() - plan.start
+    new_state, later = after(new_state) if after is not None else (new_state, {})
+    record = epoch_record(epoch, tasks, measured, rewards, agent_update, env_update, new_state, timer, wall_s,
+                          reference_p_hats, cfg, screening=screening,
+                          screen_rollouts=sum(len(group) for group in plan.screen_outs), later=later)
     return new_state, EpochResult(record, tasks, attempts, plan.reference)
 
 

@@ -218,20 +218,20 @@ def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
     cfg, backend = s.cfg, s.backend
     _stop_if_requested(s.procs)
     teacher = make_teacher(cfg, s.domain) if state.epoch == 0 else None
+
+    def after(updated: LoopState) -> tuple[LoopState, dict]:
+        if cfg.eval.every and updated.epoch % cfg.eval.every == 0:
+            s.bar.set_postfix_str(f"epoch {updated.epoch}: eval {cfg.eval.benchmark}")
+        updated, later = after_updates(updated, backend, cfg, s.eval_dir, s.procs)
+        if cfg.loop.seed_probe:
+            s.bar.set_postfix_str(f"epoch {updated.epoch}: seed probe")
+            later.update(seed_probe(backend, s.domain, s.seeds, updated.reference, cfg, s.probe))
+        return updated, later
+
     state, result = run_epoch(state, backend, s.domain, s.seeds, cfg, generator=teacher,
-                              on_phase=lambda phase: s.on_phase(state, phase))
+                              on_phase=lambda phase: s.on_phase(state, phase), after=after)
     del teacher
-    later: dict = {}  # what the record holds once the epoch is evaluated and in sync
-    if cfg.eval.every and state.epoch % cfg.eval.every == 0:
-        s.bar.set_postfix_str(f"epoch {state.epoch}: eval {cfg.eval.benchmark}")
-        later.update(scores := evaluate_epoch(backend, cfg, s.eval_dir, state.epoch))
-        state = with_frontier(state, scores)
-    if cfg.loop.seed_probe:
-        s.bar.set_postfix_str(f"epoch {state.epoch}: seed probe")
-        later.update(seed_probe(backend, s.domain, s.seeds, state.reference, cfg, s.probe))
-    if s.procs.world_size > 1:  # every process must hold the same adapters before the epoch is committed
-        later[PROCESSES_ADAPTER_SHA256] = s.procs.check_in_sync(backend, backend.adapters)
-    record = s.writer.commit_epoch(result.record.with_extra(later), result.tasks, result.attempts,
+    record = s.writer.commit_epoch(result.record, result.tasks, result.attempts,
                                    backend.save_adapters if cfg.loop.save_adapters else None,
                                    reference=result.reference)
     if s.tracker is not None:
@@ -243,6 +243,22 @@ def next_epoch(s: _Session, state: LoopState) -> tuple[LoopState, EpochRecord]:
     s.bar.update(1)
     s.bar.set_postfix(valid=f"{record.valid_frac:.2f}", p_hat=_f(record.p_hat_mean), in_band=_f(record.in_band_frac))
     return state, record
+
+
+def after_updates(state: LoopState, backend, cfg: RunConfig, eval_dir: Path, procs: Processes,
+                  adapters: tuple[str, ...] | None = None) -> tuple[LoopState, dict[str, Any]]:
+    """What an epoch's record holds once its updates are done (the loop's ``after``,
+    :func:`~genenv_lab.coevolution.loop.finish_epoch`; the loop's session and the TRL curriculum both use it): the
+    held-out scores when due (written under ``eval_dir``), with the state carrying their frontier
+    (:func:`with_frontier`), and under N processes each process's hash of ``adapters`` (the backend's own by
+    default), checked equal."""
+    later: dict[str, Any] = {}
+    if cfg.eval.every and state.epoch % cfg.eval.every == 0:
+        later.update(scores := evaluate_epoch(backend, cfg, eval_dir, state.epoch))
+        state = with_frontier(state, scores)
+    if procs.world_size > 1:  # every process must hold the same adapters before the epoch is committed
+        later[PROCESSES_ADAPTER_SHA256] = procs.check_in_sync(backend, adapters or backend.adapters)
+    return state, later
 
 
 def with_frontier(state: LoopState, scores: dict) -> LoopState:

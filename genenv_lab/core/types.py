@@ -110,8 +110,9 @@ class EpochRecord:
     """One line of ``epochs.jsonl``, built once an epoch is evaluated and in sync, and read back by
     :meth:`from_dict`. Every key is registered in :mod:`genenv_lab.core.metrics` (one line each: its meaning, kind and
     lab panel); the updates' own figures are namespaced in ``extra`` (``rwr/*``, ``grpo/*``, ...). Frozen, its maps
-    read-only: what is added after construction (the held-out scores, the processes' adapter hashes, the commit's
-    seconds) makes a new record (:meth:`with_extra`, :meth:`with_phase`).
+    read-only. The held-out scores and the processes' adapter hashes go in when it is built
+    (:func:`genenv_lab.coevolution.epoch_stats.epoch_record`'s ``later``); only the commit's own seconds, measured
+    while it is written, make a new record (:meth:`with_phase`).
 
     ``record[key]`` and ``record.get(key)`` read any registered key, top-level or in ``extra``; a key the registry
     does not hold is a KeyError (a typo fails, it does not read as "absent")."""
@@ -169,12 +170,6 @@ class EpochRecord:
 
     def __iter__(self):
         return iter(self.keys())
-
-    def with_extra(self, more: Mapping[str, Any]) -> "EpochRecord":
-        """This record with ``more`` added to (or replacing keys of) ``extra``; every key must be registered."""
-        for key in more:
-            metric(key)
-        return dataclasses.replace(self, extra={**self.extra, **more})
 
     def with_phase(self, phase: str, seconds: float) -> "EpochRecord":
         return dataclasses.replace(self, phase_s={**self.phase_s, phase: seconds})

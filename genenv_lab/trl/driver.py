@@ -9,7 +9,6 @@ until a checkpoint holds it (:mod:`genenv_lab.trl.resume`).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import shutil
 import tempfile
@@ -25,11 +24,11 @@ from genenv_lab.backends.distributed import MainProcessGeneration, processes
 from genenv_lab.backends.prefix import FULL
 from genenv_lab.coevolution.heldout import evaluate_epoch
 from genenv_lab.coevolution.loop import EpochPlan, finish_epoch, plan_epoch
-from genenv_lab.coevolution.session import interrupted, with_frontier
+from genenv_lab.coevolution.session import after_updates, interrupted, with_frontier
 from genenv_lab.coevolution.state import restore_state
 from genenv_lab.config import RunConfig
 from genenv_lab.core.metrics import (AGENT_GRADIENT_CHECKPOINTING, AGENT_PREFIX_PATH, AGENT_ROLLOUTS, GRPO_LOSS,
-    PROCESSES_ADAPTER_SHA256, TRL_GLOBAL_STEP)
+    TRL_GLOBAL_STEP)
 from genenv_lab.core.types import LoopState
 from genenv_lab.domains import Domain
 from genenv_lab.models.loading import ADAPTERS
@@ -113,14 +112,12 @@ class EpochDriver:
         the epoch staged at the trainer's step (committed once a checkpoint holds it), the next epoch's tasks."""
         update = _agent_update(self.args, self.logs, self.tasks.plan, time.perf_counter() - self.started_at,
                                state.global_step - self.start_step)
-        self.state, result = finish_epoch(self.tasks.plan, self.engine, self.domain, self.cfg, update)
-        later: dict[str, Any] = {TRL_GLOBAL_STEP: state.global_step}
-        if self.cfg.eval.every and self.state.epoch % self.cfg.eval.every == 0:
-            later.update(scores := evaluate_epoch(self.engine, self.cfg, self.eval_dir, self.state.epoch))
-            self.state = with_frontier(self.state, scores)
-        if self.procs.world_size > 1:  # every process must hold the same adapters before the epoch is staged
-            later[PROCESSES_ADAPTER_SHA256] = self.procs.check_in_sync(self.engine, ADAPTERS)
-        result = dataclasses.replace(result, record=result.record.with_extra(later))
+
+        def after(updated: LoopState) -> tuple[LoopState, dict[str, Any]]:
+            updated, later = after_updates(updated, self.engine, self.cfg, self.eval_dir, self.procs, ADAPTERS)
+            return updated, {TRL_GLOBAL_STEP: state.global_step, **later}
+
+        self.state, result = finish_epoch(self.tasks.plan, self.engine, self.domain, self.cfg, update, after=after)
         if self.procs.is_main:
             staging.stage(self.writer.dir, result, state.global_step, self.engine.save_adapters)
         self.tasks.serve(None)
