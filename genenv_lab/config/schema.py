@@ -107,6 +107,9 @@ class WorldConfig:
     """Hidden size of the model built for the world."""
     layers: int = bounded(3, 1, 64, integer=True)
     """Number of its decoder layers."""
+    lr: float = bounded(2e-3, 1e-5, 1e-1)
+    """The builder's learning rate: the agent role's first phase runs at it, the rounds with the simulator at half
+    of it."""
     anchor: str = "newest"
     """Where the world's teacher starts the simulator's next task in the pre-training corpus: ``newest`` (the newest
     recent task's level; the seed's when the context has none), ``seed`` (always the seed task's level, the hint

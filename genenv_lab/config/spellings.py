@@ -33,7 +33,7 @@ never (naming what to evaluate on asks for an evaluation)."""
 
 MOVED_GROUPS: dict[tuple[str, str], tuple[str, ...]] = {
     ("loop.eval_", "eval."): ("every", "benchmark", "category", "limit", "data_dir", "max_new_tokens", "protocol"),
-    ("model.world_", "world."): ("steps", "env_steps", "hidden_size", "layers", "anchor", "seed"),
+    ("model.world_", "world."): ("steps", "env_steps", "hidden_size", "layers", "lr", "anchor", "seed"),
 }
 """The fields that moved to their own section (issue 40), by (old prefix, new prefix): ``loop.eval_every`` is
 ``eval.every``."""

@@ -129,7 +129,7 @@ def world_spec(cfg) -> WorldModelSpec | None:
         return None
     w = cfg.world
     return WorldModelSpec(domain=cfg.loop.domain, seed=w.seed, steps=w.steps, env_steps=w.env_steps,
-                          hidden_size=w.hidden_size, num_layers=w.layers, anchor=w.anchor)
+                          hidden_size=w.hidden_size, num_layers=w.layers, lr=w.lr, anchor=w.anchor)
 
 
 def world_class(domain_name: str):
