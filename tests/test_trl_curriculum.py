@@ -394,3 +394,22 @@ def test_the_trainer_may_make_the_peft_model_and_another_domain_serves(tmp_path)
     assert read_epochs(tmp_path / "run")[0]["extra"]["rwr/steps"] > 0
     tasks = read_table(tmp_path / "run", "tasks")
     assert tasks["context"].str.contains("Seed task").all() and tasks["root_id"].str.startswith("count").all()
+
+
+def test_what_the_curriculum_needs_of_the_trainers_configuration_is_refused_in_one_line():
+    """A worker process for the data loader, the unused columns removed, and under several processes a GRPO group
+    split across two of them: each refused, all in one line; a launch whose groups lie on one process passes."""
+    from types import SimpleNamespace
+
+    from genenv_lab.trl.callback import _check_args
+
+    fine = dict(world_size=2, per_device_train_batch_size=4, steps_per_generation=1, num_generations=4,
+                dataloader_num_workers=0, remove_unused_columns=False)
+    _check_args(SimpleNamespace(**fine))
+    bad = SimpleNamespace(**{**fine, "per_device_train_batch_size": 2, "dataloader_num_workers": 1})
+    with pytest.raises(ValueError) as refused:
+        _check_args(bad)
+    message = str(refused.value)
+    assert "\n" not in message and "dataloader_num_workers=0" in message
+    assert "under 2 processes" in message and "(2) a multiple of num_generations (4)" in message
+    _check_args(SimpleNamespace(**{**fine, "world_size": 1, "per_device_train_batch_size": 2}))  # one process
