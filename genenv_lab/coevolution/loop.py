@@ -161,11 +161,13 @@ def finish_epoch(plan: EpochPlan, backend: Backend, domain: Domain, cfg: RunConf
     else:
         reference_p_hats = []
     wall_s = time.perf_counter() - plan.start
-    new_state, later = after(new_state) if after is not None else (new_state, {})
+    # the record reads the epoch's own state (its dry-run counts at the frontier the epoch trained at); the state
+    # ``after`` returns (with this epoch's held-out frontier) is the next epoch's
+    next_state, later = after(new_state) if after is not None else (new_state, {})
     record = epoch_record(epoch, tasks, measured, rewards, agent_update, env_update, new_state, timer, wall_s,
                           reference_p_hats, cfg, screening=screening,
                           screen_rollouts=sum(len(group) for group in plan.screen_outs), later=later)
-    return new_state, EpochResult(record, tasks, attempts, plan.reference)
+    return next_state, EpochResult(record, tasks, attempts, plan.reference)
 
 
 # ----------------------------------------------------------------------------------------------- named steps
