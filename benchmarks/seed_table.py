@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label}: final held-out {statistics.mean(scores):.3f} ± {statistics.stdev(scores):.3f} over "
               f"{len(seeds)} seeds" if len(seeds) > 1 else f"{label}: final held-out {scores[0]:.3f}")
         print("  per seed " + " ".join(f"{s}:{h:.2f}" for s, h in zip(seeds, scores)))
-        print("  " + ", ".join(f"{c} {part[c].mean():.2f}" for c in LATE_COLUMNS)
-              + f", groups with signal (second half) {statistics.mean(h[0] for h in halves):.2f}")
+        print("  " + "; ".join(f"{c}: {part[c].mean():.2f}" for c in LATE_COLUMNS)
+              + f"; groups with signal, second half: {statistics.mean(h[0] for h in halves):.2f}")
         for name in sorted({k for _, common in halves for k in common}):
             print(f"  most common {name} of the (second half's) tasks, per seed: "
                   + " ".join(f"{common[name][0]} ({common[name][1]:.0%})" for _, common in halves if name in common))

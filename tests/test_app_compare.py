@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import pytest
 
 from genenv_lab.compare import REPORT_PANELS, collect, compare_grid, variant_entries
+from genenv_lab.core.metrics import CUMULATIVE_AGENT_ROLLOUTS, REFERENCE_P_HAT
 from genenv_lab.lab import comparisons, views
 from genenv_lab.lab.comparisons import comparison_dirs, comparison_fingerprint, load_comparison, resolve_comparison
 from genenv_lab.lab.names import LabError
@@ -73,10 +74,10 @@ def test_finished_comparison_reads_like_collect_and_draws(made):
     assert len(efficiency) == 2 and all(list(t.x)[0] == 0 for t in efficiency)  # untrained agent: no task yet
     assert all(list(t.x) == [1, 2] for t in scatters if t.xaxis == "x4")  # p̂: training epochs only
     per_rollout = {t.name: t for t in scatters if t.xaxis == "x7"}  # held-out against cumulative agent rollouts
-    means = cmp.table.groupby(["label", "epoch"])[["agent_rollouts", "heldout"]].mean()
+    means = cmp.table.groupby(["label", "epoch"])[[CUMULATIVE_AGENT_ROLLOUTS, "heldout"]].mean()
     for label in LABELS:
         trace = per_rollout[label]
-        assert list(trace.x) == pytest.approx(list(means.loc[label, "agent_rollouts"]))  # epoch 0 (0 rollouts) on
+        assert list(trace.x) == pytest.approx(list(means.loc[label, CUMULATIVE_AGENT_ROLLOUTS]))  # epoch 0 on
         assert list(trace.y) == pytest.approx(list(means.loc[label, "heldout"]))
         assert list(trace.x)[0] == 0 and trace.error_x.array is not None and trace.error_y.array is not None
     assert "tiny:random_env" in tables[0].cells.values[0] and len(tables[0].cells.values[0]) == 1  # one baseline
@@ -86,7 +87,7 @@ def test_finished_comparison_reads_like_collect_and_draws(made):
     assert "held-out score" in titles and "p̂ on the untrained simulator's tasks (counterfactual)" in titles
     assert all(t.error_y.array is not None for t in scatters)  # ± std over seeds
     assert list(summary["label"]) == list(LABELS) and set(summary["epoch"]) == {2} and set(summary["seeds"]) == {2}
-    assert {"heldout_mean", "heldout_std", "p_hat_reference_mean", "tasks_consumed_mean"} <= set(summary.columns)
+    assert {"heldout_mean", "heldout_std", f"{REFERENCE_P_HAT}_mean", "tasks_consumed_mean"} <= set(summary.columns)
     last = cmp.table[cmp.table["epoch"] == 2].groupby("label")["heldout"].mean()
     assert summary.set_index("label")["heldout_mean"].to_dict() == pytest.approx(last.round(3).to_dict())
     assert list(residence.columns) == comparisons.RESIDENCE_COLUMNS and len(residence) == 4

@@ -286,7 +286,7 @@ def test_story_numbers_are_the_runs_own(run_dir):
     assert list(frame["heldout"].round(2)) == [0.05, 0.1, 0.2, 0.3]
     numbers = story_numbers(run)
     assert numbers["epochs"] == 3 and numbers["heldout_first"] == 0.05 and numbers["heldout_last"] == pytest.approx(0.3)
-    assert numbers["p_hat_reference_last_third"] == pytest.approx(0.8)  # epoch 3 alone: 0.5 + 0.1 * 3
+    assert numbers["reference/p_hat, last third"] == pytest.approx(0.8)  # epoch 3 alone: 0.5 + 0.1 * 3
     assert numbers["in_band_first"] == 0.5 and numbers["in_band_last"] == 1.0
     assert level_label(0.75, 4) == "3/4"
 

@@ -9,6 +9,8 @@ import pytest
 from genenv_lab.compare import (band_residence, check_jobs, collect, compare_grid, summarise, sweep_entries,
                                 threads_per_job, variant_entries)
 from genenv_lab.config import preset
+from genenv_lab.core.metrics import (CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS, DRY_FRONTIER_INFORMATIVE,
+                                     DRY_STEP_FRAC, FEATURES_LEVEL, REFERENCE_P_HAT)
 
 
 
@@ -41,10 +43,10 @@ def test_grid_with_fake_backend_collects_summarises_and_resumes(tmp_path, script
     assert table["heldout"].notna().all()
     start, trained = table[table["epoch"] == 0], table[table["epoch"] > 0]
     assert (start["tasks_consumed"] == 0).all() and start["p_hat_mean"].isna().all() and len(start) == 6
-    assert trained["p_hat_reference"].notna().all()
+    assert trained[REFERENCE_P_HAT].notna().all()
     assert (table.groupby(["label", "seed"])["tasks_consumed"].apply(lambda s: s.is_monotonic_increasing)).all()
     summary = summarise(table)
-    assert {"heldout_mean", "heldout_std", "p_hat_reference_mean"} <= set(summary.columns)
+    assert {"heldout_mean", "heldout_std", f"{REFERENCE_P_HAT}_mean"} <= set(summary.columns)
     assert (summary["heldout_count"] == 2).all()
     for name in ("comparison.csv", "comparison.parquet", "summary.csv", "band_residence.csv", "report.html"):
         assert (tmp_path / name).is_file()
@@ -78,12 +80,13 @@ def test_compare_cli_end_to_end_on_tiny(tmp_path):
                            "--eval-limit", "4", "--out", str(out)], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = pd.read_csv(out / "comparison.csv")
+    assert list(table.columns) == list(collect(out).columns)  # the registry's keys: the table as collect names it
     assert sorted(table["label"].unique()) == ["tiny:genenv", "tiny:random_env"]
     assert len(table) == 4 + 2 and table["heldout"].between(0, 1).all()
     assert sorted(table["epoch"].unique()) == [0, 1, 2]
     assert collect(out).shape[0] == 4 + 2  # the untrained agent's epoch 0 of each run too
     trained = table[table["epoch"] > 0]  # the real backend counts its completions' tokens with the tokenizer
-    assert (trained["agent_tokens"] > 0).all() and (trained["agent_rollouts"] > 0).all()
+    assert (trained[CUMULATIVE_AGENT_TOKENS] > 0).all() and (trained[CUMULATIVE_AGENT_ROLLOUTS] > 0).all()
 
 
 def test_parallel_runs_write_what_sequential_runs_write_at_the_same_thread_count(tmp_path):
@@ -248,26 +251,26 @@ def test_online_filter_in_a_grid_counts_its_screening_and_the_report_reads_rollo
     assert [cfg.loop.variant for _, cfg in entries] == ["genenv", "static", "online_filter"]
     table = compare_grid(entries, 2, tmp_path, progress=False,
                          backend_factory=lambda cfg: scripted_backend(num_generations=cfg.agent.num_generations))
-    assert table["agent_rollouts"].notna().all() and table["agent_tokens"].notna().all()
-    assert (table.loc[table["epoch"] == 0, ["agent_rollouts", "agent_tokens"]] == 0).all().all()
-    assert table.groupby(["label", "seed"])["agent_rollouts"].apply(lambda s: s.is_monotonic_increasing).all()
-    last = table[table["epoch"] == 2].groupby("label")["agent_rollouts"].mean()
+    assert table[CUMULATIVE_AGENT_ROLLOUTS].notna().all() and table[CUMULATIVE_AGENT_TOKENS].notna().all()
+    assert (table.loc[table["epoch"] == 0, [CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS]] == 0).all().all()
+    assert table.groupby(["label", "seed"])[CUMULATIVE_AGENT_ROLLOUTS].apply(lambda s: s.is_monotonic_increasing).all()
+    last = table[table["epoch"] == 2].groupby("label")[CUMULATIVE_AGENT_ROLLOUTS].mean()
     # the same GRPO batch size per epoch; online_filter pays for its screening on top
     assert last["tiny:online_filter"] > last["tiny:static"]
     reach = pd.read_csv(tmp_path / "rollouts_to_reach.csv")
     assert list(reach["label"]) == ["tiny:static", "tiny:online_filter"]
     assert set(reach["reference"]) == {"tiny:genenv"}
-    mean = table.groupby(["label", "epoch"])[["agent_rollouts", "heldout"]].mean()
+    mean = table.groupby(["label", "epoch"])[[CUMULATIVE_AGENT_ROLLOUTS, "heldout"]].mean()
     for row in reach.itertuples():  # the ratio as defined: baseline's final rollouts ÷ genenv's at first reach
         assert row.target_heldout == pytest.approx(mean.loc[(row.label, 2), "heldout"])
-        assert row.baseline_rollouts == pytest.approx(mean.loc[(row.label, 2), "agent_rollouts"])
+        assert row.baseline_rollouts == pytest.approx(mean.loc[(row.label, 2), CUMULATIVE_AGENT_ROLLOUTS])
         if row.verdict.startswith("not reached"):
             assert pd.isna(row.ratio) and (mean.loc["tiny:genenv", "heldout"] < row.target_heldout - 1e-9).all()
         else:
             reached = mean.loc[("tiny:genenv", int(row.reached_at_epoch))]
             assert reached["heldout"] >= row.target_heldout - 1e-9
-            assert row.ratio == pytest.approx(row.baseline_rollouts / reached["agent_rollouts"]) or (
-                reached["agent_rollouts"] == 0 and row.ratio == float("inf"))
+            assert row.ratio == pytest.approx(row.baseline_rollouts / reached[CUMULATIVE_AGENT_ROLLOUTS]) or (
+                reached[CUMULATIVE_AGENT_ROLLOUTS] == 0 and row.ratio == float("inf"))
 
 
 def test_rollouts_to_reach_table_hand_worked():
@@ -280,10 +283,10 @@ def test_rollouts_to_reach_table_hand_worked():
         for seed, jitter in ((0, -0.01), (1, 0.01)):  # two seeds around the mean
             for epoch, (rollouts, score) in enumerate(points):
                 rows.append({"label": label, "variant": label.split(":")[1], "seed": seed, "epoch": epoch,
-                             "heldout": score + jitter, "agent_rollouts": rollouts, "tasks_consumed": epoch,
-                             "agent_tokens": rollouts * 2})
+                             "heldout": score + jitter, CUMULATIVE_AGENT_ROLLOUTS: rollouts, "tasks_consumed": epoch,
+                             CUMULATIVE_AGENT_TOKENS: rollouts * 2})
     table = pd.DataFrame(rows)
-    for col in ("p_hat_mean", "p_hat_reference", "in_band_frac", "valid_frac"):
+    for col in ("p_hat_mean", REFERENCE_P_HAT, "in_band_frac", "valid_frac"):
         table[col] = float("nan")
     reach = rollouts_to_reach_table(table).set_index("label")
     assert list(reach.columns) == list(REACH_COLUMNS)[1:] and set(reach.index) == {"p:static", "p:online_filter"}
@@ -419,19 +422,32 @@ def test_paired_differences_pair_by_seed_within_a_preset_and_skip_unpaired_seeds
     assert one["seeds"] == 1 and one["mean"] == pytest.approx(0.1) and pd.isna(one["std"]) and one["wins"] == 1
 
 
+def test_every_column_is_a_registry_key_or_a_reading_compare_makes():
+    """The table has no second set of names: a column is a key of the metric registry under its own name (``epoch``
+    is one), or one of the few readings compare computes itself, or names the run (label, variant, seed)."""
+    from genenv_lab.compare import COLUMNS, METRICS
+    from genenv_lab.core.metrics import METRICS as REGISTRY
+
+    readings = {"label", "variant", "seed", "heldout", "tasks_consumed", "informative_frac", "informative_groups"}
+    assert set(COLUMNS) - {m.key for m in REGISTRY} == readings and len(set(COLUMNS)) == len(COLUMNS)
+    assert set(METRICS) <= set(COLUMNS)
+
+
 def test_late_averages_read_each_runs_own_second_half_and_last_third():
     from genenv_lab.compare import LATE_COLUMNS, late_averages
 
     rows = [{"label": "a", "seed": s, "epoch": e, "in_band_frac": e / 10, "p_hat_mean": e / 100,
-             "p_hat_reference": 1.0 - e / 100} for s, epochs in ((0, 6), (1, 9)) for e in range(epochs + 1)]
+             REFERENCE_P_HAT: 1.0 - e / 100} for s, epochs in ((0, 6), (1, 9)) for e in range(epochs + 1)]
     out = late_averages(pd.DataFrame(rows)).set_index("seed")
+    # each late reading is named by its key and its window (late_column), never by a second name
+    assert LATE_COLUMNS == ("in_band_frac, second half", "p_hat_mean, last third", "reference/p_hat, last third")
     assert list(out.columns) == ["label", *LATE_COLUMNS]
     # seed 0: 6 epochs, second half 4-6, last third 5-6; seed 1: 9 epochs, second half 5-9, last third 7-9
-    assert out.loc[0, "in_band_second_half"] == pytest.approx(0.5)
-    assert out.loc[0, "p_hat_last_third"] == pytest.approx(0.055)
-    assert out.loc[1, "in_band_second_half"] == pytest.approx(0.7)
-    assert out.loc[1, "p_hat_last_third"] == pytest.approx(0.08)
-    assert out.loc[1, "p_hat_reference_last_third"] == pytest.approx(0.92)
+    assert out.loc[0, "in_band_frac, second half"] == pytest.approx(0.5)
+    assert out.loc[0, "p_hat_mean, last third"] == pytest.approx(0.055)
+    assert out.loc[1, "in_band_frac, second half"] == pytest.approx(0.7)
+    assert out.loc[1, "p_hat_mean, last third"] == pytest.approx(0.08)
+    assert out.loc[1, "reference/p_hat, last third"] == pytest.approx(0.92)
 
 
 def test_a_counting_comparison_reads_dry_runs_and_efficiency_and_an_old_one_still_compares(tmp_path, scripted_counter):
@@ -461,7 +477,7 @@ def test_a_counting_comparison_reads_dry_runs_and_efficiency_and_an_old_one_stil
     for name in ("efficiency.csv", "dry_run.csv"):
         assert len(pd.read_csv(tmp_path / "new" / name)) == 2
     assert len([t for t in report_figure(table).data if t.type == "table"]) == 2
-    assert table["level_mean"].notna().any() and table["frontier_informative"].notna().any()
+    assert table[FEATURES_LEVEL].notna().any() and table[DRY_FRONTIER_INFORMATIVE].notna().any()
 
     old = tmp_path / "old"
     shutil.copytree(tmp_path / "new", old)
@@ -471,7 +487,7 @@ def test_a_counting_comparison_reads_dry_runs_and_efficiency_and_an_old_one_stil
             r["extra"] = {k: v for k, v in r["extra"].items() if not k.startswith(("dry/", "levels/", "heldout/"))}
         path.write_text("".join(json.dumps(r) + "\n" for r in lines))
     before = collect(old)
-    assert before["dry_step_frac"].isna().all() and dry_run_table(before).empty
+    assert before[DRY_STEP_FRAC].isna().all() and dry_run_table(before).empty
     text_before = verdict(before)
     assert "Dry run" not in text_before and "Paired by seed" in text_before
     # the rest of the verdict does not depend on the new keys (the supply line reads the reference set, still there)
@@ -488,7 +504,7 @@ def test_a_pairs_auc_range_is_its_own_and_an_arm_spending_fewer_rollouts_shorten
     curves = {"genenv": [(0, 0.2), (100, 0.4), (200, 0.6), (300, 0.6)],
               "static": [(0, 0.2), (100, 0.2), (200, 0.2), (300, 0.2)],
               "online_filter": [(0, 0.2), (50, 0.2), (100, 0.2), (150, 0.2)]}
-    rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "heldout": h, "agent_rollouts": r}
+    rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "heldout": h, CUMULATIVE_AGENT_ROLLOUTS: r}
             for v, curve in curves.items() for s in (0, 1) for e, (r, h) in enumerate(curve)]
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     eff = efficiency_table(table)

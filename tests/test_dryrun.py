@@ -194,6 +194,7 @@ def test_informative_groups_count_what_a_high_share_of_few_tasks_hides():
 
     from genenv_lab.compare import dry_run_table, verdict
     from genenv_lab.compare.table import COLUMNS, table_rows
+    from genenv_lab.core.metrics import CUMULATIVE_AGENT_ROLLOUTS
 
     def record(epoch, zero, n, dry):
         return EpochRecord(epoch, n, n, 1.0, 0.5, 0.5, 0.5, zero, 0.5, 1.0, n_agent_prompts=n,
@@ -203,7 +204,7 @@ def test_informative_groups_count_what_a_high_share_of_few_tasks_hides():
     assert row["informative_frac"] == 0.25 and row["informative_groups"] == 12
 
     per_arm = {"genenv": (48, 0.75, 0.1), "static": (48, 0.9, 0.6), "online_filter": (8, 0.5, 0.1)}
-    rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "heldout": 0.3, "agent_rollouts": 100 * e,
+    rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "heldout": 0.3, CUMULATIVE_AGENT_ROLLOUTS: 100 * e,
              **table_rows(f"p:{v}", v, s, [record(e, zero, n, dry)], {})[0]}
             for v, (n, zero, dry) in per_arm.items() for s in (0, 1) for e in (1, 2, 3, 4)]
     table = pd.DataFrame(rows, columns=list(COLUMNS))

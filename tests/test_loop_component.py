@@ -636,7 +636,7 @@ def test_the_counting_probe_is_short_counts_off_the_held_out_set():
 
 def test_each_epoch_records_how_varied_its_tasks_are(cfg, tmp_path, scripted_backend):
     """``diversity/entropy``: the entropy of the questions the epoch's valid tasks pose, as the tasks table holds
-    them; a comparison row carries it as ``diversity``."""
+    them; a comparison row carries it under the same key."""
     from genenv_lab.compare.table import table_rows
     from genenv_lab.core.diversity import entropy_bits
     from genenv_lab.core.metrics import DIVERSITY_ENTROPY
@@ -647,4 +647,4 @@ def test_each_epoch_records_how_varied_its_tasks_are(cfg, tmp_path, scripted_bac
         questions = tasks.loc[(tasks["epoch"] == record.epoch) & tasks["valid"].astype(bool), "question"]
         assert len(questions) > 1 and record[DIVERSITY_ENTROPY] == pytest.approx(entropy_bits(questions))
     rows = table_rows("tiny:genenv", "genenv", 0, records, {})
-    assert [r["diversity"] for r in rows] == [r[DIVERSITY_ENTROPY] for r in records]
+    assert [r[DIVERSITY_ENTROPY] for r in rows] == [r[DIVERSITY_ENTROPY] for r in records]

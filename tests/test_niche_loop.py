@@ -15,6 +15,7 @@ from genenv_lab.coevolution.session import run
 from genenv_lab.core.niches import niche_weights
 from genenv_lab.domains import get_domain
 from genenv_lab.core.curriculum import rwr_weights
+from genenv_lab.core.metrics import DIVERSITY_ENTROPY
 from genenv_lab.core.types import TaskSpec
 from genenv_lab.rundir.read import read_epochs, read_table
 from fakes import ScriptedCounter
@@ -126,6 +127,7 @@ def test_compare_runs_the_extension_its_placebo_and_the_papers_rwr_side_by_side(
     table = compare_grid(entries, 1, tmp_path / "cmp", progress=False,
                          backend_factory=lambda cfg: SpreadCounter(num_generations=cfg.agent.num_generations))
     done = table[table["epoch"] > 0]
-    assert set(done["variant"]) == {"genenv", "genenv_paper", "genenv_placebo"} and done["diversity"].notna().all()
+    assert set(done["variant"]) == {"genenv", "genenv_paper", "genenv_placebo"}
+    assert done[DIVERSITY_ENTROPY].notna().all()
     with pytest.raises(ConfigError, match="niche_gamma"):
         variant_entries(["cpu-dry-hint-band"], ["genenv_placebo"], epochs=2, domain="count")

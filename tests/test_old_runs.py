@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from genenv_lab.cli import commands as cli
+from genenv_lab.core.metrics import REFERENCE_P_HAT
 from genenv_lab.rundir.layout import RunDirError
 from genenv_lab.rundir.read import read_epochs
 from genenv_lab.rundir.upgrade import BACKUP_SUFFIX, RENAMED, TOP_LEVEL_OLD, upgrade_path, upgrade_run
@@ -126,7 +127,7 @@ def test_the_lab_opens_an_upgraded_run_and_draws_its_renamed_curves(upgraded):
     assert list(trained["rwr/kl"]) == pytest.approx([r["env_kl"] for r in raw])  # an update ran in both epochs
     assert list(trained["reference/p_hat"]) == pytest.approx([r["extra"]["p_hat_reference"] for r in raw])
     story = story_frame(run)
-    assert list(story["p_hat_reference"].iloc[1:]) == pytest.approx([r["extra"]["p_hat_reference"] for r in raw])
+    assert list(story[REFERENCE_P_HAT].iloc[1:]) == pytest.approx([r["extra"]["p_hat_reference"] for r in raw])
 
 
 def test_the_lab_opens_an_upgraded_comparison(upgraded):
@@ -135,7 +136,7 @@ def test_the_lab_opens_an_upgraded_comparison(upgraded):
     cmp = load_comparison(upgraded)
     assert cmp.problems == () and not cmp.missing
     trained = cmp.table[cmp.table["epoch"] > 0]
-    assert len(trained) == 4 and trained["p_hat_reference"].notna().all()
+    assert len(trained) == 4 and trained[REFERENCE_P_HAT].notna().all()
     assert comparison_figure(cmp).data
 
 
@@ -153,7 +154,7 @@ def test_compare_reads_the_upgraded_runs_as_finished_and_reports_on_them(upgrade
     trained = table[table["epoch"] > 0].sort_values(["variant", "epoch"])
     raw = {v: raw_records(OLD / "runs" / f"tiny_{v}-s0") for v in ("genenv", "static")}
     expected = [r["extra"]["p_hat_reference"] for v in ("genenv", "static") for r in raw[v]]
-    assert list(trained["p_hat_reference"]) == pytest.approx(expected)
+    assert list(trained[REFERENCE_P_HAT]) == pytest.approx(expected)
 
 
 def test_a_new_tiny_run_writes_the_keys_of_an_upgraded_one(upgraded, tmp_path):

@@ -37,6 +37,7 @@ def test_an_unknown_span_is_refused():
 def test_one_run_reads_the_same_through_every_reader(tiny_cfg, tmp_path, scripted_backend):
     from genenv_lab.coevolution.session import run
     from genenv_lab.compare.stats import late_averages
+    from genenv_lab.core.readings import late_column
     from genenv_lab.compare.table import table_rows
     from genenv_lab.core.metrics import P_HAT_MEAN
     from genenv_lab.lab.glance import story_numbers
@@ -52,8 +53,8 @@ def test_one_run_reads_the_same_through_every_reader(tiny_cfg, tmp_path, scripte
     frame = pd.DataFrame([{"epoch": r.epoch, P_HAT_MEAN: r[P_HAT_MEAN]} for r in records])
     table = pd.DataFrame(table_rows("p:genenv", "genenv", 0, records, {}))
     readers = {"readings": late_mean(frame, P_HAT_MEAN, LAST_THIRD),
-               "lab glance": story_numbers(load_run(out))["p_hat_last_third"],
-               "compare": float(late_averages(table)["p_hat_last_third"].iloc[0]),
+               "lab glance": story_numbers(load_run(out))[late_column(P_HAT_MEAN, LAST_THIRD)],
+               "compare": float(late_averages(table)[late_column(P_HAT_MEAN, LAST_THIRD)].iloc[0]),
                "training_side": summary(out)["p̂"]}
     assert readers == pytest.approx(dict.fromkeys(readers, by_hand))
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genenv_lab.compare import COLUMNS, final_scores, verdict
+from genenv_lab.core.metrics import CUMULATIVE_AGENT_ROLLOUTS
 
 
 def _table(curves: dict[str, list[list[tuple[float, float]]]], preset: str = "p") -> pd.DataFrame:
@@ -20,8 +21,8 @@ def _table(curves: dict[str, list[list[tuple[float, float]]]], preset: str = "p"
         for seed, points in enumerate(seeds):
             for epoch, (rollouts, score) in enumerate(points):
                 rows.append({"label": f"{preset}:{arm}", "variant": arm, "seed": seed, "epoch": epoch,
-                             "heldout": score, "agent_rollouts": rollouts, "tasks_consumed": epoch})
-    return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"heldout": float, "agent_rollouts": float})
+                             "heldout": score, CUMULATIVE_AGENT_ROLLOUTS: rollouts, "tasks_consumed": epoch})
+    return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"heldout": float, CUMULATIVE_AGENT_ROLLOUTS: float})
 
 
 def test_genenv_ahead_of_static_on_three_seeds_paid_with_numbers():

@@ -17,27 +17,29 @@ from genenv_lab.style import BAND_FILL
 from genenv_lab.compare.stats import (dry_run_table, efficiency_table, paired_row_text, rollouts_to_reach_table,
     seed_differences)
 from genenv_lab.compare.table import REFERENCE_VARIANT, arm_of, band_residence, summarise
-from genenv_lab.core.metrics import P_HAT_MEAN, VALID_FRAC
+from genenv_lab.core.metrics import (CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS, DIVERSITY_ENTROPY,
+    DRY_STEP_FRAC, FEATURES_LEVEL, P_HAT_MEAN, REFERENCE_IN_BAND_FRAC, REFERENCE_P_HAT, VALID_FRAC)
 
 REPORT_PANELS = (  # (y metric, x column, title, row, col)
     ("heldout", "epoch", "held-out score", 1, 1),
     ("tasks_consumed", "epoch", "training tasks consumed", 1, 2),
     ("heldout", "tasks_consumed", "held-out score per training tasks consumed", 1, 3),
     (P_HAT_MEAN, "epoch", "p̂ on the simulator's tasks (band shaded)", 2, 1),
-    ("p_hat_reference", "epoch", "p̂ on the untrained simulator's tasks (counterfactual)", 2, 2),
+    (REFERENCE_P_HAT, "epoch", "p̂ on the untrained simulator's tasks (counterfactual)", 2, 2),
     (VALID_FRAC, "epoch", "valid fraction of the generations", 2, 3),
-    ("heldout", "agent_rollouts", "held-out score per agent rollouts (screening included)", 3, 1),
-    ("heldout", "agent_tokens", "held-out score per agent completion tokens", 3, 2),
-    ("dry_step_frac", "epoch", f"share of GRPO steps without an informative group<br>(an epoch ran dry at ≥ "
+    ("heldout", CUMULATIVE_AGENT_ROLLOUTS, "held-out score per agent rollouts (screening included)", 3, 1),
+    ("heldout", CUMULATIVE_AGENT_TOKENS, "held-out score per agent completion tokens", 3, 2),
+    (DRY_STEP_FRAC, "epoch", f"share of GRPO steps without an informative group<br>(an epoch ran dry at ≥ "
      f"{RAN_DRY_STEP_FRAC:g})", 4, 1),
-    ("level_mean", "epoch", "mean level of the simulator's valid tasks", 4, 2),
-    ("diversity", "epoch", "task entropy of the simulator's valid tasks (bits)", 5, 1),
-    ("supply_in_band", "epoch", "the untrained simulator's tasks in band for this agent", 5, 2),
+    (FEATURES_LEVEL, "epoch", "mean level of the simulator's valid tasks", 4, 2),
+    (DIVERSITY_ENTROPY, "epoch", "task entropy of the simulator's valid tasks (bits)", 5, 1),
+    (REFERENCE_IN_BAND_FRAC, "epoch", "the untrained simulator's tasks in band for this agent", 5, 2),
 )
 REPORT_HEIGHT = 1700
 """Pixels of the report figure's five rows."""
 X_TITLES = {"epoch": "epoch", "tasks_consumed": "training tasks consumed",
-            "agent_rollouts": "cumulative agent rollouts", "agent_tokens": "cumulative agent completion tokens"}
+            CUMULATIVE_AGENT_ROLLOUTS: "cumulative agent rollouts",
+            CUMULATIVE_AGENT_TOKENS: "cumulative agent completion tokens"}
 REACH_TITLE = "rollouts genenv needs to reach each baseline's final held-out score<br>(ratio: baseline's ÷ genenv's)"
 REACH_CELL = (3, 3)
 """Row and column of the figure's table of :func:`rollouts_to_reach_table`."""
@@ -84,7 +86,7 @@ def report_figure(table: pd.DataFrame, *, alpha: float = 0.5, k_min: float = 0.1
                       row=2, col=col)
     for metric, x, _, row, col in REPORT_PANELS:
         fig.update_xaxes(title_text=X_TITLES[x], row=row, col=col)
-        if metric not in ("tasks_consumed", "level_mean"):  # rates and scores: all of [0, 1], a flat line flat
+        if metric not in ("tasks_consumed", FEATURES_LEVEL, DIVERSITY_ENTROPY):  # rates and scores: all of [0, 1]
             fig.update_yaxes(range=[-0.03, 1.03], row=row, col=col)
     reach = rollouts_to_reach_table(table)
     cells = ([list(reach["label"]), [f"{r:.2f}" if math.isfinite(r) else ("∞" if r > 0 else "not reached")

@@ -15,8 +15,9 @@ from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC
 from genenv_lab.core.efficiency import Point, common_range, normalised_auc, reach_text, rollouts_to_reach
 from genenv_lab.core.paired import Paired, paired
 from genenv_lab.compare.table import REACH_COLUMNS, REFERENCE_VARIANT, summarise
-from genenv_lab.core.metrics import IN_BAND_FRAC, P_HAT_MEAN
-from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, dry_epochs, window
+from genenv_lab.core.metrics import CUMULATIVE_AGENT_ROLLOUTS, DRY_STEP_FRAC, IN_BAND_FRAC, P_HAT_MEAN, REFERENCE_P_HAT
+from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, dry_epochs, late_column, window
+
 
 def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT) -> pd.DataFrame:
     """For each baseline label, the agent rollouts the reference arm (the same preset's ``genenv`` label, the part
@@ -26,12 +27,12 @@ def rollouts_to_reach_table(table: pd.DataFrame, reference_variant: str = REFERE
     reaches it (above 1:
     genenv needed fewer; NaN: not reached; inf: the untrained agent's epoch 0 already scores it). Labels without a
     reference beside them (a sweep) give no row."""
-    if table.empty or "agent_rollouts" not in table:
+    if table.empty or CUMULATIVE_AGENT_ROLLOUTS not in table:
         return pd.DataFrame(columns=list(REACH_COLUMNS))
     summary = summarise(table)
     variants = table.drop_duplicates("label").set_index("label")["variant"].to_dict()
-    curves = {label: [Point(int(r.epoch), float(r.agent_rollouts_mean), float(r.heldout_mean))
-                      for r in part.itertuples()]
+    curves = {label: [Point(int(e), float(n), float(h)) for e, n, h in
+                      zip(part["epoch"], part[f"{CUMULATIVE_AGENT_ROLLOUTS}_mean"], part["heldout_mean"])]
               for label, part in summary.groupby("label", sort=False)}
     rows = []
     for label, variant in variants.items():
@@ -55,9 +56,10 @@ MEASURES = ("heldout_auc", "rollouts_to_reach")
 
 def _run_curves(table: pd.DataFrame) -> dict[tuple[str, int], list[Point]]:
     """(label, seed) → that run's (epoch, cumulative agent rollouts, held-out score) points with both known."""
-    scored = table[table["heldout"].notna() & table["agent_rollouts"].notna()].sort_values("epoch", kind="stable")
-    return {(str(label), int(seed)): [Point(int(r.epoch), float(r.agent_rollouts), float(r.heldout))
-                                      for r in part.itertuples()]
+    done = CUMULATIVE_AGENT_ROLLOUTS
+    scored = table[table["heldout"].notna() & table[done].notna()].sort_values("epoch", kind="stable")
+    return {(str(label), int(seed)): [Point(int(e), float(n), float(h))
+                                      for e, n, h in zip(part["epoch"], part[done], part["heldout"])]
             for (label, seed), part in scored.groupby(["label", "seed"], sort=False)}
 
 
@@ -81,7 +83,8 @@ def efficiency_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VAR
 
     Labels without a reference beside them (a sweep), or without paired seeds, give no rows.
 
-    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "heldout": h, "agent_rollouts": 100 * e}
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "heldout": h,
+    ...          "cumulative/agent_rollouts": 100 * e}
     ...         for v, per_seed in {"genenv": [[0.2, 0.5, 0.6], [0.2, 0.35, 0.6]],
     ...                             "static": [[0.2, 0.3, 0.5], [0.2, 0.3, 0.4]]}.items()
     ...         for s, curve in enumerate(per_seed) for e, h in enumerate(curve)]
@@ -92,7 +95,7 @@ def efficiency_table(table: pd.DataFrame, reference_variant: str = REFERENCE_VAR
     >>> out.loc["rollouts_to_reach", ["baseline_mean", "reference_mean", "mean", "reached"]].to_dict()
     {'baseline_mean': 200.0, 'reference_mean': 150.0, 'mean': -50.0, 'reached': 2.0}
     """
-    if table.empty or "agent_rollouts" not in table:
+    if table.empty or CUMULATIVE_AGENT_ROLLOUTS not in table:
         return pd.DataFrame(columns=list(EFFICIENCY_COLUMNS))
     curves = _run_curves(table)
     variants = table.drop_duplicates("label").set_index("label")["variant"].astype(str).to_dict()
@@ -128,28 +131,31 @@ def _efficiency_row(label: str, ref: str, measure: str, baseline: Sequence[float
 
 
 DRY_COLUMNS = ("label", "variant", "seeds", "epochs", "dry_epochs", "dry_share", "informative_frac",
-               "informative_groups", "step_frac")
+               "informative_groups", late_column(DRY_STEP_FRAC, SECOND_HALF))
+"""The columns of :func:`dry_run_table` (``dry_run.csv``)."""
 
 
 def dry_run_table(table: pd.DataFrame, threshold: float = RAN_DRY_STEP_FRAC) -> pd.DataFrame:
     """Per label, its runs' second halves (epoch > E // 2, E the run's last epoch, as :func:`late_averages`): the
-    epochs with a dry-run reading (``epochs``), those that *ran dry* (``dry_epochs``: ``dry_step_frac`` ≥
+    epochs with a dry-run reading (``epochs``), those that *ran dry* (``dry_epochs``: ``dry/step_frac`` ≥
     ``threshold``, :func:`genenv_lab.core.dryrun.ran_dry`) and their share, the mean share of informative groups, their
     mean number per epoch (``informative_groups``: what an arm that trains on few tasks lacks even when its share
-    is high, as ``online_filter`` after its screening; NaN for tables written before the column) and the mean share
-    of dry steps. Labels whose runs predate the instrument (no ``dry_step_frac``) give no row.
+    is high, as ``online_filter`` after its screening; NaN for a table built without the column) and the mean share
+    of dry steps (``dry/step_frac, second half``, :func:`late_column`). Labels whose runs predate the instrument (no
+    ``dry/step_frac``) give no row.
 
-    >>> rows = [{"label": "p:static", "variant": "static", "seed": 0, "epoch": e, "dry_step_frac": d,
+    >>> rows = [{"label": "p:static", "variant": "static", "seed": 0, "epoch": e, "dry/step_frac": d,
     ...          "informative_frac": 1 - d} for e, d in [(1, 0.0), (2, 0.25), (3, 0.5), (4, 1.0)]]
-    >>> dry_run_table(pd.DataFrame(rows)).to_dict("records")[0]["dry_epochs"]   # epochs 3 and 4 of 3-4
-    2
+    >>> row = dry_run_table(pd.DataFrame(rows)).to_dict("records")[0]
+    >>> row["dry_epochs"], row["dry/step_frac, second half"]   # epochs 3 and 4 of 3-4
+    (2, 0.75)
     """
-    if table.empty or "dry_step_frac" not in table or "informative_frac" not in table:
+    if table.empty or DRY_STEP_FRAC not in table or "informative_frac" not in table:
         return pd.DataFrame(columns=list(DRY_COLUMNS))
     late = window(table, SECOND_HALF, by=["label", "seed"])
     rows = []
     for label, part in late.groupby("label", sort=False):
-        dry, known = dry_epochs(part["dry_step_frac"], threshold)
+        dry, known = dry_epochs(part[DRY_STEP_FRAC], threshold)
         if not known:
             continue
         rows.append({"label": label, "variant": str(part["variant"].iloc[0]), "seeds": part["seed"].nunique(),
@@ -157,7 +163,7 @@ def dry_run_table(table: pd.DataFrame, threshold: float = RAN_DRY_STEP_FRAC) -> 
                      "informative_frac": float(pd.to_numeric(part["informative_frac"], errors="coerce").mean()),
                      "informative_groups": float(pd.to_numeric(part["informative_groups"], errors="coerce").mean())
                      if "informative_groups" in part else math.nan,
-                     "step_frac": float(pd.to_numeric(part["dry_step_frac"], errors="coerce").mean())})
+                     DRY_COLUMNS[-1]: float(pd.to_numeric(part[DRY_STEP_FRAC], errors="coerce").mean())})
     return pd.DataFrame(rows, columns=list(DRY_COLUMNS))
 
 
@@ -196,7 +202,10 @@ def final_scores(table: pd.DataFrame) -> dict[str, FinalScore]:
     return out
 
 
-LATE_COLUMNS = ("in_band_second_half", "p_hat_last_third", "p_hat_reference_last_third")
+LATE_COLUMNS = (late_column(IN_BAND_FRAC, SECOND_HALF), late_column(P_HAT_MEAN, LAST_THIRD),
+                late_column(REFERENCE_P_HAT, LAST_THIRD))
+"""The late readings of :func:`late_averages`, per run: the in-band share over the second half, mean p̂ over the
+last third on the simulator's tasks and on the untrained simulator's (:func:`late_column` names each)."""
 
 
 def late_averages(table: pd.DataFrame) -> pd.DataFrame:
@@ -204,16 +213,17 @@ def late_averages(table: pd.DataFrame) -> pd.DataFrame:
     the second half of its epochs (epoch > E // 2) and the mean p̂ over the last third (epoch > ⌊2E/3⌋), on
     the simulator's tasks and on the untrained simulator's; E is the run's last epoch.
 
-    >>> rows = [{"label": "a", "seed": 0, "epoch": e, "in_band_frac": b, "p_hat_mean": p, "p_hat_reference": 0.9}
+    >>> rows = [{"label": "a", "seed": 0, "epoch": e, "in_band_frac": b, "p_hat_mean": p, "reference/p_hat": 0.9}
     ...         for e, b, p in [(0, None, None), (1, 0.0, 0.1), (2, 0.2, 0.3), (3, 0.4, 0.5), (4, 0.6, 0.7)]]
-    >>> late_averages(pd.DataFrame(rows)).round(2).to_dict("records")[0]
-    {'label': 'a', 'seed': 0, 'in_band_second_half': 0.5, 'p_hat_last_third': 0.6, 'p_hat_reference_last_third': 0.9}
+    >>> late_averages(pd.DataFrame(rows)).round(2).to_dict("records")[0]  # doctest: +NORMALIZE_WHITESPACE
+    {'label': 'a', 'seed': 0, 'in_band_frac, second half': 0.5, 'p_hat_mean, last third': 0.6,
+     'reference/p_hat, last third': 0.9}
     """
     keys = ["label", "seed"]
     half = window(table, SECOND_HALF, by=keys).groupby(keys)
     third = window(table, LAST_THIRD, by=keys).groupby(keys)
     return pd.DataFrame({LATE_COLUMNS[0]: half[IN_BAND_FRAC].mean(), LATE_COLUMNS[1]: third[P_HAT_MEAN].mean(),
-                         LATE_COLUMNS[2]: third["p_hat_reference"].mean()}, columns=list(LATE_COLUMNS)).reset_index()
+                         LATE_COLUMNS[2]: third[REFERENCE_P_HAT].mean()}, columns=list(LATE_COLUMNS)).reset_index()
 
 
 def seed_finals(table: pd.DataFrame) -> pd.Series:

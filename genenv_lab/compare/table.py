@@ -18,13 +18,18 @@ from genenv_lab.core.metrics import (AGENT_REWARD_MEAN, CUMULATIVE_AGENT_ROLLOUT
     IN_BAND_FRAC, LEVELS_MAX, N_AGENT_PROMPTS, P_HAT_MEAN, REFERENCE_FRONTIER_SHARE, REFERENCE_IN_BAND_FRAC,
     REFERENCE_P_HAT, VALID_FRAC, WALL_S)
 
-COLUMNS = ("label", "variant", "seed", "epoch", "heldout", P_HAT_MEAN, IN_BAND_FRAC, "p_hat_reference",
-           VALID_FRAC, AGENT_REWARD_MEAN, "tasks_consumed", "agent_rollouts", "agent_tokens", WALL_S,
-           "informative_frac", "informative_groups", "dry_step_frac", "frontier_informative", "level_mean",
-           "level_max", "supply_in_band", "supply_frontier", "diversity")
-METRICS = ("heldout", P_HAT_MEAN, "p_hat_reference", IN_BAND_FRAC, "tasks_consumed", "agent_rollouts",
-           "agent_tokens", VALID_FRAC, "informative_frac", "informative_groups", "dry_step_frac",
-           "frontier_informative", "level_mean", "supply_in_band", "supply_frontier", "diversity")
+COLUMNS = ("label", "variant", "seed", "epoch", "heldout", P_HAT_MEAN, IN_BAND_FRAC, REFERENCE_P_HAT, VALID_FRAC,
+           AGENT_REWARD_MEAN, "tasks_consumed", CUMULATIVE_AGENT_ROLLOUTS, CUMULATIVE_AGENT_TOKENS, WALL_S,
+           "informative_frac", "informative_groups", DRY_STEP_FRAC, DRY_FRONTIER_INFORMATIVE, FEATURES_LEVEL,
+           LEVELS_MAX, REFERENCE_IN_BAND_FRAC, REFERENCE_FRONTIER_SHARE, DIVERSITY_ENTROPY)
+"""The comparison table's columns: the run's coordinates (``label``, ``variant``, ``seed``, ``epoch``), the readings
+compare computes (``heldout``, ``tasks_consumed``, ``informative_frac``, ``informative_groups``) and, every other
+column, a key of the metric registry (:mod:`genenv_lab.core.metrics`) under its own name."""
+METRICS = ("heldout", P_HAT_MEAN, REFERENCE_P_HAT, IN_BAND_FRAC, "tasks_consumed", CUMULATIVE_AGENT_ROLLOUTS,
+           CUMULATIVE_AGENT_TOKENS, VALID_FRAC, "informative_frac", "informative_groups", DRY_STEP_FRAC,
+           DRY_FRONTIER_INFORMATIVE, FEATURES_LEVEL, REFERENCE_IN_BAND_FRAC, REFERENCE_FRONTIER_SHARE,
+           DIVERSITY_ENTROPY)
+"""The columns of :data:`COLUMNS` that :func:`summarise` averages over seeds (numbers, read as floats)."""
 RESIDENCE_COLUMNS = ("label", "seed", "alpha", "k_min", "epochs", "entered_at_epoch", "stayed", "epochs_in_band")
 REACH_COLUMNS = ("label", "reference", "target_heldout", "baseline_epoch", "baseline_rollouts", "reached_at_epoch",
                  "reference_rollouts", "ratio", "verdict")
@@ -58,26 +63,26 @@ def heldout_of(scores: Mapping) -> float | None:
 def table_rows(label: str, variant: str, seed: int, records: Sequence[Mapping], consumed: Mapping[int, int],
                baseline: Mapping | None = None, rollouts: Mapping[int, int] | None = None) -> list[dict]:
     """Rows of the comparison table for one run: epoch 0 from ``baseline`` (held-out score only, no training yet)
-    when it has a score, then one row per epoch record. Agent rollouts and tokens come from the records'
-    ``cumulative/*``; ``rollouts`` (cumulative attempts rows per epoch, :func:`attempt_rollouts_by_epoch`) stands
-    in for a record written before those keys."""
+    when it has a score, then one row per epoch record (:data:`COLUMNS`: a registry key's column holds the record's
+    value of that key). Agent rollouts and tokens come from the records' ``cumulative/*``; ``rollouts`` (cumulative
+    attempts rows per epoch, :func:`attempt_rollouts_by_epoch`) stands in for a record written before those keys."""
     rows = []
     start = heldout_of(baseline or {})
     if start is not None:
         rows.append({"label": label, "variant": variant, "seed": seed, "epoch": 0, "heldout": start,
-                     "tasks_consumed": 0, "agent_rollouts": 0, "agent_tokens": 0})
+                     "tasks_consumed": 0, CUMULATIVE_AGENT_ROLLOUTS: 0, CUMULATIVE_AGENT_TOKENS: 0})
     for r in records:
         extra = r.extra
         done = extra.get(CUMULATIVE_AGENT_ROLLOUTS, (rollouts or {}).get(r.epoch))
         rows.append({"label": label, "variant": variant, "seed": seed, "epoch": r.epoch,
                      "heldout": heldout_of(extra), P_HAT_MEAN: r.get(P_HAT_MEAN),
-                     IN_BAND_FRAC: r.get(IN_BAND_FRAC), "p_hat_reference": extra.get(REFERENCE_P_HAT),
+                     IN_BAND_FRAC: r.get(IN_BAND_FRAC), REFERENCE_P_HAT: extra.get(REFERENCE_P_HAT),
                      VALID_FRAC: r.get(VALID_FRAC), AGENT_REWARD_MEAN: r.get(AGENT_REWARD_MEAN),
-                     "tasks_consumed": consumed.get(r.epoch, 0), "agent_rollouts": done,
-                     "agent_tokens": extra.get(CUMULATIVE_AGENT_TOKENS), WALL_S: r.get(WALL_S),
-                     **dry_columns(r, extra), "supply_in_band": extra.get(REFERENCE_IN_BAND_FRAC),
-                     "supply_frontier": extra.get(REFERENCE_FRONTIER_SHARE),
-                     "diversity": extra.get(DIVERSITY_ENTROPY)})
+                     "tasks_consumed": consumed.get(r.epoch, 0), CUMULATIVE_AGENT_ROLLOUTS: done,
+                     CUMULATIVE_AGENT_TOKENS: extra.get(CUMULATIVE_AGENT_TOKENS), WALL_S: r.get(WALL_S),
+                     **dry_columns(r, extra), REFERENCE_IN_BAND_FRAC: extra.get(REFERENCE_IN_BAND_FRAC),
+                     REFERENCE_FRONTIER_SHARE: extra.get(REFERENCE_FRONTIER_SHARE),
+                     DIVERSITY_ENTROPY: extra.get(DIVERSITY_ENTROPY)})
     return rows
 
 
@@ -85,15 +90,14 @@ def dry_columns(record: Mapping, extra: Mapping) -> dict:
     """The dry-run instrument's columns of one record (:mod:`genenv_lab.core.dryrun`): the share of informative GRPO
     groups (1 − ``frac_zero_std``) and their number (that share × ``n_agent_prompts``, the epoch's GRPO groups: an
     arm that trains on few tasks runs dry by count even when its share is high), the share of optimiser steps
-    without one (``dry/step_frac``), the informative groups at the held-out frontier, and the mean and highest
-    level of the simulator's valid tasks (``features/level``, ``levels/max``); None where the record has no such
-    key (a run written before it, a domain without levels)."""
+    without one (``dry/step_frac``), the informative groups at the held-out frontier (``dry/frontier_informative``),
+    and the mean and highest level of the simulator's valid tasks (``features/level``, ``levels/max``), each of these
+    four under its key; None where the record has no such key (a run written before it, a domain without levels)."""
     zero, groups = record.get(FRAC_ZERO_STD), record.get(N_AGENT_PROMPTS)
     share = None if not isinstance(zero, (int, float)) else 1.0 - zero
     return {"informative_frac": share,
             "informative_groups": share * groups if share is not None and isinstance(groups, (int, float)) else None,
-            "dry_step_frac": extra.get(DRY_STEP_FRAC), "frontier_informative": extra.get(DRY_FRONTIER_INFORMATIVE),
-            "level_mean": extra.get(FEATURES_LEVEL), "level_max": extra.get(LEVELS_MAX)}
+            **{k: extra.get(k) for k in (DRY_STEP_FRAC, DRY_FRONTIER_INFORMATIVE, FEATURES_LEVEL, LEVELS_MAX)}}
 
 
 def tasks_consumed_by_epoch(attempts: pd.DataFrame) -> dict[int, int]:

@@ -14,7 +14,9 @@ from genenv_lab.core.dryrun import RAN_DRY_STEP_FRAC
 from genenv_lab.compare.stats import (FIXED_SET_VARIANT, FinalScore, dry_run_table, efficiency_table, final_scores,
     late_averages, paired_row_text, rollouts_to_reach_table, seed_differences)
 from genenv_lab.compare.table import REFERENCE_VARIANT, arm_of
-from genenv_lab.core.readings import SECOND_HALF, window, window_start
+from genenv_lab.core.metrics import (CUMULATIVE_AGENT_ROLLOUTS, DIVERSITY_ENTROPY, P_HAT_MEAN,
+    REFERENCE_FRONTIER_SHARE, REFERENCE_IN_BAND_FRAC)
+from genenv_lab.core.readings import LAST_THIRD, SECOND_HALF, late_column, window, window_start
 
 def spread_lines(table: pd.DataFrame, study: pd.DataFrame, where: str) -> str:
     """For each baseline label of ``table`` that the study (:func:`seed_differences` rows of a committed comparison)
@@ -47,7 +49,7 @@ def glance(table: pd.DataFrame, study: pd.DataFrame | None = None, where: str = 
     the fixed set and by how much; then, with ``study`` (a committed comparison's per-seed differences), the spread
     of that difference over its seeds (:func:`spread_lines`).
 
-    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": 0, "epoch": e, "heldout": h, "agent_rollouts": r,
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": 0, "epoch": e, "heldout": h, "cumulative/agent_rollouts": r,
     ...          "p_hat_mean": None if e == 0 else 0.5}
     ...         for v, curve in {"genenv": [(0, 0.2), (100, 0.5), (200, 0.6)],
     ...                          "static": [(0, 0.2), (100, 0.3), (200, 0.5)]}.items()
@@ -63,7 +65,7 @@ def glance(table: pd.DataFrame, study: pd.DataFrame | None = None, where: str = 
     if table.empty:
         return ["No run has finished an epoch yet: no verdict."]
     scores = final_scores(table)
-    late = late_averages(table).groupby("label")["p_hat_last_third"].mean()
+    late = late_averages(table).groupby("label")[late_column(P_HAT_MEAN, LAST_THIRD)].mean()
     dry = {str(r.label): r for r in dry_run_table(table).itertuples()}
     lines: list[str] = []
     for preset_name, part in table.groupby(table["label"].astype(str).str.split(":", n=1).str[0], sort=False):
@@ -75,7 +77,7 @@ def glance(table: pd.DataFrame, study: pd.DataFrame | None = None, where: str = 
             d = dry.get(label)
             rows.append((arm_of(label), str(runs["seed"].nunique()),
                          f"{_num(start)} → {_num(score.mean if score else math.nan)}",
-                         f"{final_epoch['agent_rollouts'].mean():,.0f}", _num(late.get(label, math.nan), 2),
+                         f"{final_epoch[CUMULATIVE_AGENT_ROLLOUTS].mean():,.0f}", _num(late.get(label, math.nan), 2),
                          f"{d.dry_epochs} of {d.epochs}" if d is not None else "–"))
         lines.append(f"{preset_name}, {int(part['epoch'].max())} epochs:")
         lines += ["  " + line for line in _aligned([GLANCE_HEADER, *rows])]
@@ -126,7 +128,7 @@ def verdict(table: pd.DataFrame, reference_variant: str = REFERENCE_VARIANT,
     where the runs carry the dry-run instrument, one line on how often the fixed set ran dry over the second half
     (:func:`dry_run_table`; nothing for runs written before it).
 
-    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": 0, "epoch": e, "heldout": h, "agent_rollouts": r}
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": 0, "epoch": e, "heldout": h, "cumulative/agent_rollouts": r}
     ...         for v, curve in {"genenv": [(0, 0.2), (100, 0.5), (200, 0.6)],
     ...                          "static": [(0, 0.2), (100, 0.3), (200, 0.5)]}.items()
     ...         for e, (r, h) in enumerate(curve)]
@@ -215,23 +217,25 @@ def supply_line(table: pd.DataFrame, preset_name: str, reference_variant: str = 
     last epoch (mean over seeds): where that share falls, an untrained simulator has little left to offer and
     training the simulator can add to curation. "" when the runs have no reading (no reference set, no frontier).
 
-    >>> rows = [{"label": "p:genenv", "variant": "genenv", "seed": s, "epoch": e, "supply_frontier": f,
-    ...          "supply_in_band": b} for s in (0, 1) for e, f, b in ((1, 0.6, 0.3), (2, 0.2, 0.1), (3, 0.05, 0.0))]
+    >>> rows = [{"label": "p:genenv", "variant": "genenv", "seed": s, "epoch": e, "reference/frontier_share": f,
+    ...          "reference/in_band_frac": b}
+    ...         for s in (0, 1) for e, f, b in ((1, 0.6, 0.3), (2, 0.2, 0.1), (3, 0.05, 0.0))]
     >>> line = supply_line(pd.DataFrame(rows), "p")
     >>> "fell from 0.60 at epoch 1 to 0.05 by epoch 3" in line, line.endswith("in band for that agent: 0.30 → 0.00.")
     (True, True)
     """
     rows = table[(table["variant"] == reference_variant) & (table["epoch"] > 0)
                  & (table["label"].astype(str).str.split(":").str[0] == preset_name)]
-    if "supply_frontier" not in rows or rows["supply_frontier"].notna().sum() == 0:
+    frontier, in_band = REFERENCE_FRONTIER_SHARE, REFERENCE_IN_BAND_FRAC
+    if frontier not in rows or rows[frontier].notna().sum() == 0:
         return ""
-    by_epoch = rows.groupby("epoch")[["supply_frontier", "supply_in_band"]].mean().dropna(subset=["supply_frontier"])
+    by_epoch = rows.groupby("epoch")[[frontier, in_band]].mean().dropna(subset=[frontier])
     first, last = by_epoch.iloc[0], by_epoch.iloc[-1]
-    went = "fell" if last.supply_frontier < first.supply_frontier else "went"
+    went = "fell" if last[frontier] < first[frontier] else "went"
     return (f"\nSupply: the untrained simulator's frontier supply (its tasks at or above the level "
-            f"{reference_variant}'s agent trains against) {went} from {first.supply_frontier:.2f} at epoch "
-            f"{by_epoch.index[0]} to {last.supply_frontier:.2f} by epoch {by_epoch.index[-1]}; its tasks in band for "
-            f"that agent: {first.supply_in_band:.2f} → {last.supply_in_band:.2f}.")
+            f"{reference_variant}'s agent trains against) {went} from {first[frontier]:.2f} at epoch "
+            f"{by_epoch.index[0]} to {last[frontier]:.2f} by epoch {by_epoch.index[-1]}; its tasks in band for "
+            f"that agent: {first[in_band]:.2f} → {last[in_band]:.2f}.")
 
 
 UNTRAINED_VARIANT = "random_env"
@@ -246,20 +250,20 @@ def diversity_line(table: pd.DataFrame, preset_name: str, reference_variant: str
     epochs, then seeds), and whether the trained one narrows (:data:`NARROWER_BY` bits or more below), with the other
     trained arms beside them. "" when either arm has no reading.
 
-    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "diversity": d}
+    >>> rows = [{"label": f"p:{v}", "variant": v, "seed": s, "epoch": e, "diversity/entropy": d}
     ...         for s in (0, 1) for e in (1, 2, 3, 4) for v, d in (("genenv", 4 - e / 2), ("random_env", 3.8))]
     >>> line = diversity_line(pd.DataFrame(rows), "p")
     >>> "genenv's tasks span 2.25 bits against 3.80 for the untrained simulator" in line, line.endswith("narrow.")
     (True, True)
     """
-    if "diversity" not in table:
+    if DIVERSITY_ENTROPY not in table:
         return ""
     rows = table[(table["epoch"] > 0) & (table["label"].astype(str).str.split(":").str[0] == preset_name)]
     if rows.empty:
         return ""
     last = int(rows["epoch"].max())
     late = window(rows, SECOND_HALF, by=["variant", "seed"])
-    bits = late.groupby(["variant", "seed"])["diversity"].mean().groupby("variant").mean().dropna()
+    bits = late.groupby(["variant", "seed"])[DIVERSITY_ENTROPY].mean().groupby("variant").mean().dropna()
     if reference_variant not in bits or UNTRAINED_VARIANT not in bits:
         return ""
     ref, untrained = bits[reference_variant], bits[UNTRAINED_VARIANT]

@@ -45,6 +45,20 @@ def window_start(last, span: str):
     raise ValueError(f"span must be one of {SPANS}, not {span!r}")
 
 
+def late_column(key: str, span: str) -> str:
+    """The name of the column that holds the mean of column ``key`` (a key of the metric registry, or a reading of
+    the comparison table) over the window ``span`` of :mod:`genenv_lab.core.readings`: the key, a comma, the window.
+    Every late reading of a comparison (``compare``'s ``LATE_COLUMNS`` and ``DRY_COLUMNS``) and of the lab's glance
+    is named by it.
+
+    >>> late_column("in_band_frac", SECOND_HALF), late_column("reference/p_hat", LAST_THIRD)
+    ('in_band_frac, second half', 'reference/p_hat, last third')
+    """
+    if span not in SPANS:
+        raise ValueError(f"span must be one of {SPANS}, not {span!r}")
+    return f"{key}, {span}"
+
+
 def window(frame: pd.DataFrame, span: str, by: Sequence[str] = ()) -> pd.DataFrame:
     """The rows of ``frame`` (a column ``epoch``) inside ``span`` of their run; runs are told apart by the columns
     ``by`` (none: the frame is one run). Epoch 0 is left out.

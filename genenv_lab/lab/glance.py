@@ -30,12 +30,12 @@ from genenv_lab.style import BAND_FILL, BAND_LINE, RUN_COLORS
 from genenv_lab.lab.figures import band_span, curves_frame, difficulty_bars, message_figure, style
 from genenv_lab.lab.runs import RunData
 from genenv_lab.core.metrics import P_HAT_MEAN, REFERENCE_P_HAT
-from genenv_lab.core.readings import LAST_THIRD, heldout_key, window
+from genenv_lab.core.readings import LAST_THIRD, heldout_key, late_column, window
 
 GLANCE_TITLE = "Curriculum at a glance"
 HEAT_SCALE = ((0.0, "#ffffff"), (0.15, "#d0ebff"), (0.5, "#4dabf7"), (1.0, "#1864ab"))
 STORY = ((P_HAT_MEAN, "p̂ on the simulator's tasks", "solid"),
-         ("p_hat_reference", "p̂ on the untrained simulator's tasks", "dot"),
+         (REFERENCE_P_HAT, "p̂ on the untrained simulator's tasks", "dot"),
          ("heldout", "held-out score", "dash"))
 """(column of :func:`story_frame`, legend name, line dash) of the story panel's lines."""
 
@@ -57,13 +57,13 @@ def heldout_column(frame: pd.DataFrame) -> str | None:
 
 def story_frame(run: RunData) -> pd.DataFrame:
     """One row per epoch (0 = the untrained agent, where the run has a baseline): ``p_hat_mean``,
-    ``p_hat_reference`` and ``heldout`` (NaN where the run did not log it)."""
+    ``reference/p_hat`` (the records' keys) and ``heldout`` (NaN where the run did not log it)."""
     frame = curves_frame(run)
     if not len(frame):
         return pd.DataFrame(columns=["epoch"] + [k for k, _, _ in STORY])
     key = heldout_column(frame)
     out = pd.DataFrame({"epoch": frame["epoch"]})
-    for col, source in ((P_HAT_MEAN, P_HAT_MEAN), ("p_hat_reference", REFERENCE_P_HAT), ("heldout", key)):
+    for col, source in ((P_HAT_MEAN, P_HAT_MEAN), (REFERENCE_P_HAT, REFERENCE_P_HAT), ("heldout", key)):
         out[col] = frame[source] if source in frame.columns else math.nan
     return out.reset_index(drop=True)
 
@@ -71,7 +71,9 @@ def story_frame(run: RunData) -> pd.DataFrame:
 def story_numbers(run: RunData) -> dict[str, Any]:
     """What a caption of the glance figure quotes, from the run itself: epochs, the in-band share of the first and
     last epoch's valid tasks, mean p̂ over the last third of the epochs on the simulator's tasks and on the
-    untrained simulator's, and the held-out score at epoch 0 and at the last epoch (None where not logged)."""
+    untrained simulator's (named by :func:`genenv_lab.core.readings.late_column`, as ``compare``'s late readings:
+    ``p_hat_mean, last third``, ``reference/p_hat, last third``), and the held-out score at epoch 0 and at the last
+    epoch (None where not logged)."""
     _, bars = difficulty_bars(run)
     frame = story_frame(run)
     trained = frame[frame["epoch"] > 0]
@@ -89,8 +91,8 @@ def story_numbers(run: RunData) -> dict[str, Any]:
     return {"run": run.name, "epochs": int(trained["epoch"].max()) if len(trained) else 0,
             "alpha": run.alpha, "k_min": run.k_min,
             "in_band_first": in_band[0] if in_band else None, "in_band_last": in_band[-1] if in_band else None,
-            "p_hat_last_third": mean(P_HAT_MEAN, third),
-            "p_hat_reference_last_third": mean("p_hat_reference", third),
+            late_column(P_HAT_MEAN, LAST_THIRD): mean(P_HAT_MEAN, third),
+            late_column(REFERENCE_P_HAT, LAST_THIRD): mean(REFERENCE_P_HAT, third),
             "heldout_first": heldout_at(frame.head(1)), "heldout_last": heldout_at(frame.tail(1))}
 
 
@@ -189,13 +191,13 @@ def caption(numbers: dict[str, Any]) -> str:
     """The sentence under a glance figure, every number from :func:`story_numbers` of the run it shows.
 
     >>> caption({"run": "r", "epochs": 16, "alpha": 0.5, "k_min": 0.125, "in_band_first": 0.09, "in_band_last": 0.1,
-    ...          "p_hat_last_third": 0.64, "p_hat_reference_last_third": 0.81, "heldout_first": 0.24,
+    ...          "p_hat_mean, last third": 0.64, "reference/p_hat, last third": 0.81, "heldout_first": 0.24,
     ...          "heldout_last": 0.33})[:60]
     'r, 16 epochs: in band 0.09 of the first epoch’s tasks and 0.'
     """
     band = "" if numbers.get("alpha") is None else f" (α = {numbers['alpha']:g} ± {numbers['k_min']:g})"
     return (f"{numbers['run']}, {numbers['epochs']} epochs: in band {_pct(numbers['in_band_first'])} of the first "
             f"epoch’s tasks and {_pct(numbers['in_band_last'])} of the last{band}; mean p̂ over the last third "
-            f"{_pct(numbers['p_hat_last_third'])} on the simulator’s tasks against "
-            f"{_pct(numbers['p_hat_reference_last_third'])} on the untrained simulator’s; held-out score "
+            f"{_pct(numbers[late_column(P_HAT_MEAN, LAST_THIRD)])} on the simulator’s tasks against "
+            f"{_pct(numbers[late_column(REFERENCE_P_HAT, LAST_THIRD)])} on the untrained simulator’s; held-out score "
             f"{_pct(numbers['heldout_first'])} → {_pct(numbers['heldout_last'])}.")
