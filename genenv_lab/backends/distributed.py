@@ -209,7 +209,18 @@ def close() -> None:
         _PROCESSES = None
 
 
-class MainProcessGeneration:
+class _ProcessesBackend:
+    """A backend wrapped for a job of several processes: what the subclass does not change is the wrapped one's."""
+
+    def __init__(self, inner: Any, procs: Processes):
+        self.inner = inner
+        self.procs = procs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class MainProcessGeneration(_ProcessesBackend):
     """A backend whose generation runs on the main process alone, its texts broadcast to the others; everything else
     is the wrapped backend's (the simulator's RWR update splits its mini-batches through the processes the engine
     lends, as in the loop).
@@ -218,13 +229,6 @@ class MainProcessGeneration:
     one-process run samples from (its seed is the plain run's, :meth:`Processes.seed`), so a launch writes the tasks
     a one-process run writes, and every process holds them; the simulator's generations are a small share of a TRL
     run, whose agent rollouts are the trainer's own."""
-
-    def __init__(self, inner: Any, procs: Processes):
-        self.inner = inner
-        self.procs = procs
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     def generate(self, adapter: str, prompts, **kwargs) -> list[list[str]]:
         texts, error = None, None
@@ -241,17 +245,10 @@ class MainProcessGeneration:
         return texts
 
 
-class DataParallelBackend:
+class DataParallelBackend(_ProcessesBackend):
     """A backend whose generation is split across processes and whose agent update's reward log holds every
     process's completions (see the module docstring). Everything else is the wrapped backend's (``train_env``
     included: the simulator's trainer splits its own mini-batches through the processes the engine lends)."""
-
-    def __init__(self, inner: Any, procs: Processes):
-        self.inner = inner
-        self.procs = procs
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     def generate(self, adapter: str, prompts, **kwargs) -> list[list[str]]:
         return self.procs.gather(self.inner.generate(adapter, self.procs.shard(prompts), **kwargs))
