@@ -105,3 +105,9 @@ def test_a_runs_dry_epochs_are_counted_the_same_by_the_story_and_compare(tiny_cf
     readers = {"story": pair_numbers(load_run(out), load_run(out))["dry"],
                "compare": (int(table["dry_epochs"].iloc[0]), int(table["epochs"].iloc[0]))}
     assert readers == dict.fromkeys(readers, by_hand)
+    # the share of informative groups over the second half, as compare and benchmarks/seed_table.py read it
+    from benchmarks.seed_table import second_half
+
+    informative = [1 - r["frac_zero_std"] for r in read_epochs(out) if r.epoch >= 4]
+    shares = {"compare": float(table["informative_frac"].iloc[0]), "seed_table": second_half(out)[0]}
+    assert shares == pytest.approx(dict.fromkeys(shares, sum(informative) / len(informative)))
