@@ -422,3 +422,19 @@ def test_a_killed_trl_launch_resumes_with_no_committed_epoch_lost(tmp_path):
     assert read_state(out / "run")["status"] == "finished"
     for r in read_epochs(out / "run"):
         assert len(set(r["extra"]["processes/adapter_sha256"])) == 1
+
+
+def test_a_followers_evaluation_folder_is_its_own_and_goes_when_the_run_ends(tmp_path):
+    """A process that is not the main one writes its held-out evaluation files into a scratch folder of its own (the
+    main process's go into the run); finishing, failing or releasing drops it."""
+    from genenv_lab.rundir.write import FollowerWriter
+
+    ends = {"finish": lambda w: w.finish(0), "fail": lambda w: w.fail(RuntimeError("x"), 0),
+            "release": lambda w: w.release()}
+    for end, call in ends.items():
+        writer = FollowerWriter(tmp_path / "run", 0)
+        folder = writer.eval_dir
+        assert folder.is_dir() and folder != writer.dir and writer.eval_dir == folder
+        call(writer)
+        assert not folder.exists(), end
+        writer.release()  # idempotent

@@ -9,8 +9,6 @@ and the app all drive; :func:`preflight` is every check that can fail before a m
 from __future__ import annotations
 
 import math
-import shutil
-import tempfile
 import threading
 import warnings
 from dataclasses import dataclass, field, replace
@@ -133,8 +131,7 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
     procs = processes()
     writer = open_run(out, cfg, resume, procs)
     saved_env_version = int(read_state(writer.dir).get("env_version", 0)) if writer.last_epoch else 0
-    # held-out evaluation files: the main process's go into the run, the others' (the same) into a scratch folder
-    eval_dir = writer.dir if procs.is_main else Path(tempfile.mkdtemp(prefix="genenv-eval-"))
+    eval_dir = writer.eval_dir  # the run's, or a follower's scratch folder (dropped by its release)
     state: LoopState | None = None
     session: _Session | None = None
     try:  # from here on an interrupt (Ctrl-C, the lab's Stop) leaves the run marked "interrupted"
@@ -154,8 +151,6 @@ def run(cfg: RunConfig, out: str | Path, *, resume: bool = False, backend: Backe
         raise
     finally:
         writer.release()
-        if eval_dir != writer.dir:
-            shutil.rmtree(eval_dir, ignore_errors=True)
         if session is not None:
             session.bar.close()
             if session.tracker is not None:

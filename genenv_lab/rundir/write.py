@@ -29,6 +29,7 @@ import json
 import math
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -181,6 +182,11 @@ class RunWriter:
     def _lock(self) -> None:
         """Take the run's writer lock (:class:`~genenv_lab.rundir.lock.RunLock`) before anything is written."""
         self._run_lock = RunLock(self.dir, reclaim=self.reclaim)
+
+    @property
+    def eval_dir(self) -> Path:
+        """Where this process's held-out evaluation writes its files: the run directory."""
+        return self.dir
 
     def release(self) -> None:
         """Give up the writer lock (idempotent); the loop calls it however the run ends."""
@@ -344,6 +350,15 @@ class FollowerWriter:
     def __init__(self, run_dir: str | Path, last_epoch: int):
         self.dir = Path(run_dir)
         self.last_epoch = last_epoch
+        self._scratch: Path | None = None
+
+    @property
+    def eval_dir(self) -> Path:
+        """Where this process's held-out evaluation writes its files (the same as the main process's, which go into
+        the run): a scratch folder of its own, removed by :meth:`release`."""
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="genenv-eval-"))
+        return self._scratch
 
     def commit_epoch(self, record: EpochRecord, *_: Any, **__: Any) -> EpochRecord:
         self.last_epoch = record.epoch
@@ -356,13 +371,19 @@ class FollowerWriter:
         """The baseline is the main process's."""
 
     def finish(self, env_version: int, status: str = "finished") -> None:
-        """The final state is the main process's."""
+        """The final state is the main process's; this process's scratch folder goes (:meth:`release`)."""
+        self.release()
 
     def fail(self, exc: BaseException, env_version: int) -> None:
-        """The main process records the failure (this process's error is raised as usual)."""
+        """The main process records the failure (this process's error is raised as usual); this process's scratch
+        folder goes."""
+        self.release()
 
     def release(self) -> None:
-        """A follower holds no lock."""
+        """A follower holds no lock: drop its scratch folder (idempotent)."""
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
 
 def open_run(out: str | Path, cfg: RunConfig, resume: bool, procs, reclaim: bool = False) -> RunWriter | FollowerWriter:

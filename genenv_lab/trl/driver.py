@@ -10,8 +10,6 @@ until a checkpoint holds it (:mod:`genenv_lab.trl.resume`).
 from __future__ import annotations
 
 import math
-import shutil
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -62,8 +60,6 @@ class EpochDriver:
         self.cfg: RunConfig | None = None
         self.engine: ModelEngine | MainProcessGeneration | None = None
         self.writer: RunWriter | FollowerWriter | None = None
-        self.eval_dir: Path | None = None
-        """Where held-out evaluation writes: the run directory (the main process), a scratch folder (the others)."""
         self.state: LoopState = LoopState()
         self.tasks = EpochTasks(size, args.num_generations)
         self.logs: list[dict[str, Any]] = []
@@ -99,8 +95,7 @@ class EpochDriver:
     def abandon(self, exc: BaseException) -> None:
         """The trainer stopped on ``exc``: mark the run ``interrupted`` or ``failed`` and release its lock (a run
         already finished, or never opened, is left as it is)."""
-        self._drop_eval_dir()
-        if self.writer is None or not self.writer.holds_lock:
+        if self.writer is None or not (self.writer.holds_lock or isinstance(self.writer, FollowerWriter)):
             return
         if interrupted(exc):
             self.writer.finish(self.state.env_version, status="interrupted")
@@ -114,7 +109,8 @@ class EpochDriver:
                                state.global_step - self.start_step)
 
         def after(updated: LoopState) -> tuple[LoopState, dict[str, Any]]:
-            updated, later = after_updates(updated, self.engine, self.cfg, self.eval_dir, self.procs, ADAPTERS)
+            updated, later = after_updates(updated, self.engine, self.cfg, self.writer.eval_dir, self.procs,
+                                           ADAPTERS)
             return updated, {TRL_GLOBAL_STEP: state.global_step, **later}
 
         self.state, result = finish_epoch(self.tasks.plan, self.engine, self.domain, self.cfg, update, after=after)
@@ -149,7 +145,6 @@ class EpochDriver:
             self.writer = open_run(self.run_dir, self.cfg, self.resume, self.procs, reclaim=True)
         except RunDirError as exc:
             raise RunDirError(str(exc).replace("pass --resume", "pass resume=True")) from None
-        self.eval_dir = self.writer.dir if self.procs.is_main else Path(tempfile.mkdtemp(prefix="genenv-eval-"))
         for warning in self.cfg.warnings():
             self.writer.event("warning: " + warning)
             warnings.warn(warning, stacklevel=4)
@@ -177,7 +172,7 @@ class EpochDriver:
             self.state = restore_state(self.writer.dir, last, int(read_state(self.writer.dir)["env_version"]),
                                        self.cfg, self.domain)
         elif self.cfg.eval.every and not (self.writer.dir / BASELINE).is_file():
-            scores = evaluate_epoch(self.engine, self.cfg, self.eval_dir, 0)
+            scores = evaluate_epoch(self.engine, self.cfg, self.writer.eval_dir, 0)
             self.writer.write_baseline(scores)
             self.state = with_frontier(self.state, scores)
         self.start_step = last_step
@@ -192,11 +187,6 @@ class EpochDriver:
     def close(self) -> None:
         """The run is over: mark it finished (the main process) and drop a follower's scratch folder."""
         self.writer.finish(self.state.env_version)
-        self._drop_eval_dir()
-
-    def _drop_eval_dir(self) -> None:
-        if self.writer is not None and self.eval_dir is not None and self.eval_dir != self.writer.dir:
-            shutil.rmtree(self.eval_dir, ignore_errors=True)
 
     def plan_next(self) -> None:
         plan = plan_epoch(self.state, self.engine, self.domain, self.seeds, self.cfg, size=self.size)
