@@ -99,6 +99,14 @@ def _cpu_carry() -> RunConfig:
                                  env={"max_new_tokens": 16})
 
 
+def _cpu_facts() -> RunConfig:
+    # cpu-carry's settings on the facts world, where each addition fact that crosses ten is a skill of its own (it
+    # does not transfer to the others) and the untrained simulator rarely writes the hardest (issue 65's world whose
+    # frontier outlasts the run: genenv_lab/domains/facts.py; docs/research/curriculum_cpu.md, "the facts world").
+    return _cpu_stride().replace(preset="cpu-facts", loop={"domain": "facts"}, agent={"max_completion_length": 16},
+                                 env={"max_new_tokens": 16})
+
+
 def _cpu_times() -> RunConfig:
     # The times-tables world: it calibrates, a fixed set teaches as much (docs/research/README.md).
     return _cpu_demo().replace(preset="cpu-times", env={"temperature": 1.0},
@@ -157,6 +165,7 @@ PRESETS = {
     "cpu-dry-hint-band-niche": _cpu_dry_hint_band_niche,
     "cpu-stride": _cpu_stride,
     "cpu-carry": _cpu_carry,
+    "cpu-facts": _cpu_facts,
     "cpu-times": _cpu_times,
     "cpu-smollm2": _cpu_smollm2,
     "cpu-smollm2-dry": _cpu_smollm2_dry,
@@ -172,7 +181,8 @@ TRL_PRESET_PREFIX = "trl-"
 """The preset name of a run written by :class:`genenv_lab.trl.GenEnvCurriculum` starts with this (its base preset
 follows): such a run is continued by the user's own script with ``resume=True``, not by ``genenv-lab run``."""
 CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-dry-hint-band",
-               "cpu-dry-hint-band-niche", "cpu-stride", "cpu-carry", "cpu-times", "cpu-smollm2", "cpu-smollm2-dry")
+               "cpu-dry-hint-band-niche", "cpu-stride", "cpu-carry", "cpu-facts", "cpu-times", "cpu-smollm2",
+               "cpu-smollm2-dry")
 
 
 def preset(name: str) -> RunConfig:

@@ -12,6 +12,7 @@ from genenv_lab.domains.base import Domain, LineageStats, ParseResult, SeedTask,
 from genenv_lab.domains.arith import ArithDomain
 from genenv_lab.domains.carry import CarryDomain
 from genenv_lab.domains.count import CountDomain
+from genenv_lab.domains.facts import FactsDomain
 from genenv_lab.domains.stride import StrideDomain
 from genenv_lab.domains.qa import QADomain, QAExactDomain
 from genenv_lab.domains.times import Times99Domain, TimesDomain
@@ -20,7 +21,8 @@ from genenv_lab.domains.tools import ToolsDomain
 DOMAINS: dict[str, type[Domain]] = {"arith": ArithDomain, "tools": ToolsDomain, "qa": QADomain,
                                     "qa_em": QAExactDomain, "times": TimesDomain,
                                     "times99": Times99Domain, "count": CountDomain,
-                                    "stride": StrideDomain, "carry": CarryDomain}
+                                    "stride": StrideDomain, "carry": CarryDomain,
+                                    "facts": FactsDomain}
 
 ENTRY_POINT_GROUP = "genenv_lab.domains"
 """Entry-point group under which an installed package registers its domains by name, e.g. in its pyproject.toml:
