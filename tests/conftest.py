@@ -58,7 +58,7 @@ TIERS = {
              "test_eval_bfcl", "test_bfcl_multi_turn", "test_domain_fuzz", "test_domain_qa", "test_domain_tools",
              "test_arith", "test_count", "test_times", "test_diagnostics", "test_bounded_reads", "test_config",
              "test_environment_file", "test_offline_html", "test_tailing", "test_metric_names", "test_slim_wheel",
-             "test_gpu_profiles", "test_niches", "test_stride", "test_carry"),
+             "test_gpu_profiles", "test_niches", "test_stride", "test_carry", "test_facts"),
     "component": ("test_loop_component", "test_loop_online_filter", "test_agent_trainer", "test_agent_trainers",
                   "test_crash_points", "test_committed_work", "test_compare", "test_trackers", "test_domains_own",
                   "test_model_source", "test_shipped_world_models", "test_eval_runner", "test_export", "test_prefix",

@@ -163,3 +163,19 @@ def test_the_carry_world_models_agent_is_read_against_its_teacher():
     failed = sum(round((1 - model) * n) for *_, model, _, n in rows)
     assert set(wrong) <= {"ones", "tens", "hundreds", "thousands", "missing"}
     assert (sum(wrong.values()) >= failed) if failed else not wrong  # a failed rollout has a wrong column
+
+
+def test_the_facts_world_models_agent_is_read_against_its_teacher():
+    """tools/world_fidelity.py on the facts world: per sum, how often the shipped model writes a fact right beside the
+    teacher's mastery; facts under ten it writes right, and a wrong sum of a fact over ten is mostly its own slip."""
+    from tools.world_fidelity import facts_fidelity
+
+    spec = world_spec(preset("cpu-facts"))
+    rows = facts_fidelity(str(shipped_world_model(spec)), tasks=16, rollouts=4, seed=3)
+    assert rows and all(0.0 <= model <= 1.0 and 0.0 < teacher <= 1.0 and 0.0 <= slips <= 1.0
+                        for _, model, teacher, slips, _ in rows)
+    by_sum = {total: (model, slips, n) for total, model, _, slips, n in rows}
+    assert by_sum[0][0] >= 0.9 and by_sum[0][2] > 50
+    wrong_over_ten = [(1 - model) * n for total, (model, _, n) in by_sum.items() if total]
+    slips_over_ten = [slips * (1 - model) * n for total, (model, slips, n) in by_sum.items() if total]
+    assert sum(slips_over_ten) >= 0.5 * sum(wrong_over_ten)
