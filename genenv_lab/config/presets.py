@@ -109,6 +109,13 @@ def _cpu_facts() -> RunConfig:
                                  env={"max_new_tokens": 16}, world={"lr": 1e-3, "steps": 1500})
 
 
+def _cpu_facts_niche() -> RunConfig:
+    # cpu-facts with the niche penalty at γ = 2 on the simulator's RWR (a labelled extension, env.niche_gamma): the
+    # preset whose genenv carries it, so that compare runs genenv, genenv_paper and genenv_placebo side by side
+    # (pre-registration 9, docs/research/preregistration.md).
+    return _cpu_facts().replace(preset="cpu-facts-niche", env={"niche_gamma": 2.0})
+
+
 def _cpu_times() -> RunConfig:
     # The times-tables world: it calibrates, a fixed set teaches as much (docs/research/README.md).
     return _cpu_demo().replace(preset="cpu-times", env={"temperature": 1.0},
@@ -168,6 +175,7 @@ PRESETS = {
     "cpu-stride": _cpu_stride,
     "cpu-carry": _cpu_carry,
     "cpu-facts": _cpu_facts,
+    "cpu-facts-niche": _cpu_facts_niche,
     "cpu-times": _cpu_times,
     "cpu-smollm2": _cpu_smollm2,
     "cpu-smollm2-dry": _cpu_smollm2_dry,
@@ -183,8 +191,8 @@ TRL_PRESET_PREFIX = "trl-"
 """The preset name of a run written by :class:`genenv_lab.trl.GenEnvCurriculum` starts with this (its base preset
 follows): such a run is continued by the user's own script with ``resume=True``, not by ``genenv-lab run``."""
 CPU_PRESETS = ("tiny", "cpu-demo", "cpu-dry", "cpu-dry-hint", "cpu-dry-hint-long", "cpu-dry-hint-band",
-               "cpu-dry-hint-band-niche", "cpu-stride", "cpu-carry", "cpu-facts", "cpu-times", "cpu-smollm2",
-               "cpu-smollm2-dry")
+               "cpu-dry-hint-band-niche", "cpu-stride", "cpu-carry", "cpu-facts", "cpu-facts-niche", "cpu-times",
+               "cpu-smollm2", "cpu-smollm2-dry")
 
 
 def preset(name: str) -> RunConfig:
