@@ -40,7 +40,7 @@ from typing import Any
 
 from genenv_lab.core.types import TaskSpec
 from genenv_lab.domains.base import HELDOUT_REASON, Domain, ParseResult, SeedTask
-from genenv_lab.domains.worlds import LevelWorld, task_body, task_numbers
+from genenv_lab.domains.worlds import LevelWorld, QuestionPrompt, falling_mastery, task_body, task_numbers
 
 MIN_DIGITS, MAX_DIGITS = 2, 4
 """A task's numbers have this many digits, both the same."""
@@ -106,7 +106,7 @@ def heldout_pairs() -> frozenset[tuple[int, int]]:
     return frozenset((t.spec.features["a"], t.spec.features["b"]) for t in CarryDomain().heldout_tasks())
 
 
-class CarryDomain(Domain):
+class CarryDomain(QuestionPrompt, Domain):
     name = "carry"
     system_prompt_env = "You write column addition practice. Reply with one line: Task: <a> + <b>"
     system_prompt_agent = ("Add in columns, from the ones column up. Write each column's sum, with the carry from "
@@ -167,12 +167,6 @@ class CarryDomain(Domain):
         columns = " ".join(map(str, carry_columns(a, b))) or "none"
         return f"{spec.features['digits']} digits, carries {columns}"
 
-    def agent_messages(self, spec: TaskSpec) -> list[dict[str, str]]:
-        return [{"role": "system", "content": self.system_prompt_agent}, {"role": "user", "content": spec.question}]
-
-    def reference_solution(self, spec: TaskSpec) -> str:
-        return " " + spec.answer
-
     def score(self, spec: TaskSpec, completion: str) -> float:
         """1.0 when the first line of the completion is exactly the column digits (a final full stop allowed).
 
@@ -223,7 +217,7 @@ class CarryWorld(LevelWorld):
         >>> w = CarryWorld(); [round(w.mastery(i), 2) for i in (1, 2, 3)]
         [0.86, 0.55, 0.24]
         """
-        return self.floor + (1.0 - self.floor) / (1.0 + math.exp((column - self.midpoint) / self.spread))
+        return falling_mastery(column, self.midpoint, self.spread, self.floor)
 
     def success_probability(self, a: int, b: int) -> float:
         """The teacher's chance of adding ``a + b`` right: the product of its carries' masteries.

@@ -37,7 +37,7 @@ from typing import Any
 
 from genenv_lab.core.types import TaskSpec
 from genenv_lab.domains.base import HELDOUT_REASON, Domain, ParseResult, SeedTask
-from genenv_lab.domains.worlds import LevelWorld, task_numbers
+from genenv_lab.domains.worlds import LevelWorld, falling_mastery, task_numbers
 
 MAX_START = 12
 """A count starts at 1..MAX_START."""
@@ -167,7 +167,7 @@ class CountWorld(LevelWorld):
         >>> w = CountWorld(); round(w.mastery(4), 2), round(w.mastery(8), 2), round(w.mastery(20), 2)
         (0.98, 0.55, 0.1)
         """
-        return self.floor + (1.0 - self.floor) / (1.0 + math.exp((n - self.midpoint) / self.spread))
+        return falling_mastery(n, self.midpoint, self.spread, self.floor)
 
     def success_probability(self, start: int, end: int) -> float:
         """The teacher's chance of writing the whole count right: the product of its steps' masteries.

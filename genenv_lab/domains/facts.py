@@ -39,7 +39,7 @@ from typing import Any
 
 from genenv_lab.core.types import TaskSpec
 from genenv_lab.domains.base import HELDOUT_REASON, Domain, ParseResult, SeedTask
-from genenv_lab.domains.worlds import LevelWorld, task_body
+from genenv_lab.domains.worlds import LevelWorld, QuestionPrompt, falling_mastery, task_body
 
 PAIRS_MIN, PAIRS_MAX = 2, 4
 """A task has this many pairs."""
@@ -92,7 +92,7 @@ def heldout_pairs() -> frozenset[tuple[tuple[int, int], ...]]:
     return frozenset(t.spec.features["pairs"] for t in FactsDomain().heldout_tasks())
 
 
-class FactsDomain(Domain):
+class FactsDomain(QuestionPrompt, Domain):
     name = "facts"
     system_prompt_env = "You write addition fact practice. Reply with one line: Task: <x>+<y> <x>+<y> ..."
     system_prompt_agent = "Write the sum of each pair, in order, separated by spaces."
@@ -153,12 +153,6 @@ class FactsDomain(Domain):
         over = sorted(x + y for x, y in spec.features["pairs"] if x + y >= TEN)
         return f"{spec.features['length']} pairs, over ten: {' '.join(map(str, over)) or 'none'}"
 
-    def agent_messages(self, spec: TaskSpec) -> list[dict[str, str]]:
-        return [{"role": "system", "content": self.system_prompt_agent}, {"role": "user", "content": spec.question}]
-
-    def reference_solution(self, spec: TaskSpec) -> str:
-        return " " + spec.answer
-
     def score(self, spec: TaskSpec, completion: str) -> float:
         """1.0 when the first line of the completion is exactly the sums, in order (a final full stop allowed).
 
@@ -200,7 +194,7 @@ class FactsWorld(LevelWorld):
         """
         if total < TEN:
             return 1.0
-        return self.floor + (1.0 - self.floor) / (1.0 + math.exp((total - self.midpoint) / self.spread))
+        return falling_mastery(total, self.midpoint, self.spread, self.floor)
 
     def success_probability(self, pairs) -> float:
         """The teacher's chance of answering a task right: the product of its facts' masteries.

@@ -22,7 +22,6 @@ The held-out set has two counts per stride, starting at 1 or 2 and five steps lo
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from functools import lru_cache
@@ -31,7 +30,7 @@ from typing import Any
 from genenv_lab.core.types import TaskSpec
 from genenv_lab.domains.base import HELDOUT_REASON, Domain, LineageStats, ParseResult, SeedTask
 from genenv_lab.domains.count import CountDomain
-from genenv_lab.domains.worlds import LevelWorld
+from genenv_lab.domains.worlds import LevelWorld, falling_mastery
 
 MAX_START = 9
 MAX_STRIDE = 6
@@ -153,7 +152,7 @@ class StrideWorld(LevelWorld):
         >>> w = StrideWorld(); [round(w.mastery(s), 2) for s in (1, 2, 3, 4, 5)]
         [0.97, 0.86, 0.55, 0.24, 0.13]
         """
-        return self.floor + (1.0 - self.floor) / (1.0 + math.exp((stride - self.midpoint) / self.spread))
+        return falling_mastery(stride, self.midpoint, self.spread, self.floor)
 
     def success_probability(self, stride: int, steps: int) -> float:
         """The teacher's chance of writing a whole task right: ``mastery(stride) ** (steps − 1)``.

@@ -18,6 +18,7 @@ A subclass says what a task of a level looks like (:meth:`LevelWorld.task_at`), 
 
 from __future__ import annotations
 
+import math
 import random
 import re
 
@@ -35,6 +36,31 @@ def task_body(text: str) -> str | None:
     ('3 * 7', None)
     """
     return next((m.group(1).strip() for m in map(_TASK.match, text.splitlines()) if m), None)
+
+
+def falling_mastery(x: float, midpoint: float, spread: float, floor: float) -> float:
+    """``floor + (1 − floor) / (1 + exp((x − midpoint) / spread))``: a world's teacher's mastery of the skill at
+    ``x`` (a count's step, a stride, a carry's column, a fact's sum), near 1 well below ``midpoint`` and falling to
+    ``floor`` above it.
+
+    >>> round(falling_mastery(2, 2.0, 0.6, 0.1), 2), round(falling_mastery(18, 12.5, 1.0, 0.05), 2)
+    (0.55, 0.05)
+    """
+    return floor + (1.0 - floor) / (1.0 + math.exp((x - midpoint) / spread))
+
+
+class QuestionPrompt:
+    """A world domain whose agent is asked the task's question under its system prompt with nothing prefilled, and
+    whose correct reply is the answer after a space (``carry``, ``facts``); mixed in before
+    :class:`~genenv_lab.domains.base.Domain`."""
+
+    system_prompt_agent: str
+
+    def agent_messages(self, spec) -> list[dict[str, str]]:
+        return [{"role": "system", "content": self.system_prompt_agent}, {"role": "user", "content": spec.question}]
+
+    def reference_solution(self, spec) -> str:
+        return " " + spec.answer
 
 
 def task_numbers(text: str, pattern: re.Pattern, form: str) -> tuple[int, int] | str:
