@@ -103,6 +103,7 @@ def _cpu_facts() -> RunConfig:
     # cpu-carry's settings on the facts world, where each addition fact that crosses ten is a skill of its own (it
     # does not transfer to the others) and the untrained simulator rarely writes the hardest (issue 65's world whose
     # frontier outlasts the run: genenv_lab/domains/facts.py; docs/research/curriculum_cpu.md, "the facts world").
+    # There training the simulator pays: pre-registration 9 (cpu-facts-niche below, seeds 60-67).
     # Its world model's agent role is trained 1500 steps at 1e-3 (the builder's default, 450 at 2e-3, leaves a fact
     # under ten wrong one time in four: the log's pick, by tools/world_fidelity, before any loop run).
     return _cpu_stride().replace(preset="cpu-facts", loop={"domain": "facts"}, agent={"max_completion_length": 16},
@@ -112,7 +113,7 @@ def _cpu_facts() -> RunConfig:
 def _cpu_facts_niche() -> RunConfig:
     # cpu-facts with the niche penalty at γ = 2 on the simulator's RWR (a labelled extension, env.niche_gamma): the
     # preset whose genenv carries it, so that compare runs genenv, genenv_paper and genenv_placebo side by side
-    # (pre-registration 9, docs/research/preregistration.md).
+    # (pre-registration 9, docs/research/preregistration.md: genenv - random_env +0.092, +0.067 to +0.116).
     return _cpu_facts().replace(preset="cpu-facts-niche", env={"niche_gamma": 2.0})
 
 
